@@ -1,0 +1,584 @@
+//! Canonical form: a payload (HTML or plain text, any charset) to the lower-cased token
+//! stream that shingles are taken from.
+//!
+//! HTML is not parsed into a tree: one pass over the bytes skips tags, comments,
+//! `<script>` and `<style>`, decodes entities, keeps `alt` text, and cuts runs of letters
+//! and digits into tokens. A tag is a token boundary. Han, kana and Hangul characters,
+//! written without spaces, are one token each so that CJK pages shingle as finely as
+//! European ones. The token stream is written as one `String`, tokens separated by one
+//! space: its 128-bit hash identifies lexically equal documents.
+
+use std::borrow::Cow;
+
+use encoding_rs::Encoding;
+
+/// What kind of payload, for canonicalization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    /// text/html, application/xhtml+xml, or sniffed as HTML.
+    Html,
+    /// text/plain.
+    Text,
+    /// Anything else: captured, not sketched.
+    Other,
+}
+
+/// Decides the media kind from the declared type, sniffing when it says nothing useful.
+pub fn media_kind(mime: Option<&str>, payload: &[u8]) -> MediaKind {
+    match mime.map(|m| m.trim().to_ascii_lowercase()) {
+        Some(m) if m == "text/html" || m == "application/xhtml+xml" => MediaKind::Html,
+        Some(m) if m == "text/plain" => MediaKind::Text,
+        Some(m) if !(m.is_empty() || m == "application/octet-stream" || m == "unk" || m == "no-type" || m == "unknown") => {
+            MediaKind::Other
+        }
+        _ => {
+            let head = &payload[..payload.len().min(512)];
+            let start = head.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(head.len());
+            let head = &head[start..];
+            if starts_with_ci(head, b"<!doctype html") || starts_with_ci(head, b"<html") {
+                MediaKind::Html
+            } else {
+                MediaKind::Other
+            }
+        }
+    }
+}
+
+/// The canonical form of one payload.
+#[derive(Debug, Clone, Default)]
+pub struct Canon {
+    /// Tokens, lower-cased, separated by one space.
+    pub text: String,
+    /// Number of tokens.
+    pub tokens: u32,
+    /// `<title>` text, whitespace-collapsed, at most 200 characters.
+    pub title: Option<String>,
+    /// Name of the charset the payload was decoded from.
+    pub charset: &'static str,
+}
+
+impl Canon {
+    /// Empties it for reuse, keeping the allocation.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.tokens = 0;
+        self.title = None;
+        self.charset = "UTF-8";
+    }
+
+    /// The tokens, in order.
+    pub fn token_iter(&self) -> impl Iterator<Item = &str> {
+        self.text.split(' ').filter(|t| !t.is_empty())
+    }
+}
+
+/// Canonicalizes `payload` into `out` (cleared first).
+pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>, out: &mut Canon) {
+    out.clear();
+    if kind == MediaKind::Other {
+        return;
+    }
+    let enc = choose_encoding(payload, kind, http_charset);
+    out.charset = enc.name();
+    let text: Cow<str> = if enc == encoding_rs::UTF_8 || (enc.is_ascii_compatible() && payload.is_ascii()) {
+        let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+        String::from_utf8_lossy(body)
+    } else {
+        enc.decode_with_bom_removal(payload).0
+    };
+    let mut sink = TokenSink { out: &mut out.text, tokens: 0, in_token: false };
+    match kind {
+        MediaKind::Html => out.title = scan_html(&text, &mut sink),
+        MediaKind::Text => sink.feed(&text),
+        MediaKind::Other => {}
+    }
+    out.tokens = sink.tokens;
+}
+
+fn choose_encoding(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> &'static Encoding {
+    if let Some((enc, _)) = Encoding::for_bom(payload) {
+        return enc;
+    }
+    if let Some(enc) = http_charset.and_then(|c| Encoding::for_label(c.trim().as_bytes())) {
+        return enc;
+    }
+    if kind == MediaKind::Html {
+        if let Some(enc) = sniff_meta_charset(&payload[..payload.len().min(4096)]) {
+            // WHATWG: a <meta> that claims UTF-16 in an ASCII-readable file means UTF-8.
+            if enc == encoding_rs::UTF_16LE || enc == encoding_rs::UTF_16BE {
+                return encoding_rs::UTF_8;
+            }
+            if enc == encoding_rs::X_USER_DEFINED {
+                return encoding_rs::WINDOWS_1252;
+            }
+            return enc;
+        }
+    }
+    encoding_rs::UTF_8
+}
+
+/// `<meta charset="x">` or `<meta http-equiv=… content="…; charset=x">` in the head.
+fn sniff_meta_charset(head: &[u8]) -> Option<&'static Encoding> {
+    let mut i = 0;
+    while let Some(p) = find_ci(&head[i..], b"charset") {
+        let mut j = i + p + 7;
+        while j < head.len() && head[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j < head.len() && head[j] == b'=' {
+            j += 1;
+            while j < head.len() && (head[j].is_ascii_whitespace() || head[j] == b'"' || head[j] == b'\'') {
+                j += 1;
+            }
+            let s = j;
+            while j < head.len() && (head[j].is_ascii_alphanumeric() || matches!(head[j], b'-' | b'_' | b'.' | b':')) {
+                j += 1;
+            }
+            if let Some(enc) = Encoding::for_label(&head[s..j]) {
+                return Some(enc);
+            }
+        }
+        i = i + p + 7;
+    }
+    None
+}
+
+fn starts_with_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay[..needle.len()].eq_ignore_ascii_case(needle)
+}
+
+fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let first = needle[0];
+    let mut i = 0;
+    while let Some(p) = memchr::memchr2(first, first.to_ascii_uppercase(), &hay[i..]) {
+        let at = i + p;
+        if starts_with_ci(&hay[at..], needle) {
+            return Some(at);
+        }
+        i = at + 1;
+    }
+    None
+}
+
+/// ASCII byte → its lower-case form if it is a letter or digit, else 0.
+static ASCII_TOKEN: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = if c.is_ascii_digit() || c.is_ascii_lowercase() {
+            c
+        } else if c.is_ascii_uppercase() {
+            c + 32
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
+
+/// Writes tokens into the canonical string.
+struct TokenSink<'a> {
+    out: &'a mut String,
+    tokens: u32,
+    in_token: bool,
+}
+
+impl TokenSink<'_> {
+    #[inline]
+    fn start_token(&mut self) {
+        if !self.in_token {
+            if !self.out.is_empty() {
+                self.out.push(' ');
+            }
+            self.in_token = true;
+            self.tokens += 1;
+        }
+    }
+
+    #[inline]
+    fn boundary(&mut self) {
+        self.in_token = false;
+    }
+
+    fn feed(&mut self, s: &str) {
+        let bytes = s.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b < 0x80 {
+                let t = ASCII_TOKEN[b as usize];
+                if t != 0 {
+                    self.start_token();
+                    // SAFETY of the String: t is ASCII.
+                    self.out.push(t as char);
+                } else {
+                    self.in_token = false;
+                }
+                i += 1;
+            } else {
+                let c = s[i..].chars().next().expect("valid UTF-8 at a char boundary");
+                self.feed_char(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+
+    fn feed_char(&mut self, c: char) {
+        if c.is_ascii() {
+            let t = ASCII_TOKEN[c as usize];
+            if t != 0 {
+                self.start_token();
+                self.out.push(t as char);
+            } else {
+                self.in_token = false;
+            }
+        } else if is_cjk(c) {
+            self.in_token = false;
+            self.start_token();
+            self.out.push(c);
+            self.in_token = false;
+        } else if c.is_alphanumeric() {
+            self.start_token();
+            for l in c.to_lowercase() {
+                self.out.push(l);
+            }
+        } else {
+            self.in_token = false;
+        }
+    }
+}
+
+/// Scripts written without spaces between words: one token per character.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // hiragana, katakana
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0x20000..=0x2FA1F) // CJK extensions B–F, supplement
+}
+
+/// One pass over HTML text; returns the title.
+fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
+    let b = html.as_bytes();
+    let mut i = 0;
+    let mut title_start: Option<usize> = None;
+    let mut title: Option<String> = None;
+    while i < b.len() {
+        let Some(p) = memchr::memchr2(b'<', b'&', &b[i..]) else {
+            sink.feed(&html[i..]);
+            break;
+        };
+        let j = i + p;
+        sink.feed(&html[i..j]);
+        if b[j] == b'&' {
+            let (c, used) = decode_entity(&b[j..]);
+            match c {
+                Some(c) => sink.feed_char(c),
+                None => sink.boundary(),
+            }
+            i = j + used;
+            continue;
+        }
+        // b[j] == '<'
+        let next = b.get(j + 1).copied().unwrap_or(0);
+        if next == b'!' {
+            if b[j..].starts_with(b"<!--") {
+                i = match memchr::memmem::find(&b[j + 4..], b"-->") {
+                    Some(e) => j + 4 + e + 3,
+                    None => b.len(),
+                };
+            } else {
+                i = skip_to_gt(b, j);
+            }
+            sink.boundary();
+            continue;
+        }
+        if next == b'?' {
+            i = skip_to_gt(b, j);
+            sink.boundary();
+            continue;
+        }
+        let closing = next == b'/';
+        let name_start = if closing { j + 2 } else { j + 1 };
+        let mut k = name_start;
+        while k < b.len() && (b[k].is_ascii_alphanumeric() || b[k] == b'-' || b[k] == b':') {
+            k += 1;
+        }
+        if k == name_start || !b[name_start].is_ascii_alphabetic() {
+            // A lone '<' is text (and not part of a word).
+            sink.boundary();
+            i = j + 1;
+            continue;
+        }
+        let name = &b[name_start..k];
+        let end = tag_end(b, k);
+        sink.boundary();
+        if !closing && (name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style")) {
+            i = skip_raw_text(b, end, name);
+            continue;
+        }
+        if name.eq_ignore_ascii_case(b"title") {
+            if closing {
+                if let (Some(s), None) = (title_start, &title) {
+                    title = Some(clean_title(&html[s..j]));
+                }
+            } else if title_start.is_none() {
+                title_start = Some(end.min(b.len()));
+            }
+        } else if !closing
+            && (name.eq_ignore_ascii_case(b"img") || name.eq_ignore_ascii_case(b"area") || name.eq_ignore_ascii_case(b"input"))
+        {
+            let attrs_end = if b.get(end.wrapping_sub(1)) == Some(&b'>') { end - 1 } else { end };
+            if let Some(alt) = attribute(&html[k..attrs_end.max(k)], "alt") {
+                feed_with_entities(&alt, sink);
+                sink.boundary();
+            }
+        }
+        i = end;
+    }
+    title
+}
+
+/// Index just past the '>' that ends the tag whose name ends at `k`; quotes respected.
+fn tag_end(b: &[u8], mut k: usize) -> usize {
+    while k < b.len() {
+        match memchr::memchr3(b'>', b'"', b'\'', &b[k..]) {
+            None => return b.len(),
+            Some(p) => {
+                let at = k + p;
+                match b[at] {
+                    b'>' => return at + 1,
+                    q => {
+                        // Only a quote that opens an attribute value (after '=') is a quote.
+                        let mut back = at;
+                        while back > 0 && b[back - 1].is_ascii_whitespace() {
+                            back -= 1;
+                        }
+                        if back > 0 && b[back - 1] == b'=' {
+                            match memchr::memchr(q, &b[at + 1..]) {
+                                Some(e) => k = at + 1 + e + 1,
+                                None => return b.len(),
+                            }
+                        } else {
+                            k = at + 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    b.len()
+}
+
+fn skip_to_gt(b: &[u8], j: usize) -> usize {
+    memchr::memchr(b'>', &b[j..]).map(|p| j + p + 1).unwrap_or(b.len())
+}
+
+/// After `<script …>` or `<style …>`: index past the matching end tag.
+fn skip_raw_text(b: &[u8], mut i: usize, name: &[u8]) -> usize {
+    while let Some(p) = memchr::memmem::find(&b[i..], b"</") {
+        let at = i + p + 2;
+        if starts_with_ci(&b[at..], name) {
+            return skip_to_gt(b, at);
+        }
+        i = at;
+    }
+    b.len()
+}
+
+/// Value of one attribute in a tag's attribute text.
+fn attribute(attrs: &str, name: &str) -> Option<String> {
+    let b = attrs.as_bytes();
+    let mut i = 0;
+    while let Some(p) = find_ci(&b[i..], name.as_bytes()) {
+        let at = i + p;
+        let before_ok = at == 0 || b[at - 1].is_ascii_whitespace() || b[at - 1] == b'"' || b[at - 1] == b'\'';
+        let mut j = at + name.len();
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if before_ok && j < b.len() && b[j] == b'=' {
+            j += 1;
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j < b.len() && (b[j] == b'"' || b[j] == b'\'') {
+                let q = b[j];
+                let e = memchr::memchr(q, &b[j + 1..]).map(|e| j + 1 + e).unwrap_or(b.len());
+                return Some(attrs[j + 1..e].to_string());
+            }
+            let e = b[j..].iter().position(|c| c.is_ascii_whitespace() || *c == b'/').map(|e| j + e).unwrap_or(b.len());
+            return Some(attrs[j..e].to_string());
+        }
+        i = at + name.len();
+    }
+    None
+}
+
+fn feed_with_entities(s: &str, sink: &mut TokenSink) {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'&', &b[i..]) {
+        let j = i + p;
+        sink.feed(&s[i..j]);
+        let (c, used) = decode_entity(&b[j..]);
+        match c {
+            Some(c) => sink.feed_char(c),
+            None => sink.boundary(),
+        }
+        i = j + used;
+    }
+    sink.feed(&s[i..]);
+}
+
+fn clean_title(raw: &str) -> String {
+    let mut s = String::new();
+    let mut decoded = String::new();
+    let b = raw.as_bytes();
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'&', &b[i..]) {
+        let j = i + p;
+        decoded.push_str(&raw[i..j]);
+        let (c, used) = decode_entity(&b[j..]);
+        decoded.push(c.unwrap_or(' '));
+        i = j + used;
+    }
+    decoded.push_str(&raw[i..]);
+    for w in decoded.split_whitespace() {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(w);
+        if s.chars().count() > 200 {
+            return s.chars().take(200).collect();
+        }
+    }
+    s
+}
+
+/// Decodes the entity at the start of `b` (which begins with '&'). Returns the character
+/// (None for an unknown entity or a lone '&') and how many bytes were used.
+fn decode_entity(b: &[u8]) -> (Option<char>, usize) {
+    debug_assert_eq!(b[0], b'&');
+    if b.get(1) == Some(&b'#') {
+        let (hex, start) = match b.get(2) {
+            Some(b'x' | b'X') => (true, 3),
+            _ => (false, 2),
+        };
+        let mut k = start;
+        while k < b.len() && k - start < 8 && (if hex { b[k].is_ascii_hexdigit() } else { b[k].is_ascii_digit() }) {
+            k += 1;
+        }
+        if k == start {
+            return (None, 1);
+        }
+        let digits = std::str::from_utf8(&b[start..k]).unwrap_or("0");
+        let n = u32::from_str_radix(digits, if hex { 16 } else { 10 }).unwrap_or(0xFFFD);
+        let used = if b.get(k) == Some(&b';') { k + 1 } else { k };
+        // Windows-1252 numeric references in the 0x80–0x9F range, as browsers read them.
+        let c = match n {
+            0x80..=0x9F => encoding_rs::WINDOWS_1252.decode_without_bom_handling(&[n as u8]).0.chars().next(),
+            _ => char::from_u32(n),
+        };
+        return (c.or(Some('\u{FFFD}')), used);
+    }
+    let mut k = 1;
+    while k < b.len() && k < 12 && b[k].is_ascii_alphanumeric() {
+        k += 1;
+    }
+    if k == 1 {
+        return (None, 1);
+    }
+    let name = &b[1..k];
+    match named_entity(name) {
+        Some(c) => (Some(c), if b.get(k) == Some(&b';') { k + 1 } else { k }),
+        // Unknown: the '&' is a separator, the name is read as text.
+        None => (None, 1),
+    }
+}
+
+/// The named entities that occur in real pages often enough to matter for tokens
+/// (letters), plus the common separators.
+fn named_entity(name: &[u8]) -> Option<char> {
+    const TABLE: &[(&str, char)] = &[
+        ("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\''), ("nbsp", ' '),
+        ("copy", '©'), ("reg", '®'), ("trade", '™'), ("hellip", '…'), ("mdash", '—'), ("ndash", '–'),
+        ("lsquo", '‘'), ("rsquo", '’'), ("ldquo", '“'), ("rdquo", '”'), ("laquo", '«'), ("raquo", '»'),
+        ("middot", '·'), ("bull", '•'), ("euro", '€'), ("pound", '£'), ("yen", '¥'), ("cent", '¢'),
+        ("sect", '§'), ("para", '¶'), ("deg", '°'), ("times", '×'), ("divide", '÷'), ("shy", '\u{AD}'),
+        ("zwnj", '\u{200C}'), ("zwj", '\u{200D}'), ("ensp", ' '), ("emsp", ' '), ("thinsp", ' '),
+        ("iexcl", '¡'), ("iquest", '¿'), ("ordf", 'ª'), ("ordm", 'º'), ("sup1", '¹'), ("sup2", '²'),
+        ("sup3", '³'), ("frac12", '½'), ("frac14", '¼'), ("frac34", '¾'), ("micro", 'µ'),
+        ("Agrave", 'À'), ("Aacute", 'Á'), ("Acirc", 'Â'), ("Atilde", 'Ã'), ("Auml", 'Ä'), ("Aring", 'Å'),
+        ("AElig", 'Æ'), ("Ccedil", 'Ç'), ("Egrave", 'È'), ("Eacute", 'É'), ("Ecirc", 'Ê'), ("Euml", 'Ë'),
+        ("Igrave", 'Ì'), ("Iacute", 'Í'), ("Icirc", 'Î'), ("Iuml", 'Ï'), ("ETH", 'Ð'), ("Ntilde", 'Ñ'),
+        ("Ograve", 'Ò'), ("Oacute", 'Ó'), ("Ocirc", 'Ô'), ("Otilde", 'Õ'), ("Ouml", 'Ö'), ("Oslash", 'Ø'),
+        ("Ugrave", 'Ù'), ("Uacute", 'Ú'), ("Ucirc", 'Û'), ("Uuml", 'Ü'), ("Yacute", 'Ý'), ("THORN", 'Þ'),
+        ("szlig", 'ß'), ("agrave", 'à'), ("aacute", 'á'), ("acirc", 'â'), ("atilde", 'ã'), ("auml", 'ä'),
+        ("aring", 'å'), ("aelig", 'æ'), ("ccedil", 'ç'), ("egrave", 'è'), ("eacute", 'é'), ("ecirc", 'ê'),
+        ("euml", 'ë'), ("igrave", 'ì'), ("iacute", 'í'), ("icirc", 'î'), ("iuml", 'ï'), ("eth", 'ð'),
+        ("ntilde", 'ñ'), ("ograve", 'ò'), ("oacute", 'ó'), ("ocirc", 'ô'), ("otilde", 'õ'), ("ouml", 'ö'),
+        ("oslash", 'ø'), ("ugrave", 'ù'), ("uacute", 'ú'), ("ucirc", 'û'), ("uuml", 'ü'), ("yacute", 'ý'),
+        ("thorn", 'þ'), ("yuml", 'ÿ'), ("OElig", 'Œ'), ("oelig", 'œ'), ("Scaron", 'Š'), ("scaron", 'š'),
+        ("Yuml", 'Ÿ'), ("fnof", 'ƒ'), ("alpha", 'α'), ("beta", 'β'), ("gamma", 'γ'), ("delta", 'δ'),
+        ("pi", 'π'), ("mu", 'μ'), ("omega", 'ω'), ("sigma", 'σ'), ("lambda", 'λ'), ("theta", 'θ'),
+    ];
+    let name = std::str::from_utf8(name).ok()?;
+    TABLE.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(html: &str) -> Canon {
+        let mut c = Canon::default();
+        canonicalize(html.as_bytes(), MediaKind::Html, None, &mut c);
+        c
+    }
+
+    #[test]
+    fn drops_markup_keeps_text_and_alt() {
+        let c = canon(
+            "<html><head><title>A &amp; B</title><style>p{x:1}</style><script>var a='<b>';</script></head>\
+             <body><!-- hidden --><p class=\"a>b\">Hello,&nbsp;World&#33; Caf&eacute;</p>\
+             <img src=x alt=\"Red Kite\"><p>2026</p></body></html>",
+        );
+        assert_eq!(c.text, "a b hello world café red kite 2026");
+        assert_eq!(c.tokens, 8);
+        assert_eq!(c.title.as_deref(), Some("A & B"));
+    }
+
+    #[test]
+    fn tags_are_boundaries_and_case_folds() {
+        assert_eq!(canon("<p>ONE</p><p>Two</p>ÉTÉ").text, "one two été");
+        assert_eq!(canon("a < b and c<d").text, "a b and c d");
+    }
+
+    #[test]
+    fn cjk_is_one_token_per_character() {
+        assert_eq!(canon("<p>日本語 text</p>").text, "日 本 語 text");
+    }
+
+    #[test]
+    fn charset_from_meta_and_header() {
+        let mut c = Canon::default();
+        let latin1 = b"<meta charset=\"iso-8859-1\"><p>caf\xe9</p>";
+        canonicalize(latin1, MediaKind::Html, None, &mut c);
+        assert_eq!(c.text, "caf\u{e9}");
+        let cp1251 = b"<p>\xcf\xf0\xe8\xe2\xe5\xf2</p>";
+        canonicalize(cp1251, MediaKind::Html, Some("windows-1251"), &mut c);
+        assert_eq!(c.text, "привет");
+    }
+
+    #[test]
+    fn sniffs_html_without_type() {
+        assert_eq!(media_kind(None, b"  <!DOCTYPE html><p>x"), MediaKind::Html);
+        assert_eq!(media_kind(Some("image/png"), b"<html>"), MediaKind::Other);
+    }
+}

@@ -1,0 +1,211 @@
+//! From a record to a capture: the HTTP status and headers, the payload digest, the
+//! canonical text, its fingerprint and its sketch. This is the per-record work that runs
+//! on every core; everything here is a pure function of the record and the parameters.
+
+use sha1::{Digest, Sha1};
+
+use crate::canon::{self, Canon, MediaKind};
+use crate::read::{http, Record};
+use crate::sketch::{self, Sketch, SketchParams};
+
+/// What the index and `inspect` need of one record.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    /// Record type (`response`, `revisit`, …).
+    pub kind: String,
+    /// Target URL.
+    pub url: Option<String>,
+    /// 14-digit timestamp (`20261101120000`), from WARC-Date or the ARC date.
+    pub timestamp: Option<String>,
+    /// HTTP status, when the block is an HTTP response.
+    pub status: Option<u16>,
+    /// Media type of the payload, lower-case without parameters.
+    pub mime: Option<String>,
+    /// `Location` of a 3xx response.
+    pub redirect: Option<String>,
+    /// Payload digest, `sha1:BASE32` (from WARC-Payload-Digest, or computed).
+    pub payload_digest: Option<String>,
+    /// For a revisit: the URL and date of the capture it repeats.
+    pub refers_to: Option<(Option<String>, Option<String>)>,
+    /// How the payload was canonicalized (`Other` when it was not).
+    pub media: MediaKind,
+    /// Number of canonical tokens.
+    pub tokens: u32,
+    /// 128-bit fingerprint of the canonical text (None when not sketched).
+    pub text_fingerprint: Option<u128>,
+    /// The sketch (None when not sketched).
+    pub sketch: Option<Sketch>,
+    /// `<title>`.
+    pub title: Option<String>,
+    /// Byte length of the decoded payload.
+    pub payload_len: u64,
+    /// The block or payload was cut at the record cap: sketched on its first part.
+    pub truncated: bool,
+    /// Things that could not be undone (bad chunking, unknown content coding).
+    pub warnings: Vec<String>,
+}
+
+/// Reusable buffers for [`analyze`], one per worker.
+#[derive(Default)]
+pub struct Scratch {
+    canon: Canon,
+    shingles: Vec<u64>,
+}
+
+impl Scratch {
+    /// The canonical form of the last record analyzed.
+    pub fn canon(&self) -> &Canon {
+        &self.canon
+    }
+}
+
+impl Capture {
+    /// What a record says without analysis of its block: kind, URL, date, digest.
+    pub fn basic(rec: &Record) -> Capture {
+        Capture {
+            kind: rec.kind.clone(),
+            url: rec.target_uri(),
+            timestamp: rec.field_str("WARC-Date").and_then(|d| timestamp14(&d)),
+            status: None,
+            mime: None,
+            redirect: None,
+            payload_digest: rec.field_str("WARC-Payload-Digest").map(|d| normalize_digest(&d)),
+            refers_to: None,
+            media: MediaKind::Other,
+            tokens: 0,
+            text_fingerprint: None,
+            sketch: None,
+            title: None,
+            payload_len: rec.block.len() as u64,
+            truncated: rec.over_cap,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Record types whose block is (or carries) a capture of a URL.
+pub fn is_capture_kind(kind: &str) -> bool {
+    matches!(kind, "response" | "revisit" | "resource" | "conversion")
+}
+
+/// Analyzes one record. Records that are not captures get only their URL and date.
+pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Scratch) -> Capture {
+    let mut cap_ = Capture::basic(rec);
+    if !is_capture_kind(&rec.kind) {
+        return cap_;
+    }
+    if rec.kind == "revisit" {
+        cap_.refers_to = Some((rec.field_str("WARC-Refers-To-Target-URI"), rec.field_str("WARC-Refers-To-Date")));
+    }
+    let declared_type = rec.field_str("Content-Type").unwrap_or_default().to_ascii_lowercase();
+    let is_http = declared_type.starts_with("application/http")
+        || (rec.version.starts_with("ARC") && http::is_http_response(&rec.block))
+        || (declared_type.is_empty() && http::is_http_response(&rec.block));
+    let (payload, mime, charset): (std::borrow::Cow<[u8]>, Option<String>, Option<String>) = if is_http {
+        match http::parse_response(&rec.block, cap) {
+            Some(resp) => {
+                cap_.status = Some(resp.status);
+                if (300..400).contains(&resp.status) {
+                    cap_.redirect = resp.header("Location").map(str::to_string);
+                }
+                cap_.truncated |= resp.over_cap;
+                cap_.warnings.extend(resp.warnings.iter().cloned());
+                let mime = resp.mime();
+                let charset = resp.charset();
+                (std::borrow::Cow::Owned(resp.payload), mime, charset)
+            }
+            None => (std::borrow::Cow::Borrowed(&rec.block[..]), None, None),
+        }
+    } else {
+        let mime = Some(http::media_type(&declared_type)).filter(|m| !m.is_empty());
+        (std::borrow::Cow::Borrowed(&rec.block[..]), mime, http::charset_param(&declared_type))
+    };
+    cap_.payload_len = payload.len() as u64;
+    if cap_.payload_digest.is_none() && rec.kind != "revisit" {
+        cap_.payload_digest = Some(sha1_base32(&payload));
+    }
+    // A revisit's block holds headers only: its content is the record it refers to.
+    if rec.kind == "revisit" {
+        cap_.mime = mime;
+        return cap_;
+    }
+    cap_.media = canon::media_kind(mime.as_deref(), &payload);
+    cap_.mime = mime;
+    if cap_.media == MediaKind::Other {
+        return cap_;
+    }
+    canon::canonicalize(&payload, cap_.media, charset.as_deref(), &mut scratch.canon);
+    cap_.tokens = scratch.canon.tokens;
+    cap_.title = scratch.canon.title.clone();
+    cap_.text_fingerprint = Some(sketch::text_fingerprint(&scratch.canon.text, params.seed));
+    let sk = Sketch::of_tokens(scratch.canon.token_iter(), params, &mut scratch.shingles);
+    cap_.sketch = Some(sk);
+    cap_
+}
+
+/// `sha1:BASE32` of bytes.
+pub fn sha1_base32(bytes: &[u8]) -> String {
+    let d = Sha1::digest(bytes);
+    format!("sha1:{}", data_encoding::BASE32.encode(&d))
+}
+
+/// Digests as written vary (`sha1:…`, `SHA1:…`, hex): upper-case the label's value for
+/// base32, keep others.
+pub fn normalize_digest(d: &str) -> String {
+    match d.split_once(':') {
+        Some((alg, v)) => format!("{}:{}", alg.to_ascii_lowercase(), v.trim()),
+        None => d.trim().to_string(),
+    }
+}
+
+/// Any WARC/ARC date (`2026-11-01T12:00:00Z`, with fractions, with `+00:00`, cut to the
+/// month or minute, or ARC's `20261101120000`) → 14-digit UTC timestamp. Missing parts
+/// are filled with their lowest value; offsets other than UTC are applied.
+pub fn timestamp14(date: &str) -> Option<String> {
+    let d = date.trim();
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(d) {
+        return Some(t.with_timezone(&chrono::Utc).format("%Y%m%d%H%M%S").to_string());
+    }
+    // Digits of the date and time, up to the fraction or zone.
+    let mut digits = String::with_capacity(14);
+    for (i, c) in d.char_indices() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            if digits.len() == 14 {
+                break;
+            }
+        } else if c == '.' || c == 'Z' || ((c == '+' || c == '-') && d[..i].contains('T')) {
+            break;
+        }
+    }
+    if digits.len() < 4 {
+        return None;
+    }
+    const FILL: &str = "00000101000000";
+    let mut s = digits.clone();
+    s.push_str(&FILL[digits.len()..]);
+    // Month and day of 00 (cut dates) become 01.
+    if &s[4..6] == "00" {
+        s.replace_range(4..6, "01");
+    }
+    if &s[6..8] == "00" {
+        s.replace_range(6..8, "01");
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp14("2026-11-01T12:00:00Z").unwrap(), "20261101120000");
+        assert_eq!(timestamp14("2011-09-22T13:12:13.123456Z").unwrap(), "20110922131213");
+        assert_eq!(timestamp14("2020-01-01T01:00:00+01:00").unwrap(), "20200101000000");
+        assert_eq!(timestamp14("2014-03").unwrap(), "20140301000000");
+        assert_eq!(timestamp14("2014-03-25T12:12Z").unwrap(), "20140325121200");
+        assert_eq!(timestamp14("19961104142103").unwrap(), "19961104142103");
+        assert!(timestamp14("blue monday").is_none());
+    }
+}

@@ -1,0 +1,121 @@
+//! Argument parsing and dispatch. Exit codes: 0 success; 1 input damage or a failed
+//! operation (everything readable was still reported); 2 bad arguments or configuration.
+
+mod demo;
+mod inspect;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use tidemark::config::Config;
+
+/// Exit status when everything went well.
+pub const EXIT_OK: u8 = 0;
+/// Exit status when an input was damaged or an operation failed.
+pub const EXIT_DAMAGE: u8 = 1;
+/// Exit status for bad arguments or configuration.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tidemark",
+    version,
+    about = "Incremental crawl-sweep indexer: near-duplicate clusters and page histories from WARC sweeps",
+    long_about = "tidemark reads crawl sweeps (WARC/ARC files) into an embedded index of shingle \
+sketches, dated URLs and near-duplicate clusters (Broder et al., Syntactic Clustering of the Web, 1997).",
+    after_help = "Exit status: 0 success; 1 an input file was damaged (everything readable was still \
+reported) or an operation failed; 2 bad arguments or configuration."
+)]
+pub struct Cli {
+    /// Index directory (default: [index] path in the configuration).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Configuration file; keys it leaves out keep the defaults of config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Worker threads (default: all cores).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print every record of WARC/ARC files: URL, date, type, status, token, shingle and
+    /// sketch counts, and a summary by record type per file.
+    Inspect(inspect::Args),
+    /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
+    /// the embedded default run.
+    Demo(demo::Args),
+}
+
+/// Resolved global settings.
+pub struct Globals {
+    pub config: Config,
+}
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let mut config = match &cli.config {
+        Some(p) => match Config::load(p) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("tidemark: {e}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+        None => Config::default(),
+    };
+    if let Some(t) = cli.threads {
+        if t == 0 {
+            eprintln!("tidemark: --threads must be at least 1");
+            return ExitCode::from(EXIT_USAGE);
+        }
+        config.ingest.threads = t;
+    }
+    if let Some(db) = &cli.db {
+        config.index.path = db.clone();
+    }
+    let globals = Globals { config };
+    let result = match cli.command {
+        Command::Inspect(a) => inspect::run(&globals, a),
+        Command::Demo(a) => demo::run(&globals, a),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::from(EXIT_OK);
+            }
+            eprintln!("tidemark: {e:#}");
+            ExitCode::from(EXIT_DAMAGE)
+        }
+    }
+}
+
+/// A closed pipe (`tidemark inspect … | head`) is not an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// Standard output, buffered, for line-oriented output.
+pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
+}
+
+/// Writes one JSON value as a line.
+pub fn json_line(out: &mut impl Write, v: &serde_json::Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, v)?;
+    out.write_all(b"\n")
+}

@@ -1,0 +1,167 @@
+//! Configuration: the documented defaults live in the repository's `config.toml`,
+//! embedded here, so the file and the program cannot disagree.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::sketch::SketchParams;
+
+/// The embedded default configuration file.
+pub const DEFAULT_CONFIG: &str = include_str!("../config.toml");
+
+/// All tunables.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Index location.
+    pub index: IndexConfig,
+    /// Shingles and sketches.
+    pub sketch: SketchConfig,
+    /// Edges and clusters.
+    pub cluster: ClusterConfig,
+    /// Reading and workers.
+    pub ingest: IngestConfig,
+}
+
+/// `[index]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    /// Directory of the RocksDB index.
+    pub path: PathBuf,
+}
+
+/// `[sketch]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SketchConfig {
+    /// Tokens per shingle.
+    pub shingle_width: u32,
+    /// Hash and permutation seed.
+    pub seed: u64,
+    /// Sample target T.
+    pub sample_target: u32,
+}
+
+/// `[cluster]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Clustering threshold on resemblance.
+    pub threshold: f64,
+    /// Smallest resemblance or containment stored as an edge.
+    pub edge_floor: f64,
+    /// Postings longer than this are not expanded into candidates.
+    pub common_shingle_cap: u32,
+}
+
+/// `[ingest]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngestConfig {
+    /// Worker threads; 0 = all cores.
+    pub threads: usize,
+    /// Bytes of one record kept for analysis.
+    pub record_cap: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::parse(DEFAULT_CONFIG).expect("the embedded config.toml is valid")
+    }
+}
+
+impl Config {
+    /// Parses a configuration; keys missing from `text` keep their defaults.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let mut base: toml::Value = toml::from_str(DEFAULT_CONFIG).map_err(|e| e.to_string())?;
+        let over: toml::Value = toml::from_str(text).map_err(|e| e.to_string())?;
+        merge(&mut base, over);
+        let cfg: Config = base.try_into().map_err(|e: toml::de::Error| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("invalid config {}: {e}", path.display()))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let s = &self.sketch;
+        if !(1..=64).contains(&s.shingle_width) {
+            return Err(format!("sketch.shingle_width must be 1..=64, not {}", s.shingle_width));
+        }
+        if s.sample_target == 0 {
+            return Err("sketch.sample_target must be at least 1".into());
+        }
+        let c = &self.cluster;
+        if !(0.0..=1.0).contains(&c.edge_floor) || !(0.0..=1.0).contains(&c.threshold) || c.threshold < c.edge_floor {
+            return Err(format!(
+                "cluster thresholds must satisfy 0 <= edge_floor ({}) <= threshold ({}) <= 1",
+                c.edge_floor, c.threshold
+            ));
+        }
+        if self.ingest.record_cap < 1024 {
+            return Err("ingest.record_cap must be at least 1024 bytes".into());
+        }
+        Ok(())
+    }
+
+    /// The sketch parameters.
+    pub fn sketch_params(&self) -> SketchParams {
+        SketchParams {
+            shingle_width: self.sketch.shingle_width,
+            seed: self.sketch.seed,
+            sample_target: self.sketch.sample_target,
+        }
+    }
+
+    /// Worker threads, 0 resolved to the number of cores.
+    pub fn threads(&self) -> usize {
+        if self.ingest.threads == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+        } else {
+            self.ingest.threads
+        }
+    }
+}
+
+fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_match_the_sketch_defaults() {
+        let c = Config::default();
+        assert_eq!(c.sketch_params(), SketchParams::default());
+        assert_eq!(c.cluster.threshold, 0.5);
+    }
+
+    #[test]
+    fn partial_files_merge_and_typos_are_errors() {
+        let c = Config::parse("[cluster]\nthreshold = 0.7\n").unwrap();
+        assert_eq!(c.cluster.threshold, 0.7);
+        assert_eq!(c.sketch.shingle_width, 10);
+        assert!(Config::parse("[cluster]\nthreshhold = 0.7\n").unwrap_err().contains("threshhold"));
+        assert!(Config::parse("[sketch]\nshingle_width = 0\n").is_err());
+    }
+}

@@ -1,0 +1,26 @@
+//! tidemark: an incremental crawl-sweep indexer after Broder, Glassman, Manasse and
+//! Zweig, *Syntactic Clustering of the Web* (1997).
+//!
+//! The data flow, one module per stage:
+//!
+//! | stage | module | main types |
+//! |---|---|---|
+//! | reading WARC/ARC files | [`read`] | [`read::RecordReader`], [`read::Record`], [`read::HttpResponse`] |
+//! | canonical form | [`canon`] | [`canon::Canon`], [`canon::MediaKind`] |
+//! | shingles, sketches, estimators | [`sketch`] | [`sketch::Sketch`], [`sketch::SketchParams`], [`sketch::estimate`] |
+//! | per-record analysis | [`capture`] | [`capture::Capture`], [`capture::analyze`] |
+//! | per-file scanning on all cores | [`scan`] | [`scan::scan_files`] |
+//! | configuration | [`config`] | [`config::Config`] |
+//! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
+//!
+//! Everything before the database is pure: the same bytes and parameters give the same
+//! captures, fingerprints and sketches on any machine and thread count.
+#![warn(missing_docs)]
+
+pub mod canon;
+pub mod capture;
+pub mod config;
+pub mod read;
+pub mod scan;
+pub mod sketch;
+pub mod synth;

@@ -1,0 +1,224 @@
+//! Scanning many files on all cores with results in input order.
+//!
+//! One reader thread decompresses and frames records (gzip inflate runs at ~650 MB/s a
+//! core, several times faster than analysis), batches them, and hands the batches to
+//! `threads` workers over a crossbeam channel; the caller's thread receives the analyzed
+//! batches and re-orders them, so what it sees is identical for 1 or N threads.
+//! In-flight batches are bounded by tokens the caller returns, so memory stays bounded
+//! whatever the input.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crossbeam_channel::{bounded, unbounded};
+
+use crate::capture::{analyze, Capture, Scratch};
+use crate::read::{ReadError, Record, RecordReader};
+use crate::sketch::SketchParams;
+
+/// One analyzed record; `record.block` is emptied after analysis unless kept.
+#[derive(Debug)]
+pub struct Scanned {
+    /// The record (block dropped unless `keep_blocks`).
+    pub record: Record,
+    /// Its analysis.
+    pub capture: Capture,
+    /// The canonical text, when `keep_text` is set.
+    pub text: Option<String>,
+}
+
+/// What the caller is told, in input order.
+#[derive(Debug)]
+pub enum ScanEvent {
+    /// A file is about to be read.
+    FileStart {
+        /// Index in the input list.
+        file: usize,
+    },
+    /// One record of `file`.
+    Record {
+        /// Index in the input list.
+        file: usize,
+        /// The record and its analysis.
+        scanned: Box<Scanned>,
+    },
+    /// The file was read to its end or to its first damage.
+    FileEnd {
+        /// Index in the input list.
+        file: usize,
+        /// Records delivered.
+        records: u64,
+        /// Decompressed bytes read.
+        bytes: u64,
+        /// Damage that stopped the reading, if any.
+        error: Option<ReadError>,
+    },
+}
+
+/// How to scan.
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Worker threads for analysis (≥ 1).
+    pub threads: usize,
+    /// Sketch parameters.
+    pub params: SketchParams,
+    /// Record cap in bytes.
+    pub record_cap: usize,
+    /// Keep canonical texts in the output.
+    pub keep_text: bool,
+    /// Skip analysis (read and frame only) — for measuring the reader alone.
+    pub read_only: bool,
+}
+
+struct Batch {
+    seq: u64,
+    file: usize,
+    items: Vec<Record>,
+    /// Set on the last batch of a file.
+    end: Option<(u64, u64, Option<ReadError>)>,
+    start: bool,
+}
+
+struct Done {
+    seq: u64,
+    file: usize,
+    items: Vec<Scanned>,
+    end: Option<(u64, u64, Option<ReadError>)>,
+    start: bool,
+}
+
+const BATCH_RECORDS: usize = 64;
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Scans `files` in order, calling `on_event` for every file and record in input order.
+/// `on_event` returning false stops the scan early.
+pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, mut on_event: impl FnMut(ScanEvent) -> bool) {
+    let threads = opts.threads.max(1);
+    let in_flight = 4 * threads + 2;
+    let (work_tx, work_rx) = bounded::<Batch>(2 * threads);
+    let (done_tx, done_rx) = unbounded::<Done>();
+    let (token_tx, token_rx) = bounded::<()>(in_flight);
+    for _ in 0..in_flight {
+        token_tx.send(()).expect("token channel has room");
+    }
+    std::thread::scope(|s| {
+        // Reader.
+        let reader_files = files.to_vec();
+        let cap = opts.record_cap;
+        s.spawn(move || {
+            let mut seq = 0u64;
+            for (fi, path) in reader_files.iter().enumerate() {
+                let send = |b: Batch| -> bool { token_rx.recv().is_ok() && work_tx.send(b).is_ok() };
+                let reader = match RecordReader::open(path, cap) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let b = Batch { seq, file: fi, items: Vec::new(), end: Some((0, 0, Some(e))), start: true };
+                        seq += 1;
+                        if !send(b) {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                let mut items = Vec::new();
+                let mut bytes_in_batch = 0usize;
+                let mut count = 0u64;
+                let mut bytes = 0u64;
+                let mut error = None;
+                let mut start = true;
+                for r in reader {
+                    match r {
+                        Ok(rec) => {
+                            count += 1;
+                            bytes += rec.block.len() as u64;
+                            bytes_in_batch += rec.block.len();
+                            items.push(rec);
+                            if items.len() >= BATCH_RECORDS || bytes_in_batch >= BATCH_BYTES {
+                                let b = Batch { seq, file: fi, items: std::mem::take(&mut items), end: None, start };
+                                start = false;
+                                seq += 1;
+                                bytes_in_batch = 0;
+                                if !send(b) {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            error = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let b = Batch { seq, file: fi, items, end: Some((count, bytes, error)), start };
+                seq += 1;
+                if !send(b) {
+                    return;
+                }
+            }
+        });
+        // Workers.
+        for _ in 0..threads {
+            let work_rx = work_rx.clone();
+            let done_tx = done_tx.clone();
+            let opts = opts.clone();
+            s.spawn(move || {
+                let mut scratch = Scratch::default();
+                for b in work_rx {
+                    let items = b
+                        .items
+                        .into_iter()
+                        .map(|mut record| {
+                            let (capture, text) = if opts.read_only {
+                                (Capture::basic(&record), None)
+                            } else {
+                                let c = analyze(&record, &opts.params, opts.record_cap, &mut scratch);
+                                let text = (opts.keep_text && c.sketch.is_some()).then(|| scratch.canon().text.clone());
+                                (c, text)
+                            };
+                            record.block = Vec::new();
+                            Scanned { record, capture, text }
+                        })
+                        .collect();
+                    if done_tx.send(Done { seq: b.seq, file: b.file, items, end: b.end, start: b.start }).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(work_rx);
+        drop(done_tx);
+        // In-order delivery on the caller's thread.
+        let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut stopped = false;
+        'outer: for d in &done_rx {
+            pending.insert(d.seq, d);
+            while let Some(d) = pending.remove(&next) {
+                next += 1;
+                let _ = token_tx.send(());
+                if stopped {
+                    continue;
+                }
+                if d.start && !on_event(ScanEvent::FileStart { file: d.file }) {
+                    stopped = true;
+                }
+                for sc in d.items {
+                    if !stopped && !on_event(ScanEvent::Record { file: d.file, scanned: Box::new(sc) }) {
+                        stopped = true;
+                    }
+                }
+                if let Some((records, bytes, error)) = d.end {
+                    if !stopped && !on_event(ScanEvent::FileEnd { file: d.file, records, bytes, error }) {
+                        stopped = true;
+                    }
+                }
+                if stopped {
+                    break 'outer;
+                }
+            }
+        }
+        // Dropping the receivers ends the reader and the workers.
+        drop(token_tx);
+        drop(done_rx);
+    });
+}

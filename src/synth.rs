@@ -1,0 +1,1 @@
+//! Synthetic sweeps (placeholder until written).
