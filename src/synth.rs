@@ -1,1 +1,859 @@
-//! Synthetic sweeps (placeholder until written).
+//! Synthetic sweeps with ground truth: a deterministic web of several hosts whose pages
+//! are edited, rewritten, moved, mirrored, deleted and created between sweeps, written
+//! as real `.warc.gz` files (one gzip member per record), with a JSON file of what
+//! happened beside each sweep.
+//!
+//! Pages have per-host boilerplate (header, navigation, footer shared by every page of
+//! the host) around a body of sentences drawn from a Zipf-distributed vocabulary of
+//! pseudo-words, so shingle statistics look like text, not noise. Everything is a pure
+//! function of the options and the seed (our own SplitMix64, so the corpus never depends
+//! on a crate's idea of value stability).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use serde::Serialize;
+
+use crate::canon::{canonicalize, Canon, MediaKind};
+use crate::capture::sha1_base32;
+use crate::sketch::{shingles, SketchParams};
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct GenOptions {
+    /// Output directory (created).
+    pub out: PathBuf,
+    /// Number of sweeps.
+    pub sweeps: usize,
+    /// Pages alive in the first sweep.
+    pub pages: usize,
+    /// Hosts.
+    pub hosts: usize,
+    /// Seed of everything.
+    pub seed: u64,
+    /// Date of the first sweep (`YYYY-MM-DD`); later sweeps follow every `interval_days`.
+    pub start: chrono::NaiveDate,
+    /// Days between sweeps.
+    pub interval_days: i64,
+    /// Largest uncompressed bytes per WARC file before a new file is started.
+    pub max_file_bytes: u64,
+    /// How pages change between sweeps.
+    pub rates: ChangeRates,
+}
+
+/// Per-transition probabilities for each live page (they are tried in this order).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ChangeRates {
+    /// Page deleted (old URL then 404 or gone).
+    pub delete: f64,
+    /// Page moved to a new URL (same host or another).
+    pub moved: f64,
+    /// A moved page is also edited a little on the way.
+    pub moved_and_edited: f64,
+    /// A move goes to another host.
+    pub move_across_hosts: f64,
+    /// Rewritten: most sentences replaced (resemblance well under 0.5).
+    pub rewrite: f64,
+    /// Major edit: about a quarter of the sentences replaced.
+    pub major_edit: f64,
+    /// Minor edit: one to three sentences changed.
+    pub minor_edit: f64,
+    /// A page is copied to another host (both stay alive).
+    pub mirror: f64,
+    /// An unchanged page is written as a `revisit` record.
+    pub revisit: f64,
+    /// New pages per sweep, as a share of live pages.
+    pub create: f64,
+}
+
+impl Default for ChangeRates {
+    fn default() -> Self {
+        ChangeRates {
+            delete: 0.02,
+            moved: 0.03,
+            moved_and_edited: 0.3,
+            move_across_hosts: 0.4,
+            rewrite: 0.02,
+            major_edit: 0.04,
+            minor_edit: 0.08,
+            mirror: 0.01,
+            revisit: 0.3,
+            create: 0.04,
+        }
+    }
+}
+
+impl GenOptions {
+    /// Options for about `bytes` of uncompressed WARC per sweep.
+    pub fn for_size(out: PathBuf, bytes: u64, sweeps: usize, seed: u64) -> GenOptions {
+        // A generated page averages about 6.5 KB of HTML with its HTTP and WARC headers.
+        let pages = ((bytes / 6_500) as usize).max(20);
+        let hosts = (pages / 400).clamp(4, 200);
+        GenOptions {
+            out,
+            sweeps,
+            pages,
+            hosts,
+            seed,
+            start: chrono::NaiveDate::from_ymd_opt(2026, 1, 1).expect("valid date"),
+            interval_days: 30,
+            max_file_bytes: 256 << 20,
+            rates: ChangeRates::default(),
+        }
+    }
+}
+
+/// Deterministic PRNG (SplitMix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5851_F42D_4C95_7F2D)
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in 0..n (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// True with probability p.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+    /// Uniform in lo..=hi.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+}
+
+/// Pseudo-words with Zipf frequencies.
+struct Vocabulary {
+    words: Vec<String>,
+    cdf: Vec<f64>,
+}
+
+impl Vocabulary {
+    fn new(rng: &mut Rng, size: usize) -> Vocabulary {
+        const ONSETS: &[&str] = &["", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br", "st", "tr", "pl", "gr", "ch", "sh", "th"];
+        const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou", "io"];
+        const CODAS: &[&str] = &["", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"];
+        let mut seen = std::collections::HashSet::new();
+        let mut words = Vec::with_capacity(size);
+        while words.len() < size {
+            // Frequent words are short, as in natural text.
+            let rank = words.len();
+            let syllables = if rank < 100 { 1 } else if rank < 3000 { rng.range(1, 2) } else { rng.range(2, 4) };
+            let mut w = String::new();
+            for _ in 0..syllables {
+                w.push_str(ONSETS[rng.below(ONSETS.len())]);
+                w.push_str(VOWELS[rng.below(VOWELS.len())]);
+                w.push_str(CODAS[rng.below(CODAS.len())]);
+            }
+            if seen.insert(w.clone()) {
+                words.push(w);
+            }
+        }
+        let mut cdf = Vec::with_capacity(size);
+        let mut acc = 0.0;
+        for r in 0..size {
+            acc += 1.0 / ((r + 1) as f64).powf(1.07);
+            cdf.push(acc);
+        }
+        for c in &mut cdf {
+            *c /= acc;
+        }
+        Vocabulary { words, cdf }
+    }
+
+    fn word(&self, rng: &mut Rng) -> u32 {
+        let u = rng.unit();
+        self.cdf.partition_point(|c| *c < u).min(self.words.len() - 1) as u32
+    }
+
+    fn sentence(&self, rng: &mut Rng) -> Vec<u32> {
+        let n = rng.range(6, 22);
+        (0..n).map(|_| self.word(rng)).collect()
+    }
+}
+
+/// One page's content: title and sentences grouped in paragraphs.
+#[derive(Debug, Clone, PartialEq)]
+struct Content {
+    title: Vec<u32>,
+    /// (paragraph number, sentence).
+    sentences: Vec<(u16, Vec<u32>)>,
+}
+
+#[derive(Debug, Clone)]
+struct Page {
+    /// Stable identity of the page's content line (survives moves).
+    id: u64,
+    host: usize,
+    path: String,
+    content: Content,
+    /// Date (14 digits) and URL of the last capture with a full response (revisits refer to it).
+    last_full: Option<(String, String)>,
+}
+
+/// What happened to one URL or page in a sweep; the ground truth.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Truth {
+    /// Sweep label.
+    pub sweep: String,
+    /// Sweep date, `YYYY-MM-DDT00:00:00Z`.
+    pub date: String,
+    /// WARC files of the sweep.
+    pub files: Vec<String>,
+    /// Live pages captured with status 200 (responses and revisits).
+    pub live_pages: usize,
+    /// Captures written (all statuses).
+    pub captures: usize,
+    /// Unchanged pages (same content, same URL), of which `revisits` written as revisit records.
+    pub unchanged: usize,
+    /// Unchanged pages written as revisits.
+    pub revisits: usize,
+    /// Content moved to a new URL.
+    pub moves: Vec<Move>,
+    /// Content edited in place.
+    pub edits: Vec<Edit>,
+    /// Pages removed (old URL 404 or no longer captured).
+    pub deleted: Vec<Gone>,
+    /// New pages.
+    pub created: Vec<String>,
+    /// Groups of live URLs carrying the same content (original first).
+    pub mirror_groups: Vec<Vec<String>>,
+    /// Every URL captured in this sweep with its status and page id.
+    pub urls: Vec<UrlTruth>,
+}
+
+/// A move.
+#[derive(Debug, Clone, Serialize)]
+pub struct Move {
+    /// Old URL.
+    pub from: String,
+    /// New URL.
+    pub to: String,
+    /// What the old URL answers now: 301, 404, or null (not captured any more).
+    pub old_status: Option<u16>,
+    /// The new URL is on another host.
+    pub across_hosts: bool,
+    /// Exact Jaccard resemblance of the shingle sets before and after (1.0 when not edited).
+    pub resemblance: f64,
+    /// Distinct shingles of the smaller version.
+    pub min_shingles: usize,
+}
+
+/// An in-place edit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Edit {
+    /// URL.
+    pub url: String,
+    /// `minor`, `major` or `rewrite`.
+    pub kind: &'static str,
+    /// Exact Jaccard resemblance of the shingle sets before and after.
+    pub resemblance: f64,
+    /// Distinct shingles of the smaller version.
+    pub min_shingles: usize,
+}
+
+/// A deletion.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gone {
+    /// URL.
+    pub url: String,
+    /// 404, or null when the URL is simply no longer captured.
+    pub status: Option<u16>,
+}
+
+/// One captured URL.
+#[derive(Debug, Clone, Serialize)]
+pub struct UrlTruth {
+    /// URL.
+    pub url: String,
+    /// HTTP status written.
+    pub status: u16,
+    /// Page id for 200 captures.
+    pub page: Option<u64>,
+    /// Written as a revisit record.
+    pub revisit: bool,
+}
+
+/// The summary of a generation run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Generated {
+    /// Sweep labels, directories and truth files, in order.
+    pub sweeps: Vec<GeneratedSweep>,
+    /// Uncompressed WARC bytes written.
+    pub bytes: u64,
+    /// Compressed bytes written.
+    pub compressed_bytes: u64,
+}
+
+/// One generated sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratedSweep {
+    /// Label (`2026-01`).
+    pub label: String,
+    /// Date `YYYY-MM-DDT00:00:00Z`.
+    pub date: String,
+    /// WARC files.
+    pub files: Vec<PathBuf>,
+    /// Ground truth JSON.
+    pub truth: PathBuf,
+}
+
+struct Web {
+    vocab: Vocabulary,
+    hosts: Vec<Host>,
+    rng: Rng,
+    next_id: u64,
+    next_path: u64,
+    params: SketchParams,
+    canon: Canon,
+}
+
+struct Host {
+    name: String,
+    header: String,
+    footer: String,
+    not_found: String,
+}
+
+/// Generates the sweeps. Deterministic in `opts`.
+pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::Result<Generated> {
+    fs::create_dir_all(&opts.out)?;
+    let mut rng = Rng::new(opts.seed);
+    let vocab = Vocabulary::new(&mut rng, 30_000);
+    let hosts = (0..opts.hosts.max(1)).map(|i| make_host(i, &vocab, &mut rng)).collect();
+    let mut web = Web { vocab, hosts, rng, next_id: 0, next_path: 0, params: SketchParams::default(), canon: Canon::default() };
+    let mut pages: Vec<Page> = (0..opts.pages).map(|_| web.new_page(None)).collect();
+    let mut out = Generated { sweeps: Vec::new(), bytes: 0, compressed_bytes: 0 };
+    for s in 0..opts.sweeps {
+        let day = opts.start + chrono::Duration::days(opts.interval_days * s as i64);
+        let label = day.format("%Y-%m-%d").to_string();
+        let date = format!("{}T00:00:00Z", day.format("%Y-%m-%d"));
+        let mut truth = Truth { sweep: label.clone(), date: date.clone(), ..Default::default() };
+        // (url, status, page index or none, location)
+        let mut captures: Vec<Planned> = Vec::new();
+        if s == 0 {
+            for (i, _) in pages.iter().enumerate() {
+                captures.push(Planned::Page { index: i, revisit: false });
+            }
+            truth.created = pages.iter().map(|p| web.url(p)).collect();
+        } else {
+            pages = web.evolve(pages, &opts.rates, &mut truth, &mut captures);
+        }
+        let dir = opts.out.join(format!("sweep-{:02}", s + 1));
+        fs::create_dir_all(&dir)?;
+        let mut writer = SweepWriter::new(&dir, &label, &date, opts.max_file_bytes, web.rng.next_u64())?;
+        // Crawl order: shuffled, deterministic.
+        let mut order: Vec<usize> = (0..captures.len()).collect();
+        for i in (1..order.len()).rev() {
+            let j = web.rng.below(i + 1);
+            order.swap(i, j);
+        }
+        for (n, &ci) in order.iter().enumerate() {
+            let ts = timestamp_at(&day, n);
+            match &captures[ci] {
+                Planned::Page { index, revisit } => {
+                    let page = &pages[*index];
+                    let url = web.url(page);
+                    let html = web.render(page);
+                    let revisit_of = if *revisit { page.last_full.clone() } else { None };
+                    match revisit_of {
+                        Some((rdate, rurl)) => {
+                            writer.revisit(&url, &ts, &html, &rurl, &rdate)?;
+                            truth.urls.push(UrlTruth { url: url.clone(), status: 200, page: Some(page.id), revisit: true });
+                        }
+                        None => {
+                            writer.response(&url, &ts, 200, &[("Content-Type", "text/html; charset=utf-8")], html.as_bytes())?;
+                            truth.urls.push(UrlTruth { url: url.clone(), status: 200, page: Some(page.id), revisit: false });
+                        }
+                    }
+                    let p = &mut pages[*index];
+                    if !*revisit || p.last_full.is_none() {
+                        p.last_full = Some((ts.clone(), url));
+                    }
+                    truth.live_pages += 1;
+                }
+                Planned::Redirect { url, to } => {
+                    let body = format!("<html><body><p>Moved to <a href=\"{to}\">{to}</a></p></body></html>");
+                    writer.response(url, &ts, 301, &[("Location", to.as_str()), ("Content-Type", "text/html")], body.as_bytes())?;
+                    truth.urls.push(UrlTruth { url: url.clone(), status: 301, page: None, revisit: false });
+                }
+                Planned::NotFound { url, host } => {
+                    let body = web.hosts[*host].not_found.clone();
+                    writer.response(url, &ts, 404, &[("Content-Type", "text/html; charset=utf-8")], body.as_bytes())?;
+                    truth.urls.push(UrlTruth { url: url.clone(), status: 404, page: None, revisit: false });
+                }
+            }
+        }
+        truth.captures = captures.len();
+        truth.revisits = truth.urls.iter().filter(|u| u.revisit).count();
+        let (files, bytes, cbytes) = writer.finish()?;
+        out.bytes += bytes;
+        out.compressed_bytes += cbytes;
+        truth.files = files.iter().map(|f| f.file_name().unwrap_or_default().to_string_lossy().to_string()).collect();
+        truth.urls.sort_by(|a, b| a.url.cmp(&b.url));
+        let truth_path = opts.out.join(format!("sweep-{:02}.truth.json", s + 1));
+        let mut tf = BufWriter::new(File::create(&truth_path)?);
+        serde_json::to_writer_pretty(&mut tf, &truth)?;
+        tf.write_all(b"\n")?;
+        tf.flush()?;
+        progress(&format!(
+            "sweep {label}: {} captures, {} moves, {} edits, {} deleted, {} created, {} mirrored, {} revisits",
+            truth.captures,
+            truth.moves.len(),
+            truth.edits.len(),
+            truth.deleted.len(),
+            truth.created.len(),
+            truth.mirror_groups.len(),
+            truth.revisits
+        ));
+        out.sweeps.push(GeneratedSweep { label, date, files, truth: truth_path });
+    }
+    Ok(out)
+}
+
+enum Planned {
+    Page { index: usize, revisit: bool },
+    Redirect { url: String, to: String },
+    NotFound { url: String, host: usize },
+}
+
+fn timestamp_at(day: &chrono::NaiveDate, n: usize) -> String {
+    let t = day.and_hms_opt(0, 0, 0).expect("midnight") + chrono::Duration::seconds(n as i64);
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
+    const TLDS: &[&str] = &["com", "org", "net", "example"];
+    let base = &vocab.words[100 + rng.below(2000)];
+    let name = format!("www.{base}{i}.{}", TLDS[i % TLDS.len()]);
+    let words = |rng: &mut Rng, n: usize| -> String {
+        (0..n).map(|_| vocab.words[vocab.word(rng) as usize].as_str()).collect::<Vec<_>>().join(" ")
+    };
+    let mut header = format!("<header><div class=\"logo\">{}</div><nav><ul>", words(rng, 3));
+    for _ in 0..rng.range(6, 10) {
+        let n = rng.range(1, 3);
+        let label = words(rng, n);
+        header.push_str(&format!("<li><a href=\"/{}/\">{label}</a></li>", label.replace(' ', "-")));
+    }
+    header.push_str("</ul></nav></header>\n");
+    let n = rng.range(20, 40);
+    let footer = format!(
+        "<footer><p>{}</p><p>&copy; {} {}</p></footer>\n",
+        words(rng, n),
+        2000 + i,
+        words(rng, 4)
+    );
+    let not_found = format!(
+        "<!DOCTYPE html><html><head><title>Not found</title></head><body>{header}<h1>Page not found</h1><p>The page you asked for is not here.</p>{footer}</body></html>"
+    );
+    Host { name, header, footer, not_found }
+}
+
+impl Web {
+    fn url(&self, p: &Page) -> String {
+        format!("https://{}{}", self.hosts[p.host].name, p.path)
+    }
+
+    fn new_path(&mut self) -> String {
+        self.next_path += 1;
+        let a = &self.vocab.words[self.rng.below(3000)];
+        let b = &self.vocab.words[self.rng.below(3000)];
+        format!("/{a}/{b}-{}.html", self.next_path)
+    }
+
+    fn new_content(&mut self) -> Content {
+        // Page length: log-normal-ish, median ~45 sentences, from a few to a few hundred.
+        let z: f64 = (0..4).map(|_| self.rng.unit()).sum::<f64>() - 2.0;
+        let n = ((45.0 * (z * 1.1).exp()) as usize).clamp(2, 600);
+        let title = self.vocab.sentence(&mut self.rng)[..4].to_vec();
+        let mut sentences = Vec::with_capacity(n);
+        let mut para = 0u16;
+        for i in 0..n {
+            if i > 0 && self.rng.chance(0.2) {
+                para += 1;
+            }
+            sentences.push((para, self.vocab.sentence(&mut self.rng)));
+        }
+        Content { title, sentences }
+    }
+
+    fn new_page(&mut self, host: Option<usize>) -> Page {
+        self.next_id += 1;
+        let host = host.unwrap_or_else(|| self.rng.below(self.hosts.len()));
+        let path = self.new_path();
+        let content = self.new_content();
+        Page { id: self.next_id, host, path, content, last_full: None }
+    }
+
+    fn render(&self, p: &Page) -> String {
+        let w = |ids: &[u32]| ids.iter().map(|i| self.vocab.words[*i as usize].as_str()).collect::<Vec<_>>().join(" ");
+        let host = &self.hosts[p.host];
+        let title = w(&p.content.title);
+        let mut html = String::with_capacity(8192);
+        html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+        html.push_str(&title);
+        html.push_str("</title><style>body{font-family:sans-serif}</style><script>var t=1;</script></head>\n<body>");
+        html.push_str(&host.header);
+        html.push_str("<main><h1>");
+        html.push_str(&title);
+        html.push_str("</h1>\n<p>");
+        let mut para = 0;
+        for (pi, s) in &p.content.sentences {
+            if *pi != para {
+                html.push_str("</p>\n<p>");
+                para = *pi;
+            }
+            let text = w(s);
+            let mut chars = text.chars();
+            if let Some(f) = chars.next() {
+                html.extend(f.to_uppercase());
+                html.push_str(chars.as_str());
+            }
+            html.push_str(". ");
+        }
+        html.push_str("</p></main>\n");
+        html.push_str(&host.footer);
+        html.push_str("</body></html>\n");
+        html
+    }
+
+    /// Exact Jaccard of the two versions' shingle sets, and the smaller set's size.
+    fn jaccard(&mut self, a: &Page, b: &Page) -> (f64, usize) {
+        let sa = self.shingle_set(a);
+        let sb = self.shingle_set(b);
+        exact_jaccard(&sa, &sb)
+    }
+
+    fn shingle_set(&mut self, p: &Page) -> Vec<u64> {
+        let html = self.render(p);
+        canonicalize(html.as_bytes(), MediaKind::Html, None, &mut self.canon);
+        let mut out = Vec::new();
+        shingles(self.canon.token_iter(), &self.params, &mut out);
+        out
+    }
+
+    fn edit(&mut self, c: &mut Content, share: f64, min: usize) {
+        let n = c.sentences.len();
+        let k = ((n as f64 * share).round() as usize).max(min).min(n.max(1));
+        for _ in 0..k {
+            let op = self.rng.below(4);
+            let i = self.rng.below(c.sentences.len().max(1));
+            match op {
+                0 if c.sentences.len() > 2 => {
+                    c.sentences.remove(i);
+                }
+                1 => {
+                    let para = c.sentences.get(i).map(|s| s.0).unwrap_or(0);
+                    let s = self.vocab.sentence(&mut self.rng);
+                    c.sentences.insert(i.min(c.sentences.len()), (para, s));
+                }
+                _ => {
+                    if let Some(slot) = c.sentences.get_mut(i) {
+                        slot.1 = self.vocab.sentence(&mut self.rng);
+                    }
+                }
+            }
+        }
+    }
+
+    fn evolve(&mut self, pages: Vec<Page>, r: &ChangeRates, truth: &mut Truth, caps: &mut Vec<Planned>) -> Vec<Page> {
+        let mut next: Vec<Page> = Vec::with_capacity(pages.len() + pages.len() / 10);
+        let mut mirrors: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+        for page in pages {
+            let url = self.url(&page);
+            let u = self.rng.unit();
+            let mut acc = r.delete;
+            if u < acc {
+                let status = if self.rng.chance(0.5) { Some(404) } else { None };
+                if status.is_some() {
+                    caps.push(Planned::NotFound { url: url.clone(), host: page.host });
+                }
+                truth.deleted.push(Gone { url, status });
+                continue;
+            }
+            acc += r.moved;
+            if u < acc {
+                let mut moved = page.clone();
+                if self.rng.chance(r.move_across_hosts) && self.hosts.len() > 1 {
+                    let mut h = self.rng.below(self.hosts.len() - 1);
+                    if h >= page.host {
+                        h += 1;
+                    }
+                    moved.host = h;
+                }
+                moved.path = self.new_path();
+                moved.last_full = None;
+                if self.rng.chance(r.moved_and_edited) {
+                    let mut c = moved.content.clone();
+                    self.edit(&mut c, 0.03, 1);
+                    moved.content = c;
+                }
+                let (res, min_sh) = self.jaccard(&page, &moved);
+                let to = self.url(&moved);
+                let old_status = match self.rng.below(10) {
+                    0..=3 => Some(301),
+                    4..=6 => Some(404),
+                    _ => None,
+                };
+                match old_status {
+                    Some(301) => caps.push(Planned::Redirect { url: url.clone(), to: to.clone() }),
+                    Some(_) => caps.push(Planned::NotFound { url: url.clone(), host: page.host }),
+                    None => {}
+                }
+                truth.moves.push(Move {
+                    from: url,
+                    to,
+                    old_status,
+                    across_hosts: moved.host != page.host,
+                    resemblance: res,
+                    min_shingles: min_sh,
+                });
+                caps.push(Planned::Page { index: next.len(), revisit: false });
+                next.push(moved);
+                continue;
+            }
+            let mut edited = page.clone();
+            let kind = {
+                acc += r.rewrite;
+                if u < acc {
+                    let mut c = edited.content.clone();
+                    // Keep a few sentences: a rewrite, not a new page.
+                    let keep = c.sentences.len() / 8;
+                    let mut fresh = self.new_content();
+                    fresh.sentences.truncate(c.sentences.len().max(4));
+                    fresh.sentences.extend(c.sentences.drain(..keep));
+                    fresh.title = c.title.clone();
+                    edited.content = fresh;
+                    Some("rewrite")
+                } else {
+                    acc += r.major_edit;
+                    if u < acc {
+                        let mut c = edited.content.clone();
+                        self.edit(&mut c, 0.12, 2);
+                        edited.content = c;
+                        Some("major")
+                    } else {
+                        acc += r.minor_edit;
+                        if u < acc {
+                            let mut c = edited.content.clone();
+                            let k = self.rng.range(1, 3);
+                            self.edit(&mut c, 0.0, k);
+                            edited.content = c;
+                            Some("minor")
+                        } else {
+                            None
+                        }
+                    }
+                }
+            };
+            match kind {
+                Some(kind) if edited.content != page.content => {
+                    let (res, min_sh) = self.jaccard(&page, &edited);
+                    truth.edits.push(Edit { url: url.clone(), kind, resemblance: res, min_shingles: min_sh });
+                    edited.last_full = None;
+                    caps.push(Planned::Page { index: next.len(), revisit: false });
+                }
+                _ => {
+                    truth.unchanged += 1;
+                    let revisit = self.rng.chance(r.revisit);
+                    caps.push(Planned::Page { index: next.len(), revisit });
+                }
+            }
+            if self.rng.chance(r.mirror) && self.hosts.len() > 1 {
+                let mut copy = edited.clone();
+                let mut h = self.rng.below(self.hosts.len() - 1);
+                if h >= copy.host {
+                    h += 1;
+                }
+                copy.host = h;
+                copy.path = self.new_path();
+                copy.last_full = None;
+                self.next_id += 1;
+                copy.id = self.next_id;
+                let group = mirrors.entry(edited.id).or_insert_with(|| vec![url.clone()]);
+                group.push(self.url(&copy));
+                next.push(edited);
+                caps.push(Planned::Page { index: next.len(), revisit: false });
+                next.push(copy);
+                continue;
+            }
+            next.push(edited);
+        }
+        let new_pages = (next.len() as f64 * r.create).round() as usize;
+        for _ in 0..new_pages {
+            let p = self.new_page(None);
+            truth.created.push(self.url(&p));
+            caps.push(Planned::Page { index: next.len(), revisit: false });
+            next.push(p);
+        }
+        truth.mirror_groups = mirrors.into_values().collect();
+        next
+    }
+}
+
+/// Exact Jaccard of two sorted, distinct shingle sets, and the smaller set's size.
+pub fn exact_jaccard(a: &[u64], b: &[u64]) -> (f64, usize) {
+    let (mut i, mut j, mut common) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Equal => {
+                common += 1;
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+        }
+    }
+    let union = a.len() + b.len() - common;
+    (if union == 0 { 1.0 } else { common as f64 / union as f64 }, a.len().min(b.len()))
+}
+
+/// Writes one sweep's WARC files, one gzip member per record.
+struct SweepWriter {
+    dir: PathBuf,
+    label: String,
+    date: String,
+    max_bytes: u64,
+    rng: Rng,
+    file: Option<(BufWriter<File>, PathBuf)>,
+    files: Vec<PathBuf>,
+    in_file: u64,
+    bytes: u64,
+    compressed: u64,
+}
+
+impl SweepWriter {
+    fn new(dir: &Path, label: &str, date: &str, max_bytes: u64, seed: u64) -> std::io::Result<Self> {
+        Ok(SweepWriter {
+            dir: dir.to_path_buf(),
+            label: label.to_string(),
+            date: date.to_string(),
+            max_bytes,
+            rng: Rng::new(seed),
+            file: None,
+            files: Vec::new(),
+            in_file: 0,
+            bytes: 0,
+            compressed: 0,
+        })
+    }
+
+    fn uuid(&mut self) -> String {
+        let a = self.rng.next_u64();
+        let b = self.rng.next_u64();
+        format!(
+            "<urn:uuid:{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}>",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            (b >> 48) & 0x3fff | 0x8000,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    fn open_if_needed(&mut self) -> std::io::Result<()> {
+        if self.file.is_some() && self.in_file < self.max_bytes {
+            return Ok(());
+        }
+        if let Some((mut w, _)) = self.file.take() {
+            w.flush()?;
+        }
+        let name = format!("tidemark-gen-{}-{:05}.warc.gz", self.label, self.files.len());
+        let path = self.dir.join(name);
+        let f = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+        self.files.push(path.clone());
+        self.file = Some((f, path));
+        self.in_file = 0;
+        let info = format!(
+            "software: tidemark-gen {}\r\nformat: WARC File Format 1.1\r\nisPartOf: tidemark synthetic sweep {}\r\n",
+            env!("CARGO_PKG_VERSION"),
+            self.label
+        );
+        let date = self.date.clone();
+        let id = self.uuid();
+        let fname = self.files.last().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\nWARC-Filename: {fname}\r\nContent-Type: application/warc-fields\r\nContent-Length: {}\r\n\r\n",
+            info.len()
+        );
+        self.write_record(head.as_bytes(), info.as_bytes())
+    }
+
+    fn write_record(&mut self, head: &[u8], block: &[u8]) -> std::io::Result<()> {
+        let (w, _) = self.file.as_mut().expect("file open");
+        let mut enc = GzEncoder::new(Vec::with_capacity(block.len() / 3 + 256), flate2::Compression::new(6));
+        enc.write_all(head)?;
+        enc.write_all(block)?;
+        enc.write_all(b"\r\n\r\n")?;
+        let gz = enc.finish()?;
+        w.write_all(&gz)?;
+        let n = (head.len() + block.len() + 4) as u64;
+        self.in_file += n;
+        self.bytes += n;
+        self.compressed += gz.len() as u64;
+        Ok(())
+    }
+
+    fn response(&mut self, url: &str, ts: &str, status: u16, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<()> {
+        self.open_if_needed()?;
+        let reason = match status {
+            200 => "OK",
+            301 => "Moved Permanently",
+            404 => "Not Found",
+            _ => "Status",
+        };
+        let mut http = format!("HTTP/1.1 {status} {reason}\r\n");
+        for (k, v) in headers {
+            http.push_str(&format!("{k}: {v}\r\n"));
+        }
+        http.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+        let mut block = http.into_bytes();
+        block.extend_from_slice(body);
+        let id = self.uuid();
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {id}\r\nWARC-Date: {ts}\r\nWARC-Target-URI: {url}\r\nWARC-Payload-Digest: {}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            sha1_base32(body),
+            block.len()
+        );
+        self.write_record(head.as_bytes(), &block)
+    }
+
+    fn revisit(&mut self, url: &str, ts: &str, body: &str, refers_url: &str, refers_date: &str) -> std::io::Result<()> {
+        self.open_if_needed()?;
+        let http = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n", body.len());
+        let id = self.uuid();
+        let head = format!(
+            "WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {id}\r\nWARC-Date: {ts}\r\nWARC-Target-URI: {url}\r\nWARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\nWARC-Refers-To-Target-URI: {refers_url}\r\nWARC-Refers-To-Date: {refers_date}\r\nWARC-Payload-Digest: {}\r\nWARC-Truncated: length\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            sha1_base32(body.as_bytes()),
+            http.len()
+        );
+        self.write_record(head.as_bytes(), http.as_bytes())
+    }
+
+    fn finish(mut self) -> std::io::Result<(Vec<PathBuf>, u64, u64)> {
+        if let Some((mut w, _)) = self.file.take() {
+            w.flush()?;
+        }
+        Ok((self.files, self.bytes, self.compressed))
+    }
+}
