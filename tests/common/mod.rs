@@ -1,0 +1,73 @@
+//! Helpers shared by the integration tests: where the shared corpus is, and running the
+//! real binaries.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `../shared/data/warcs` beside the clone (CI puts shared/ there).
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/warcs")
+}
+
+/// The corpus, or a loud skip when it is absent (never in CI, where shared/ is present).
+pub fn corpus() -> Option<PathBuf> {
+    let d = corpus_dir();
+    if d.join("expected-counts.json").exists() {
+        Some(d)
+    } else {
+        eprintln!("SKIPPED: the shared WARC corpus is not at {}", d.display());
+        None
+    }
+}
+
+/// Runs the `tidemark` binary.
+pub fn tidemark(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tidemark")).args(args).output().expect("run tidemark")
+}
+
+/// Runs the `tidemark-gen` binary.
+pub fn tidemark_gen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tidemark-gen")).args(args).output().expect("run tidemark-gen")
+}
+
+/// Lines of stdout parsed as JSON.
+pub fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+/// Generates sweeps into `dir` with the real generator.
+pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
+    let out = tidemark_gen(&[
+        "--out",
+        dir.to_str().unwrap(),
+        "--pages",
+        &pages.to_string(),
+        "--sweeps",
+        &sweeps.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "tidemark-gen failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The .warc.gz files of sweep `n` (1-based) in a generated directory, sorted.
+pub fn sweep_files(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("sweep-{n:02}")))
+        .expect("sweep dir")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The ground truth of sweep `n`.
+pub fn truth(dir: &Path, n: usize) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join(format!("sweep-{n:02}.truth.json"))).unwrap()).unwrap()
+}
