@@ -52,6 +52,8 @@ pub struct Canon {
     pub text: String,
     /// Number of tokens.
     pub tokens: u32,
+    /// Byte offset in `text` just past each token (so tokens are found without a scan).
+    pub ends: Vec<u32>,
     /// `<title>` text, whitespace-collapsed, at most 200 characters.
     pub title: Option<String>,
     /// Name of the charset the payload was decoded from.
@@ -62,6 +64,7 @@ impl Canon {
     /// Empties it for reuse, keeping the allocation.
     pub fn clear(&mut self) {
         self.text.clear();
+        self.ends.clear();
         self.tokens = 0;
         self.title = None;
         self.charset = "UTF-8";
@@ -69,7 +72,13 @@ impl Canon {
 
     /// The tokens, in order.
     pub fn token_iter(&self) -> impl Iterator<Item = &str> {
-        self.text.split(' ').filter(|t| !t.is_empty())
+        let text = self.text.as_str();
+        let mut start = 0usize;
+        self.ends.iter().map(move |&e| {
+            let t = &text[start..e as usize];
+            start = e as usize + 1;
+            t
+        })
     }
 }
 
@@ -87,13 +96,14 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
     } else {
         enc.decode_with_bom_removal(payload).0
     };
-    let mut sink = TokenSink { out: &mut out.text, tokens: 0, in_token: false };
+    let mut sink = TokenSink { out: &mut out.text, ends: &mut out.ends, in_token: false };
     match kind {
         MediaKind::Html => out.title = scan_html(&text, &mut sink),
         MediaKind::Text => sink.feed(&text),
         MediaKind::Other => {}
     }
-    out.tokens = sink.tokens;
+    sink.boundary();
+    out.tokens = out.ends.len() as u32;
 }
 
 fn choose_encoding(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> &'static Encoding {
@@ -179,10 +189,10 @@ static ASCII_TOKEN: [u8; 128] = {
     t
 };
 
-/// Writes tokens into the canonical string.
+/// Writes tokens into the canonical string, recording where each ends.
 struct TokenSink<'a> {
     out: &'a mut String,
-    tokens: u32,
+    ends: &'a mut Vec<u32>,
     in_token: bool,
 }
 
@@ -194,13 +204,15 @@ impl TokenSink<'_> {
                 self.out.push(' ');
             }
             self.in_token = true;
-            self.tokens += 1;
         }
     }
 
     #[inline]
     fn boundary(&mut self) {
-        self.in_token = false;
+        if self.in_token {
+            self.ends.push(self.out.len() as u32);
+            self.in_token = false;
+        }
     }
 
     fn feed(&mut self, s: &str) {
@@ -209,15 +221,20 @@ impl TokenSink<'_> {
         while i < bytes.len() {
             let b = bytes[i];
             if b < 0x80 {
-                let t = ASCII_TOKEN[b as usize];
-                if t != 0 {
+                if ASCII_TOKEN[b as usize] != 0 {
+                    // A run of ASCII letters and digits: copied whole, then lower-cased.
+                    let start = i;
+                    while i < bytes.len() && bytes[i] < 0x80 && ASCII_TOKEN[bytes[i] as usize] != 0 {
+                        i += 1;
+                    }
                     self.start_token();
-                    // SAFETY of the String: t is ASCII.
-                    self.out.push(t as char);
+                    let at = self.out.len();
+                    self.out.push_str(&s[start..i]);
+                    self.out[at..].make_ascii_lowercase();
                 } else {
-                    self.in_token = false;
+                    self.boundary();
+                    i += 1;
                 }
-                i += 1;
             } else {
                 let c = s[i..].chars().next().expect("valid UTF-8 at a char boundary");
                 self.feed_char(c);
@@ -233,20 +250,20 @@ impl TokenSink<'_> {
                 self.start_token();
                 self.out.push(t as char);
             } else {
-                self.in_token = false;
+                self.boundary();
             }
         } else if is_cjk(c) {
-            self.in_token = false;
+            self.boundary();
             self.start_token();
             self.out.push(c);
-            self.in_token = false;
+            self.boundary();
         } else if c.is_alphanumeric() {
             self.start_token();
             for l in c.to_lowercase() {
                 self.out.push(l);
             }
         } else {
-            self.in_token = false;
+            self.boundary();
         }
     }
 }

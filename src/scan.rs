@@ -130,7 +130,7 @@ pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, mut on_event: impl FnMu
                     match r {
                         Ok(rec) => {
                             count += 1;
-                            bytes += rec.block.len() as u64;
+                            bytes += rec.declared_length.max(rec.block.len() as u64);
                             bytes_in_batch += rec.block.len();
                             items.push(rec);
                             if items.len() >= BATCH_RECORDS || bytes_in_batch >= BATCH_BYTES {

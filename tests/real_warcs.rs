@@ -136,3 +136,50 @@ fn arc_and_warc_twins_agree() {
     assert_eq!(arc.len(), 261);
     assert_eq!(arc, warc);
 }
+
+/// Hands out at most `n` bytes per read: every buffer boundary lands everywhere.
+struct Trickle {
+    data: Vec<u8>,
+    at: usize,
+    n: usize,
+}
+
+impl std::io::Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.n.min(buf.len()).min(self.data.len() - self.at);
+        buf[..k].copy_from_slice(&self.data[self.at..self.at + k]);
+        self.at += k;
+        Ok(k)
+    }
+}
+
+#[test]
+fn reading_does_not_depend_on_where_reads_end() {
+    use tidemark::read::RecordReader;
+    let Some(dir) = corpus() else { return };
+    let names = [
+        "pywb__example.warc.gz",
+        "warciojs__example-bad-length.warc",
+        "ipwb__HTTP204.warc",
+        "aut__example.arc.gz",
+        "jwat__valid-warcfile-fields-continuation.warc",
+        "pywb__bad.arc",
+        "bad/warcio__example-wrong-chunks.warc.gz",
+        "bad/gowarc__corrupted-mid-record.warc.gz.open",
+    ];
+    let summary = |r: RecordReader| -> Vec<String> {
+        r.map(|x| match x {
+            Ok(r) => format!("{} {} {} {} {:?} {}", r.offset, r.length, r.kind, r.block.len(), r.target_uri(), r.warnings.len()),
+            Err(e) => format!("error {e}"),
+        })
+        .collect()
+    };
+    for name in names {
+        let data = std::fs::read(dir.join(name)).unwrap();
+        let whole = summary(RecordReader::open(&dir.join(name), 16 << 20).unwrap());
+        for n in [1, 2, 7, 4093] {
+            let r = RecordReader::from_reader(Box::new(Trickle { data: data.clone(), at: 0, n }), 16 << 20).unwrap();
+            assert_eq!(summary(r), whole, "{name} read {n} bytes at a time");
+        }
+    }
+}

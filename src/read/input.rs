@@ -51,7 +51,7 @@ enum Source {
     Plain(RawReader),
     Gzip {
         decoder: Option<GzDecoder<RawReader>>,
-        /// Set when a member ended and the next bytes are not another member.
+        /// The raw reader once the last member has ended (for the final position).
         trailing: Option<RawReader>,
     },
 }
@@ -79,9 +79,20 @@ impl Decompressed {
     }
 
     /// Wraps any reader (tests, stdin).
-    pub fn from_reader(r: Box<dyn Read + Send>, compressed_len: u64) -> io::Result<(Self, Compression)> {
-        let mut raw = BufReader::with_capacity(256 * 1024, Counting { inner: r, count: 0 });
-        let head = raw.fill_buf()?;
+    pub fn from_reader(mut r: Box<dyn Read + Send>, compressed_len: u64) -> io::Result<(Self, Compression)> {
+        // Sniff the first bytes, however the source hands them out, then put them back.
+        let mut first = Vec::with_capacity(4);
+        while first.len() < 4 {
+            let mut b = [0u8; 4];
+            let n = r.read(&mut b[..4 - first.len()])?;
+            if n == 0 {
+                break;
+            }
+            first.extend_from_slice(&b[..n]);
+        }
+        let head = first.clone();
+        let r: Box<dyn Read + Send> = Box::new(io::Cursor::new(first).chain(r));
+        let raw = BufReader::with_capacity(256 * 1024, Counting { inner: r, count: 0 });
         if head.starts_with(b"BZh") {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -144,9 +155,11 @@ impl Decompressed {
                         }
                     };
                     if next.is_empty() {
+                        *trailing = Some(raw);
                         return Ok(0);
                     }
-                    if next.starts_with(&GZIP_MAGIC) {
+                    // The buffer may end after the first magic byte: the decoder checks the rest.
+                    if next[0] == GZIP_MAGIC[0] && (next.len() < 2 || next[1] == GZIP_MAGIC[1]) {
                         self.members.push_back((self.produced, at));
                         *decoder = Some(GzDecoder::new(raw));
                         continue;
@@ -155,6 +168,7 @@ impl Decompressed {
                     let mut rest = Vec::new();
                     let _ = (&mut raw).take(1 << 16).read_to_end(&mut rest);
                     if rest.iter().all(|b| matches!(b, 0 | b'\r' | b'\n' | b' ' | b'\t')) && rest.len() < 1 << 16 {
+                        *trailing = Some(raw);
                         return Ok(0);
                     }
                     self.damage = Some(InputError {

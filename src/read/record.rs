@@ -5,7 +5,7 @@
 //! know no ARC. Its nom header-block parser is used for the named fields; lines it does
 //! not take (folded continuation lines, odd names) go through a lenient fallback.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
 use super::input::{Compression, Decompressed};
@@ -92,7 +92,7 @@ const MAX_LINE: usize = 1 << 16;
 
 /// Iterates over the records of one file. After an error it yields nothing more.
 pub struct RecordReader {
-    stream: BufReader<Decompressed>,
+    stream: PeekReader,
     /// Decompressed bytes consumed by the parser.
     pos: u64,
     cap: usize,
@@ -122,7 +122,7 @@ impl RecordReader {
 
     fn new(stream: Decompressed, compression: Compression, cap: usize) -> Self {
         RecordReader {
-            stream: BufReader::with_capacity(256 * 1024, stream),
+            stream: PeekReader::new(stream),
             pos: 0,
             cap,
             format: Format::Unknown,
@@ -155,6 +155,12 @@ impl RecordReader {
     fn fill(&mut self) -> Result<&[u8], ReadError> {
         let pos = self.pos;
         self.stream.fill_buf().map_err(|e| ReadError { offset: pos, message: format!("read error: {e}") })
+    }
+
+    /// At least `n` bytes ahead (fewer only at the end of the stream).
+    fn peek(&mut self, n: usize) -> Result<&[u8], ReadError> {
+        let pos = self.pos;
+        self.stream.peek(n).map_err(|e| ReadError { offset: pos, message: format!("read error: {e}") })
     }
 
     /// Damage below the record layer (gzip), if any, as a ReadError.
@@ -351,7 +357,7 @@ impl RecordReader {
         if sep_len == 0 && !short {
             // A declared length a little too short leaves the end of the block's last line
             // before the next record (other readers skip it too): skip that line, say so.
-            let next = self.fill()?;
+            let next = self.peek(16)?;
             let is_next_record = next.is_empty()
                 || if arc { has_known_scheme(next) } else { next.len() >= 5 && is_warc_magic(next) };
             if !is_next_record {
@@ -413,7 +419,7 @@ impl RecordReader {
                     quote(parts.last().copied().unwrap_or_default())
                 ));
                 let mut block_len = 0u64;
-                let mut probe = self.stream.fill_buf().map(|b| b.to_vec()).unwrap_or_default();
+                let mut probe = self.peek(1 << 16)?.to_vec();
                 probe.truncate(1 << 16);
                 for line in probe.split_inclusive(|b| *b == b'\n') {
                     block_len += line.len() as u64;
@@ -426,7 +432,7 @@ impl RecordReader {
         };
         // The version line follows inside the block: "1 0 InternetArchive" or "2 0 …".
         let major = {
-            let buf = self.fill()?;
+            let buf = self.peek(2)?;
             match buf.first() {
                 Some(b'2') => 2,
                 _ => 1,
@@ -615,3 +621,62 @@ pub fn read_all(path: &Path, cap: usize) -> (Vec<Record>, Option<ReadError>) {
     }
 }
 
+
+/// A read buffer that can guarantee a look-ahead of several bytes (a `BufReader` only
+/// promises one), so decisions about what comes next never depend on where a buffer
+/// happens to end.
+struct PeekReader {
+    inner: Decompressed,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+impl PeekReader {
+    const CAPACITY: usize = 256 * 1024;
+
+    fn new(inner: Decompressed) -> Self {
+        PeekReader { inner, buf: vec![0; Self::CAPACITY], start: 0, end: 0, eof: false }
+    }
+
+    fn get_mut(&mut self) -> &mut Decompressed {
+        &mut self.inner
+    }
+
+    fn get_ref(&self) -> &Decompressed {
+        &self.inner
+    }
+
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.peek(1)
+    }
+
+    fn peek(&mut self, n: usize) -> std::io::Result<&[u8]> {
+        while self.end - self.start < n && !self.eof {
+            if self.start > 0 && (self.end == self.buf.len() || self.start == self.end) {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let grow = self.buf.len().max(n);
+                self.buf.resize(self.buf.len() + grow, 0);
+            }
+            let got = self.inner.read(&mut self.buf[self.end..])?;
+            if got == 0 {
+                self.eof = true;
+            }
+            self.end += got;
+        }
+        Ok(&self.buf[self.start..self.end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+}

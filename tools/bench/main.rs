@@ -1,1 +1,187 @@
-fn main(){}
+//! `tidemark-bench`: throughput of the reading and sketching stages on generated sweeps,
+//! next to `zcat` on the same files.
+//!
+//! ```text
+//! tidemark-bench --dir bench-out --size 600MB        # generates the corpus once, then measures
+//! tidemark-bench --dir bench-out --huge              # also: records of 1, 16 and 64 MB
+//! ```
+//! Figures are wall-clock seconds of whole passes over the files (best of `--repeat`),
+//! MB = 10^6 bytes of uncompressed WARC.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use clap::Parser;
+use serde_json::json;
+use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
+use tidemark::sketch::SketchParams;
+use tidemark::synth::{generate, GenOptions};
+
+#[derive(Parser, Debug)]
+#[command(name = "tidemark-bench", about = "Measure read and read+canonicalize+sketch throughput against zcat")]
+struct Args {
+    /// Corpus directory; generated here when it holds no .warc.gz yet.
+    #[arg(long, default_value = "bench-out")]
+    dir: PathBuf,
+    /// Uncompressed size of the generated sweep.
+    #[arg(long, default_value = "600MB")]
+    size: String,
+    /// Passes per measurement; the best is reported.
+    #[arg(long, default_value_t = 2)]
+    repeat: usize,
+    /// Also measure single huge records (1, 16, 64 MB) for linearity in record size.
+    #[arg(long)]
+    huge: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn warc_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".warc.gz") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn size_bytes(s: &str) -> u64 {
+    let u = s.trim().to_ascii_uppercase();
+    let (n, m) = if let Some(n) = u.strip_suffix("GB") {
+        (n.to_string(), 1e9)
+    } else if let Some(n) = u.strip_suffix("MB") {
+        (n.to_string(), 1e6)
+    } else {
+        (u.clone(), 1.0)
+    };
+    (n.trim().parse::<f64>().unwrap_or(600.0) * m) as u64
+}
+
+/// Best wall time of `repeat` runs of `f`.
+fn best(repeat: usize, mut f: impl FnMut() -> u64) -> (f64, u64) {
+    let mut best = f64::MAX;
+    let mut out = 0;
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        out = f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    (best, out)
+}
+
+fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
+    let opts = ScanOptions { threads, params: SketchParams::default(), record_cap: 16 << 20, keep_text: false, read_only };
+    let mut bytes = 0u64;
+    scan_files(files, &opts, |ev| {
+        if let ScanEvent::FileEnd { bytes: b, error, .. } = ev {
+            assert!(error.is_none(), "damaged benchmark file: {error:?}");
+            bytes += b;
+        }
+        true
+    });
+    bytes
+}
+
+fn zcat(files: &[PathBuf]) -> f64 {
+    let t = Instant::now();
+    for f in files {
+        let st = Command::new("sh").arg("-c").arg(format!("zcat '{}' > /dev/null", f.display())).status();
+        assert!(st.is_ok_and(|s| s.success()), "zcat failed on {}", f.display());
+    }
+    t.elapsed().as_secs_f64()
+}
+
+fn huge_records(dir: &Path) -> Vec<serde_json::Value> {
+    let mut rows = Vec::new();
+    for mb in [1usize, 16, 64] {
+        let path = dir.join(format!("huge-{mb}MB.warc.gz"));
+        if !path.exists() {
+            let mut body = Vec::with_capacity(mb << 20);
+            body.extend_from_slice(b"<html><body><p>");
+            let mut i = 0u64;
+            while body.len() < (mb << 20) {
+                body.extend_from_slice(format!("w{} ", (i * 2_654_435_761) % 50_000).as_bytes());
+                i += 1;
+            }
+            let mut block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+            block.extend_from_slice(&body);
+            let head = format!(
+                "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://example.com/{mb}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+                block.len()
+            );
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+            enc.write_all(head.as_bytes()).unwrap();
+            enc.write_all(&block).unwrap();
+            enc.write_all(b"\r\n\r\n").unwrap();
+            std::fs::write(&path, enc.finish().unwrap()).unwrap();
+        }
+        let files = vec![path];
+        let (t, bytes) = best(3, || scan(&files, 1, false));
+        rows.push(json!({"record_mb": mb, "seconds": t, "mb_per_s": bytes as f64 / 1e6 / t}));
+    }
+    rows
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    let mut files = warc_files(&a.dir);
+    files.retain(|f| !f.file_name().unwrap().to_string_lossy().starts_with("huge-"));
+    if files.is_empty() {
+        eprintln!("generating {} into {} …", a.size, a.dir.display());
+        let opts = GenOptions::for_size(a.dir.clone(), size_bytes(&a.size), 1, 2026);
+        if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
+            eprintln!("tidemark-bench: {e}");
+            return ExitCode::from(1);
+        }
+        files = warc_files(&a.dir);
+    }
+    let compressed: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    eprintln!("measuring {} files, {:.1} MB gzip …", files.len(), compressed as f64 / 1e6);
+    let t_zcat = (0..a.repeat.max(1)).map(|_| zcat(&files)).fold(f64::MAX, f64::min);
+    let (t_read, bytes) = best(a.repeat, || scan(&files, 1, true));
+    let (t_one, _) = best(a.repeat, || scan(&files, 1, false));
+    let (t_all, _) = best(a.repeat, || scan(&files, cores, false));
+    let mb = bytes as f64 / 1e6;
+    let huge = if a.huge { huge_records(&a.dir) } else { Vec::new() };
+    let result = json!({
+        "files": files.len(), "warc_mb": mb, "gzip_mb": compressed as f64 / 1e6, "cores": cores,
+        "zcat": {"seconds": t_zcat, "mb_per_s": mb / t_zcat},
+        "read_parse": {"seconds": t_read, "mb_per_s": mb / t_read},
+        "read_canon_sketch_1_worker": {"seconds": t_one, "mb_per_s": mb / t_one, "vs_zcat": t_one / t_zcat},
+        "read_canon_sketch_all_cores": {"seconds": t_all, "mb_per_s": mb / t_all, "vs_zcat": t_all / t_zcat, "workers": cores},
+        "huge_records": huge,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result).unwrap());
+    } else {
+        println!("corpus: {} files, {:.1} MB WARC in {:.1} MB gzip; {} cores", files.len(), mb, compressed as f64 / 1e6, cores);
+        println!("{:<40} {:>8} {:>10} {:>9}", "stage", "seconds", "MB/s", "× zcat");
+        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "zcat FILE > /dev/null", t_zcat, mb / t_zcat, 1.0);
+        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "read + parse (1 reader)", t_read, mb / t_read, t_read / t_zcat);
+        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "read + canonicalize + sketch, 1 worker", t_one, mb / t_one, t_one / t_zcat);
+        println!(
+            "{:<40} {:>8.2} {:>10.1} {:>9.2}",
+            format!("read + canonicalize + sketch, {cores} workers"),
+            t_all,
+            mb / t_all,
+            t_all / t_zcat
+        );
+        for h in &huge {
+            println!("one {:>3} MB record: {:.1} MB/s", h["record_mb"], h["mb_per_s"].as_f64().unwrap_or(0.0));
+        }
+    }
+    ExitCode::SUCCESS
+}

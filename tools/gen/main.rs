@@ -72,7 +72,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         },
-        None => 6_500 * a.pages.unwrap_or(250) as u64,
+        None => 13_000 * a.pages.unwrap_or(250) as u64,
     };
     let mut opts = GenOptions::for_size(a.out.clone(), bytes, a.sweeps.max(1), a.seed);
     if let Some(p) = a.pages {
