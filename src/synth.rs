@@ -107,6 +107,21 @@ impl GenOptions {
     }
 }
 
+/// `1MB`, `500KB`, `2GB`, `2.5GB` or plain bytes → bytes (decimal units).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let u = s.trim().to_ascii_uppercase();
+    let (num, mult) = if let Some(n) = u.strip_suffix("GB") {
+        (n, 1e9)
+    } else if let Some(n) = u.strip_suffix("MB") {
+        (n, 1e6)
+    } else if let Some(n) = u.strip_suffix("KB") {
+        (n, 1e3)
+    } else {
+        (u.as_str(), 1.0)
+    };
+    num.trim().parse::<f64>().ok().filter(|v| *v > 0.0 && v.is_finite()).map(|v| (v * mult) as u64)
+}
+
 /// Deterministic PRNG (SplitMix64).
 #[derive(Debug, Clone)]
 pub struct Rng(u64);

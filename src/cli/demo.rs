@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::json;
 use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
 use tidemark::sketch::{estimate, Sketch};
-use tidemark::synth::{generate, GenOptions};
+use tidemark::synth::{generate, parse_size, GenOptions};
 
 use super::{Globals, EXIT_DAMAGE, EXIT_OK};
 
@@ -33,21 +33,9 @@ pub struct Args {
     pub json: bool,
 }
 
-fn parse_size(s: &str) -> Option<u64> {
-    let u = s.trim().to_ascii_uppercase();
-    let (n, m) = if let Some(n) = u.strip_suffix("MB") {
-        (n.to_string(), 1_000_000f64)
-    } else if let Some(n) = u.strip_suffix("KB") {
-        (n.to_string(), 1_000f64)
-    } else {
-        (u.clone(), 1f64)
-    };
-    n.trim().parse::<f64>().ok().filter(|v| *v > 0.0).map(|v| (v * m) as u64)
-}
-
 pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     let Some(bytes) = parse_size(&a.size) else {
-        anyhow::bail!("--size must look like 1MB or 500KB, not {:?}", a.size);
+        anyhow::bail!("--size must look like 1MB, 500KB or 2GB, not {:?}", a.size);
     };
     let t0 = Instant::now();
     let opts = GenOptions::for_size(a.dir.clone(), bytes, a.sweeps.max(2), a.seed);

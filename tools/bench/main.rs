@@ -17,7 +17,7 @@ use clap::Parser;
 use serde_json::json;
 use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
 use tidemark::sketch::SketchParams;
-use tidemark::synth::{generate, GenOptions};
+use tidemark::synth::{generate, parse_size, GenOptions};
 
 #[derive(Parser, Debug)]
 #[command(name = "tidemark-bench", about = "Measure read and read+canonicalize+sketch throughput against zcat")]
@@ -55,18 +55,6 @@ fn warc_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-fn size_bytes(s: &str) -> u64 {
-    let u = s.trim().to_ascii_uppercase();
-    let (n, m) = if let Some(n) = u.strip_suffix("GB") {
-        (n.to_string(), 1e9)
-    } else if let Some(n) = u.strip_suffix("MB") {
-        (n.to_string(), 1e6)
-    } else {
-        (u.clone(), 1.0)
-    };
-    (n.trim().parse::<f64>().unwrap_or(600.0) * m) as u64
 }
 
 /// Best wall time of `repeat` runs of `f`.
@@ -140,7 +128,11 @@ fn main() -> ExitCode {
     files.retain(|f| !f.file_name().unwrap().to_string_lossy().starts_with("huge-"));
     if files.is_empty() {
         eprintln!("generating {} into {} …", a.size, a.dir.display());
-        let opts = GenOptions::for_size(a.dir.clone(), size_bytes(&a.size), 1, 2026);
+        let Some(bytes) = parse_size(&a.size) else {
+            eprintln!("tidemark-bench: --size must look like 600MB or 2GB, not {:?}", a.size);
+            return ExitCode::from(2);
+        };
+        let opts = GenOptions::for_size(a.dir.clone(), bytes, 1, 2026);
         if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
             eprintln!("tidemark-bench: {e}");
             return ExitCode::from(1);

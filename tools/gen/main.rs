@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tidemark::synth::{generate, GenOptions};
+use tidemark::synth::{generate, parse_size, GenOptions};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -42,20 +42,6 @@ struct Args {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
-}
-
-fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim().to_ascii_uppercase();
-    let (num, mult) = if let Some(n) = s.strip_suffix("GB") {
-        (n, 1_000_000_000)
-    } else if let Some(n) = s.strip_suffix("MB") {
-        (n, 1_000_000)
-    } else if let Some(n) = s.strip_suffix("KB") {
-        (n, 1_000)
-    } else {
-        (s.as_str(), 1)
-    };
-    num.trim().parse::<f64>().ok().filter(|v| *v > 0.0).map(|v| (v * mult as f64) as u64)
 }
 
 fn main() -> ExitCode {
