@@ -36,6 +36,8 @@ pub struct IndexConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SketchConfig {
+    /// Sketch scheme name (only `mod2-sizeclass-v1` so far).
+    pub scheme: String,
     /// Tokens per shingle.
     pub shingle_width: u32,
     /// Hash and permutation seed.
@@ -91,6 +93,9 @@ impl Config {
 
     fn validate(&self) -> Result<(), String> {
         let s = &self.sketch;
+        if s.scheme != crate::sketch::SKETCH_SCHEME {
+            return Err(format!("sketch.scheme {:?} is unknown; supported: {:?}", s.scheme, crate::sketch::SKETCH_SCHEME));
+        }
         if !(1..=64).contains(&s.shingle_width) {
             return Err(format!("sketch.shingle_width must be 1..=64, not {}", s.shingle_width));
         }
