@@ -30,6 +30,8 @@ pub struct Config {
 pub struct IndexConfig {
     /// Directory of the RocksDB index.
     pub path: PathBuf,
+    /// Block cache in MiB.
+    pub block_cache_mb: usize,
 }
 
 /// `[sketch]`
@@ -56,6 +58,8 @@ pub struct ClusterConfig {
     pub edge_floor: f64,
     /// Postings longer than this are not expanded into candidates.
     pub common_shingle_cap: u32,
+    /// Posting sample target P.
+    pub posting_target: u32,
 }
 
 /// `[ingest]`
@@ -108,6 +112,9 @@ impl Config {
                 "cluster thresholds must satisfy 0 <= edge_floor ({}) <= threshold ({}) <= 1",
                 c.edge_floor, c.threshold
             ));
+        }
+        if c.posting_target == 0 || c.common_shingle_cap == 0 {
+            return Err("cluster.posting_target and cluster.common_shingle_cap must be at least 1".into());
         }
         if self.ingest.record_cap < 1024 {
             return Err("ingest.record_cap must be at least 1024 bytes".into());

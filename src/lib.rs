@@ -10,6 +10,8 @@
 //! | shingles, sketches, estimators | [`sketch`] | [`sketch::Sketch`], [`sketch::SketchParams`], [`sketch::estimate`] |
 //! | per-record analysis | [`capture`] | [`capture::Capture`], [`capture::analyze`] |
 //! | per-file scanning on all cores | [`scan`] | [`scan::scan_files`] |
+//! | URL keys (SURT) | [`url`] | [`url::surt`] |
+//! | the index: ingest, clusters, queries | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
 //! | configuration | [`config`] | [`config::Config`] |
 //! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
 //!
@@ -20,7 +22,9 @@
 pub mod canon;
 pub mod capture;
 pub mod config;
+pub mod index;
 pub mod read;
 pub mod scan;
 pub mod sketch;
 pub mod synth;
+pub mod url;

@@ -92,7 +92,13 @@ const BATCH_BYTES: usize = 4 << 20;
 
 /// Scans `files` in order, calling `on_event` for every file and record in input order.
 /// `on_event` returning false stops the scan early.
-pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, mut on_event: impl FnMut(ScanEvent) -> bool) {
+pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, on_event: impl FnMut(ScanEvent) -> bool) {
+    scan_files_with_skip(files, &[], opts, on_event)
+}
+
+/// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
+/// ingest); `FileEnd.records` still counts every record of the file.
+pub fn scan_files_with_skip(files: &[PathBuf], skip: &[u64], opts: &ScanOptions, mut on_event: impl FnMut(ScanEvent) -> bool) {
     let threads = opts.threads.max(1);
     let in_flight = 4 * threads + 2;
     let (work_tx, work_rx) = bounded::<Batch>(2 * threads);
@@ -104,6 +110,7 @@ pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, mut on_event: impl FnMu
     std::thread::scope(|s| {
         // Reader.
         let reader_files = files.to_vec();
+        let skip = skip.to_vec();
         let cap = opts.record_cap;
         s.spawn(move || {
             let mut seq = 0u64;
@@ -130,6 +137,9 @@ pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, mut on_event: impl FnMu
                     match r {
                         Ok(rec) => {
                             count += 1;
+                            if count <= skip.get(fi).copied().unwrap_or(0) {
+                                continue;
+                            }
                             bytes += rec.declared_length.max(rec.block.len() as u64);
                             bytes_in_batch += rec.block.len();
                             items.push(rec);

@@ -2,6 +2,7 @@
 //! operation (everything readable was still reported); 2 bad arguments or configuration.
 
 mod demo;
+mod index_cmds;
 mod inspect;
 
 use std::io::Write;
@@ -48,6 +49,17 @@ pub enum Command {
     /// Print every record of WARC/ARC files: URL, date, type, status, token, shingle and
     /// sketch counts, and a summary by record type per file.
     Inspect(inspect::Args),
+    /// Read the WARC/ARC files of one sweep into the index (incremental, resumable,
+    /// the same result for any thread count).
+    Ingest(index_cmds::IngestArgs),
+    /// Print every capture in key order as CDXJ or JSON lines.
+    Export(index_cmds::ExportArgs),
+    /// List the sweeps of the index.
+    Sweeps(index_cmds::JsonArg),
+    /// Docs, captures, URLs, clusters, largest clusters, size on disk per column family.
+    Stats(index_cmds::JsonArg),
+    /// Rebuild clusters from stored edges at another threshold, without reading WARCs.
+    Recluster(index_cmds::ReclusterArgs),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -90,6 +102,11 @@ pub fn run() -> ExitCode {
     let globals = Globals { config };
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&globals, a),
+        Command::Ingest(a) => index_cmds::run_ingest(&globals, a),
+        Command::Export(a) => index_cmds::run_export(&globals, a),
+        Command::Sweeps(a) => index_cmds::run_sweeps(&globals, a),
+        Command::Stats(a) => index_cmds::run_stats(&globals, a),
+        Command::Recluster(a) => index_cmds::run_recluster(&globals, a),
         Command::Demo(a) => demo::run(&globals, a),
     };
     match result {
@@ -99,7 +116,13 @@ pub fn run() -> ExitCode {
                 return ExitCode::from(EXIT_OK);
             }
             eprintln!("tidemark: {e:#}");
-            ExitCode::from(EXIT_DAMAGE)
+            // A missing index, one of another schema or parameters, or an impossible
+            // request is a usage error; anything else is a failed operation.
+            use tidemark::index::IndexError as E;
+            match e.downcast_ref::<E>() {
+                Some(E::Missing(_) | E::Version { .. } | E::Params { .. } | E::NotOurs(_) | E::Invalid(_)) => ExitCode::from(EXIT_USAGE),
+                _ => ExitCode::from(EXIT_DAMAGE),
+            }
         }
     }
 }

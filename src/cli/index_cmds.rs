@@ -1,0 +1,231 @@
+//! `tidemark ingest`, `export`, `sweeps`, `stats`, `recluster`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use serde_json::json;
+use tidemark::index::ingest::{ingest, IngestOptions};
+use tidemark::index::query::{export, recluster, stats, ExportFormat};
+use tidemark::index::Index;
+
+use super::{stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub struct IngestArgs {
+    /// Label of the sweep (e.g. 2026-11); ingesting more files under the same label adds to it.
+    #[arg(long, value_name = "LABEL")]
+    pub sweep: String,
+    /// Date of the sweep, YYYY-MM-DDTHH:MM:SSZ (default: the first capture's date).
+    #[arg(long, value_name = "DATE")]
+    pub date: Option<String>,
+    /// WARC/ARC files of the sweep, in the order they are committed.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// cdxj: `SURT timestamp {json}` lines (pywb/OutbackCDX fields plus doc and cluster);
+    /// jsonl: one JSON object per capture, with Common Crawl column names added.
+    #[arg(long, value_enum, default_value = "cdxj")]
+    pub format: Format,
+    /// Only the captures of this sweep.
+    #[arg(long, value_name = "LABEL")]
+    pub sweep: Option<String>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Format {
+    Cdxj,
+    Jsonl,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct JsonArg {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReclusterArgs {
+    /// New clustering threshold on resemblance (at least the edge floor of the index).
+    #[arg(long, value_name = "T")]
+    pub threshold: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open(g: &Globals, create: bool) -> anyhow::Result<Index> {
+    Ok(Index::open(&g.config.index.path, &g.config, create)?)
+}
+
+pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
+    for f in &a.files {
+        if !f.is_file() {
+            eprintln!("tidemark ingest: no such file: {}", f.display());
+            return Ok(EXIT_USAGE);
+        }
+    }
+    if let Some(d) = &a.date {
+        if tidemark::capture::timestamp14(d).is_none() {
+            eprintln!("tidemark ingest: --date must look like 2026-11-01T00:00:00Z, not {d:?}");
+            return Ok(EXIT_USAGE);
+        }
+    }
+    let mut index = open(g, true)?;
+    let opts = IngestOptions {
+        sweep: a.sweep.clone(),
+        date: a.date.clone(),
+        threads: g.config.threads(),
+        record_cap: g.config.ingest.record_cap,
+    };
+    let bar = if std::io::stderr().is_terminal() && !a.json {
+        let b = indicatif::ProgressBar::new(1);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let started = std::time::Instant::now();
+    let summary = ingest(&mut index, &a.files, &opts, |p| {
+        if let Some(b) = &bar {
+            b.set_length(p.input_total.max(1));
+            b.set_position(p.input_bytes);
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            b.set_message(format!("{} records, {:.0} records/s", p.records, p.records as f64 / secs));
+        }
+    })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    for f in &summary.already_ingested {
+        eprintln!("tidemark ingest: {f} is already ingested; nothing to do for it");
+    }
+    for e in &summary.errors {
+        eprintln!("tidemark ingest: {}: damaged at offset {}: {} (the records before it are indexed)", e.file, e.offset, e.message);
+    }
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &json!({
+            "sweep": summary.sweep, "files": summary.files, "records": summary.records, "captures": summary.captures,
+            "new_docs": summary.new_docs, "known_docs": summary.known_docs, "edges": summary.edges, "unions": summary.unions,
+            "skipped": summary.skipped, "errors": summary.errors, "already_ingested": summary.already_ingested,
+            "seconds": secs, "mb_per_s": summary.bytes as f64 / 1e6 / secs.max(1e-9),
+        }))?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "sweep {}: {} files, {} records, {} captures ({} new docs, {} known), {} edges, {} unions in {:.1} s ({:.1} MB/s)",
+            summary.sweep,
+            summary.files,
+            summary.records,
+            summary.captures,
+            summary.new_docs,
+            summary.known_docs,
+            summary.edges,
+            summary.unions,
+            secs,
+            summary.bytes as f64 / 1e6 / secs.max(1e-9)
+        )?;
+        if !summary.skipped.is_empty() {
+            let s: Vec<String> = summary.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(out, "not captures: {}", s.join(", "))?;
+        }
+    }
+    out.flush()?;
+    Ok(if summary.errors.is_empty() { EXIT_OK } else { EXIT_DAMAGE })
+}
+
+pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
+    let index = open(g, false)?;
+    let sweep = match &a.sweep {
+        Some(label) => match index.sweeps()?.into_iter().find(|(_, s)| &s.label == label) {
+            Some((id, _)) => Some(id),
+            None => {
+                eprintln!("tidemark export: no sweep labelled {label:?} (see `tidemark sweeps`)");
+                return Ok(EXIT_USAGE);
+            }
+        },
+        None => None,
+    };
+    let fmt = match a.format {
+        Format::Cdxj => ExportFormat::Cdxj,
+        Format::Jsonl => ExportFormat::Jsonl,
+    };
+    let mut out = stdout();
+    export(&index, fmt, sweep, &mut out)?;
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
+    let index = open(g, false)?;
+    let sweeps = index.sweeps()?;
+    let mut out = stdout();
+    if a.json {
+        let v: Vec<_> = sweeps
+            .iter()
+            .map(|(id, s)| json!({"id": id, "label": s.label, "date": s.date, "files": s.files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped}))
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}", "label", "date", "files", "captures", "new docs", "edges")?;
+        for (_, s) in &sweeps {
+            writeln!(out, "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}", s.label, s.date, s.files.len(), s.captures, s.new_docs, s.edges)?;
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+pub fn run_stats(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
+    let index = open(g, false)?;
+    index.flush()?;
+    let s = stats(&index)?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &s)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "index {}", g.config.index.path.display())?;
+        writeln!(out, "sweeps {}  captures {}  URLs {}  docs {}", s.sweeps, s.captures, s.urls, s.docs)?;
+        writeln!(out, "clusters {} ({} of two or more docs) at threshold {}", s.clusters, s.multi_doc_clusters, s.threshold)?;
+        let largest: Vec<String> = s.largest_clusters.iter().map(|(c, n)| format!("{c}:{n}")).collect();
+        writeln!(out, "largest clusters (id:docs) {}", largest.join(" "))?;
+        writeln!(out, "on disk {:.1} MB, {:.0} bytes per doc", s.bytes as f64 / 1e6, s.bytes_per_doc)?;
+        for (n, b) in &s.column_families {
+            writeln!(out, "  {:<14} {:>12} bytes", n, b)?;
+        }
+    }
+    out.flush()?;
+    Ok(EXIT_OK)
+}
+
+pub fn run_recluster(g: &Globals, a: ReclusterArgs) -> anyhow::Result<u8> {
+    if !(0.0..=1.0).contains(&a.threshold) {
+        eprintln!("tidemark recluster: --threshold must be between 0 and 1");
+        return Ok(EXIT_USAGE);
+    }
+    let mut index = open(g, false)?;
+    let (clusters, unions) = recluster(&mut index, a.threshold)?;
+    let mut out = stdout();
+    if a.json {
+        writeln!(out, "{}", json!({"threshold": a.threshold, "clusters": clusters, "unions": unions}))?;
+    } else {
+        writeln!(out, "reclustered at {}: {} clusters of two or more docs ({} unions)", a.threshold, clusters, unions)?;
+    }
+    Ok(EXIT_OK)
+}

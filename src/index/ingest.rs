@@ -1,0 +1,562 @@
+//! Ingest: files of one sweep into the index.
+//!
+//! Records are read and sketched on all cores ([`crate::scan`]) and committed here, on
+//! one thread, in input order, one atomic `WriteBatch` per record that also advances the
+//! file's resume point. Doc ids, edges and unions therefore do not depend on the thread
+//! count, and a run killed at any moment and started again continues from the last
+//! committed record and ends with the index a clean run makes.
+//!
+//! Per capture: a known canonical text (fingerprint hit) or a revisit (payload digest)
+//! costs a few point lookups; new content gets a doc id, its sketch and postings, and a
+//! candidate search: the postings of its sampled values (multi-get), skipping lists
+//! longer than the common-shingle cap, then the estimate against each candidate that
+//! shares enough values; pairs at or above the edge floor become edges, pairs at or
+//! above the threshold join clusters.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use rocksdb::WriteBatch;
+use serde::Serialize;
+use xxhash_rust::xxh3::Xxh3;
+
+use super::codec::{self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo, POSTING_ENTRY};
+use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
+use crate::capture::Capture;
+use crate::read::Record;
+use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
+use crate::sketch::{estimate, Sketch};
+use crate::url::{resolve, surt};
+
+/// What to ingest.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Sweep label.
+    pub sweep: String,
+    /// Sweep date (any WARC date form); default: the first capture's date.
+    pub date: Option<String>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Record cap.
+    pub record_cap: usize,
+}
+
+/// A file's damage.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileError {
+    /// File name as given.
+    pub file: String,
+    /// Byte offset.
+    pub offset: u64,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// The summary printed at the end (`--json`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestSummary {
+    /// Sweep label.
+    pub sweep: String,
+    /// Files read in this run.
+    pub files: u64,
+    /// Files skipped because they were already ingested.
+    pub already_ingested: Vec<String>,
+    /// Records read in this run.
+    pub records: u64,
+    /// Captures stored.
+    pub captures: u64,
+    /// New docs.
+    pub new_docs: u64,
+    /// Captures of known content.
+    pub known_docs: u64,
+    /// Edges stored.
+    pub edges: u64,
+    /// Cluster unions.
+    pub unions: u64,
+    /// Records not stored as captures, by reason.
+    pub skipped: BTreeMap<String, u64>,
+    /// Damaged files.
+    pub errors: Vec<FileError>,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+}
+
+/// Progress, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Records committed so far in this run.
+    pub records: u64,
+    /// Compressed bytes of the input consumed so far (by record offsets).
+    pub input_bytes: u64,
+    /// Total compressed bytes of the input.
+    pub input_total: u64,
+}
+
+/// Identity of an input file: xxh3-128 of its length, first and last MiB. Cheap for
+/// multi-GB files and independent of the name or path it is given under.
+pub fn file_identity(path: &std::path::Path) -> std::io::Result<[u8; 16]> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut h = Xxh3::new();
+    h.update(&len.to_be_bytes());
+    let mut buf = vec![0u8; 1 << 20];
+    let n = read_full(&mut f, &mut buf)?;
+    h.update(&buf[..n]);
+    if len > 2 << 20 {
+        f.seek(SeekFrom::End(-(1 << 20)))?;
+        let n = read_full(&mut f, &mut buf)?;
+        h.update(&buf[..n]);
+    } else if len > n as u64 {
+        let mut rest = Vec::new();
+        f.read_to_end(&mut rest)?;
+        h.update(&rest);
+    }
+    Ok(h.digest128().to_be_bytes())
+}
+
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        let k = f.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n)
+}
+
+/// Capture key: SURT ‖ 0x00 ‖ timestamp(14) ‖ sweep u32 ‖ file u16 ‖ record u32.
+pub fn capture_key(surt: &str, ts: &str, sweep: u32, file_no: u16, record: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(surt.len() + 1 + 14 + 10);
+    k.extend_from_slice(surt.as_bytes());
+    k.push(0);
+    k.extend_from_slice(ts.as_bytes());
+    k.extend_from_slice(&sweep.to_be_bytes());
+    k.extend_from_slice(&file_no.to_be_bytes());
+    k.extend_from_slice(&record.to_be_bytes());
+    k
+}
+
+/// Splits a capture key into (SURT, timestamp).
+pub fn split_capture_key(k: &[u8]) -> Option<(&str, &str)> {
+    let z = k.iter().position(|b| *b == 0)?;
+    let surt = std::str::from_utf8(&k[..z]).ok()?;
+    let ts = std::str::from_utf8(k.get(z + 1..z + 15)?).ok()?;
+    Some((surt, ts))
+}
+
+fn posting_entry(doc: u64, level: u8, count: u16) -> [u8; POSTING_ENTRY] {
+    let mut e = [0u8; POSTING_ENTRY];
+    e[..8].copy_from_slice(&doc.to_be_bytes());
+    e[8] = level;
+    e[9..11].copy_from_slice(&count.to_be_bytes());
+    e
+}
+
+/// The values of a sketch that go into postings: those ≡ 0 mod 2^ℓ for the smallest
+/// ℓ ≥ the sketch's level that leaves fewer than 2P of them.
+pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
+    let mut level = s.level;
+    loop {
+        let vals: Vec<u64> = s.at_level(level).collect();
+        if (vals.len() as u64) < 2 * posting_target as u64 || level >= 63 {
+            return (level, vals);
+        }
+        level += 1;
+    }
+}
+
+struct Writer<'a> {
+    index: &'a mut Index,
+    sweep_id: u32,
+    sweep: SweepInfo,
+    summary: IngestSummary,
+    /// Per input file: (name, identity, sweep file number, state).
+    files: Vec<(String, [u8; 16], u16, FileState)>,
+}
+
+/// Ingests `files` into sweep `opts.sweep`.
+pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
+    // The sweep: resumed by label, or new.
+    let sweeps = index.sweeps()?;
+    let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
+        Some((id, s)) => (*id, s.clone()),
+        None => (sweeps.last().map(|(id, _)| id + 1).unwrap_or(1), SweepInfo { label: opts.sweep.clone(), ..Default::default() }),
+    };
+    if let Some(d) = &opts.date {
+        if sweep.date.is_empty() {
+            sweep.date = crate::capture::timestamp14(d).unwrap_or_default();
+        }
+    }
+    let mut summary = IngestSummary { sweep: opts.sweep.clone(), ..Default::default() };
+    // Which files to read, and from which record.
+    let mut todo: Vec<PathBuf> = Vec::new();
+    let mut skips: Vec<u64> = Vec::new();
+    let mut states = Vec::new();
+    let mut input_total = 0u64;
+    for path in files {
+        let name = path.display().to_string();
+        let id = file_identity(path).map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+        let state: Option<FileState> = index.get_value(cf::FILES, &id)?;
+        match state {
+            Some(st) if st.complete => {
+                summary.already_ingested.push(if st.sweep == sweep_id {
+                    name
+                } else {
+                    let other = sweeps.iter().find(|(i, _)| *i == st.sweep).map(|(_, s)| s.label.clone()).unwrap_or_default();
+                    format!("{name} (in sweep {other})")
+                });
+            }
+            Some(st) if st.sweep != sweep_id => {
+                let other = sweeps.iter().find(|(i, _)| *i == st.sweep).map(|(_, s)| s.label.clone()).unwrap_or_default();
+                return Err(IndexError::Invalid(format!(
+                    "{name} was partly ingested into sweep {other:?}; finish it with --sweep {other}"
+                )));
+            }
+            other => {
+                let st = other.unwrap_or(FileState { sweep: sweep_id, name: name.clone(), ..Default::default() });
+                let file_no = match sweep.files.iter().position(|f| *f == st.name) {
+                    Some(i) => i,
+                    None => {
+                        sweep.files.push(st.name.clone());
+                        sweep.files.len() - 1
+                    }
+                } as u16;
+                skips.push(st.records);
+                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                todo.push(path.clone());
+                states.push((name, id, file_no, st));
+            }
+        }
+    }
+    // The sweep record exists before any capture points at it.
+    index.db().put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
+    let mut w = Writer { index, sweep_id, sweep, summary, files: states };
+    let scan_opts = ScanOptions {
+        threads: opts.threads,
+        params: w.index_params_sketch(),
+        record_cap: opts.record_cap,
+        keep_text: false,
+        read_only: false,
+    };
+    let mut failure: Option<IndexError> = None;
+    let mut done_bytes = 0u64;
+    let mut file_base = 0u64;
+    scan_files_with_skip(&todo, &skips, &scan_opts, |ev| {
+        let r = match ev {
+            ScanEvent::FileStart { .. } => Ok(()),
+            ScanEvent::Record { file, scanned } => {
+                let sc = *scanned;
+                done_bytes = file_base + sc.record.offset + sc.record.length;
+                let r = w.record(file, &sc.record, &sc.capture);
+                if w.summary.records % 256 == 0 {
+                    progress(Progress { records: w.summary.records, input_bytes: done_bytes, input_total });
+                }
+                r
+            }
+            ScanEvent::FileEnd { file, bytes, error, .. } => {
+                w.summary.bytes += bytes;
+                file_base += std::fs::metadata(&todo[file]).map(|m| m.len()).unwrap_or(0);
+                w.file_end(file, error.map(|e| (e.offset, e.message)))
+            }
+        };
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    progress(Progress { records: w.summary.records, input_bytes: input_total, input_total });
+    w.summary.files = todo.len() as u64;
+    Ok(w.summary)
+}
+
+impl Writer<'_> {
+    fn index_params_sketch(&self) -> crate::sketch::SketchParams {
+        let p = self.index.params();
+        crate::sketch::SketchParams { shingle_width: p.shingle_width, seed: p.seed, sample_target: p.sample_target }
+    }
+
+    fn skip(&mut self, reason: &str) {
+        *self.summary.skipped.entry(reason.to_string()).or_default() += 1;
+        *self.sweep.skipped.entry(reason.to_string()).or_default() += 1;
+    }
+
+    /// Commits one record: its capture (if it is one) and the file's resume point.
+    fn record(&mut self, file: usize, rec: &Record, cap: &Capture) -> Result<()> {
+        self.summary.records += 1;
+        self.sweep.records += 1;
+        let mut batch = WriteBatch::default();
+        let record_no = self.files[file].3.records;
+        self.capture(&mut batch, file, record_no, rec, cap)?;
+        let st = &mut self.files[file].3;
+        st.records += 1;
+        batch.put_cf(self.index.cf(cf::FILES), self.files[file].1, encode(&self.files[file].3));
+        batch.put_cf(self.index.cf(cf::SWEEPS), self.sweep_id.to_be_bytes(), encode(&self.sweep));
+        self.index.db().write(batch)?;
+        Ok(())
+    }
+
+    fn file_end(&mut self, file: usize, error: Option<(u64, String)>) -> Result<()> {
+        let (name, id, _, st) = &mut self.files[file];
+        st.complete = true;
+        st.error = error.clone();
+        if let Some((offset, message)) = error {
+            self.summary.errors.push(FileError { file: name.clone(), offset, message });
+        }
+        let mut batch = WriteBatch::default();
+        batch.put_cf(self.index.cf(cf::FILES), *id, encode(st));
+        self.index.db().write(batch)?;
+        Ok(())
+    }
+
+    fn capture(&mut self, batch: &mut WriteBatch, file: usize, record_no: u64, rec: &Record, cap: &Capture) -> Result<()> {
+        if !crate::capture::is_capture_kind(&rec.kind) {
+            self.skip(&rec.kind);
+            return Ok(());
+        }
+        let Some(url) = cap.url.clone() else {
+            self.skip("no URL");
+            return Ok(());
+        };
+        let Some(ts) = cap.timestamp.clone() else {
+            self.skip("no date");
+            return Ok(());
+        };
+        if self.sweep.date.is_empty() {
+            self.sweep.date = ts.clone();
+        }
+        let key_surt = surt(&url);
+        let status = cap.status;
+        let ok = status.is_none_or(|s| (200..300).contains(&s));
+        // The content: known, revisited, or new.
+        let mut doc: Option<u64> = None;
+        if ok {
+            if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, cap.sketch.as_ref()) {
+                let fpk = fp.to_be_bytes();
+                let known = self.index.db().get_cf(self.index.cf(cf::FINGERPRINTS), fpk)?.as_deref().and_then(doc_value);
+                match known {
+                    Some(d) => {
+                        doc = Some(d);
+                        self.summary.known_docs += 1;
+                        self.sweep.known_docs += 1;
+                    }
+                    None => {
+                        let d = self.new_doc(batch, sketch, cap, &ts)?;
+                        batch.put_cf(self.index.cf(cf::FINGERPRINTS), fpk, u64_key(d));
+                        doc = Some(d);
+                    }
+                }
+                if let Some(dig) = &cap.payload_digest {
+                    batch.put_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes(), u64_key(doc.expect("set above")));
+                }
+            } else if rec.kind == "revisit" {
+                doc = self.resolve_revisit(cap)?;
+                match doc {
+                    Some(_) => {
+                        self.summary.known_docs += 1;
+                        self.sweep.known_docs += 1;
+                    }
+                    None => self.skip("revisit of unknown content (stored without doc)"),
+                }
+            }
+        }
+        if let Some(d) = doc {
+            self.touch_doc(batch, d, &ts)?;
+        }
+        let r_prev = match doc {
+            Some(d) => self.resemblance_to_previous(&key_surt, &ts, d, cap.sketch.as_ref())?,
+            None => None,
+        };
+        let info = CaptureInfo {
+            url: url.clone(),
+            sweep: self.sweep_id,
+            kind: rec.kind.clone(),
+            doc,
+            status,
+            mime: cap.mime.clone(),
+            digest: cap.payload_digest.clone(),
+            redirect: cap.redirect.as_ref().map(|l| resolve(&url, l)),
+            // CDX convention: the file's name, resolved against an archive directory.
+            file: std::path::Path::new(&self.files[file].0).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            offset: rec.offset,
+            length: rec.length,
+            r_prev,
+            truncated: cap.truncated,
+        };
+        let file_no = self.files[file].2;
+        let rec_no = record_no.min(u32::MAX as u64) as u32;
+        batch.put_cf(self.index.cf(cf::CAPTURES), capture_key(&key_surt, &ts, self.sweep_id, file_no, rec_no), encode(&info));
+        if let Some(d) = doc {
+            let mut k = Vec::with_capacity(8 + 14 + 10 + key_surt.len());
+            k.extend_from_slice(&d.to_be_bytes());
+            k.extend_from_slice(ts.as_bytes());
+            k.extend_from_slice(&self.sweep_id.to_be_bytes());
+            k.extend_from_slice(&file_no.to_be_bytes());
+            k.extend_from_slice(&rec_no.to_be_bytes());
+            batch.put_cf(self.index.cf(cf::DOC_CAPTURES), k, key_surt.as_bytes());
+        }
+        self.summary.captures += 1;
+        self.sweep.captures += 1;
+        Ok(())
+    }
+
+    fn resolve_revisit(&self, cap: &Capture) -> Result<Option<u64>> {
+        let db = self.index.db();
+        if let Some(dig) = &cap.payload_digest {
+            if let Some(d) = db.get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?.as_deref().and_then(doc_value) {
+                return Ok(Some(d));
+            }
+        }
+        // By the capture it refers to.
+        if let Some((Some(u), Some(date))) = &cap.refers_to {
+            if let Some(ts) = crate::capture::timestamp14(date) {
+                let mut prefix = surt(u).into_bytes();
+                prefix.push(0);
+                prefix.extend_from_slice(ts.as_bytes());
+                for item in db.iterator_cf(self.index.cf(cf::CAPTURES), rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward)) {
+                    let (k, v) = item?;
+                    if !k.starts_with(&prefix) {
+                        break;
+                    }
+                    let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::CAPTURES, comment })?;
+                    if c.doc.is_some() {
+                        return Ok(c.doc);
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn touch_doc(&self, batch: &mut WriteBatch, d: u64, ts: &str) -> Result<()> {
+        // A doc created in this very batch is not readable yet: new_doc wrote it whole.
+        let Some(mut info) = self.index.doc(d)? else { return Ok(()) };
+        if info.first_seen.as_str() > ts || info.first_seen.is_empty() {
+            info.first_seen = ts.to_string();
+        }
+        if info.last_seen.as_str() < ts {
+            info.last_seen = ts.to_string();
+        }
+        info.captures += 1;
+        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&info));
+        Ok(())
+    }
+
+    /// Estimated resemblance to the latest earlier capture of the same URL with content.
+    fn resemblance_to_previous(&self, key_surt: &str, ts: &str, doc: u64, current: Option<&Sketch>) -> Result<Option<f32>> {
+        let db = self.index.db();
+        let mut upper = key_surt.as_bytes().to_vec();
+        upper.push(0);
+        let prefix = upper.clone();
+        upper.extend_from_slice(ts.as_bytes());
+        for (n, item) in db.iterator_cf(self.index.cf(cf::CAPTURES), rocksdb::IteratorMode::From(&upper, rocksdb::Direction::Reverse)).enumerate() {
+            let (k, v) = item?;
+            if !k.starts_with(&prefix) || n > 64 {
+                break;
+            }
+            let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::CAPTURES, comment })?;
+            let Some(prev) = c.doc else { continue };
+            if prev == doc {
+                return Ok(Some(1.0));
+            }
+            // The current doc may be new in this very batch: use the sketch in hand.
+            let cur = match current {
+                Some(s) => Some(s.clone()),
+                None => self.index.sketch(doc)?,
+            };
+            let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else { return Ok(None) };
+            return Ok(Some(estimate(&a, &b).resemblance as f32));
+        }
+        Ok(None)
+    }
+
+    /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
+    fn new_doc(&mut self, batch: &mut WriteBatch, sketch: &Sketch, cap: &Capture, ts: &str) -> Result<u64> {
+        let counters = self.index.counters().clone();
+        let d = counters.next_doc;
+        self.index.set_counters(Counters { next_doc: d + 1, ..counters });
+        batch.put_cf(self.index.cf(cf::META), b"counters", encode(self.index.counters()));
+        let info = DocInfo {
+            shingles: sketch.shingles,
+            tokens: cap.tokens,
+            bytes: cap.payload_len,
+            first_seen: ts.to_string(),
+            last_seen: ts.to_string(),
+            captures: 0,
+            title: cap.title.clone(),
+        };
+        // touch_doc adds this capture once the doc is readable; count it here instead.
+        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&DocInfo { captures: 1, ..info }));
+        batch.put_cf(self.index.cf(cf::SKETCHES), u64_key(d), codec::pack_sketch(sketch));
+        self.summary.new_docs += 1;
+        self.sweep.new_docs += 1;
+        if sketch.values.is_empty() {
+            return Ok(d);
+        }
+        let p = self.index.params().clone();
+        let threshold = self.index.counters().threshold;
+        let (plevel, pvals) = posting_values(sketch, p.posting_target);
+        // Candidates: docs sharing posting values, counted.
+        let db = self.index.db();
+        let pcf = self.index.cf(cf::POSTINGS);
+        let keys: Vec<[u8; 8]> = pvals.iter().map(|v| u64_key(*v)).collect();
+        let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
+        for res in db.batched_multi_get_cf(pcf, keys.iter(), true) {
+            let Some(list) = res? else { continue };
+            if list.len() > p.common_shingle_cap as usize * POSTING_ENTRY {
+                continue;
+            }
+            for e in list.chunks_exact(POSTING_ENTRY) {
+                let b = read_u64(&e[..8]);
+                let entry = shared.entry(b).or_insert((0, e[8], u16::from_be_bytes([e[9], e[10]])));
+                entry.0 += 1;
+            }
+        }
+        let mut cands: Vec<(u64, u32, u8, u16)> = shared.into_iter().map(|(b, (n, l, c))| (b, n, l, c)).collect();
+        cands.sort_unstable_by_key(|c| c.0);
+        let mut targets = Vec::new();
+        let ecf = self.index.cf(cf::EDGES);
+        for (b, n, blevel, bcount) in cands {
+            // Enough shared values to reach the edge floor, with slack, at the coarser level.
+            let level = plevel.max(blevel);
+            let mine = pvals.iter().filter(|v| level >= 64 || *v & ((1u64 << level) - 1) == 0).count() as f64;
+            let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
+            let need = (0.5 * p.edge_floor * mine.min(theirs)).floor().max(1.0);
+            if (n as f64) < need {
+                continue;
+            }
+            let Some(other) = self.index.sketch(b)? else { continue };
+            let e = estimate(&other, sketch);
+            let (r, c_b_in_d, c_d_in_b) = (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
+            if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&b.to_be_bytes());
+                k[8..].copy_from_slice(&d.to_be_bytes());
+                let edge = EdgeInfo { resemblance: r as f32, contain_lo_in_hi: c_b_in_d as f32, contain_hi_in_lo: c_d_in_b as f32 };
+                batch.put_cf(ecf, k, encode(&edge));
+                self.summary.edges += 1;
+                self.sweep.edges += 1;
+                if r >= threshold {
+                    targets.push(b);
+                }
+            }
+        }
+        let unions = unionfind::join(self.index, batch, d, &targets)?;
+        self.summary.unions += unions;
+        self.sweep.unions += unions;
+        let entry = posting_entry(d, plevel, (pvals.len().min(u16::MAX as usize)) as u16);
+        for k in &keys {
+            batch.merge_cf(pcf, k, entry);
+        }
+        Ok(d)
+    }
+}

@@ -1,0 +1,339 @@
+//! The index: RocksDB column families holding sweeps, files, fingerprints, docs,
+//! sketches, postings, dated captures, edges and the union-find of clusters.
+//!
+//! The rest of the crate talks to [`Index`], never to RocksDB directly. The layout is
+//! documented, versioned, in `schema/README.md`; [`Index::open`] refuses an index of
+//! another schema version or built with other sketch parameters.
+
+pub mod codec;
+pub mod ingest;
+pub mod query;
+pub mod unionfind;
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::sketch::{Sketch, SKETCH_SCHEME};
+use codec::{decode, encode, read_u64, u64_key, DocInfo, SweepInfo};
+
+/// Version of the on-disk layout this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Column family names.
+pub mod cf {
+    /// Schema version, parameters, counters.
+    pub const META: &str = "meta";
+    /// Sweep id → sweep info.
+    pub const SWEEPS: &str = "sweeps";
+    /// File identity → ingest progress.
+    pub const FILES: &str = "files";
+    /// Canonical-text fingerprint → doc id.
+    pub const FINGERPRINTS: &str = "fingerprints";
+    /// Payload digest → doc id.
+    pub const PAYLOADS: &str = "payloads";
+    /// Doc id → doc info.
+    pub const DOCS: &str = "docs";
+    /// Doc id → packed sketch.
+    pub const SKETCHES: &str = "sketches";
+    /// Sketch value → posting list (merge operator).
+    pub const POSTINGS: &str = "postings";
+    /// SURT ‖ 0 ‖ timestamp ‖ sweep ‖ file ‖ record → capture.
+    pub const CAPTURES: &str = "captures";
+    /// Doc id ‖ timestamp ‖ sweep ‖ file ‖ record → SURT.
+    pub const DOC_CAPTURES: &str = "doc_captures";
+    /// Doc id ‖ doc id → estimated resemblance and containments.
+    pub const EDGES: &str = "edges";
+    /// Doc id → union-find parent, size, smallest member.
+    pub const PARENTS: &str = "parents";
+    /// Root ‖ doc id → (cluster listing).
+    pub const MEMBERS: &str = "members";
+    /// Every column family, in creation order.
+    pub const ALL: &[&str] =
+        &[META, SWEEPS, FILES, FINGERPRINTS, PAYLOADS, DOCS, SKETCHES, POSTINGS, CAPTURES, DOC_CAPTURES, EDGES, PARENTS, MEMBERS];
+}
+
+/// The parameters an index is built with; data made with other values cannot be mixed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexParams {
+    /// Sketch scheme name.
+    pub scheme: String,
+    /// Tokens per shingle.
+    pub shingle_width: u32,
+    /// Hash seed.
+    pub seed: u64,
+    /// Sketch sample target T.
+    pub sample_target: u32,
+    /// Posting sample target: postings hold between P and 2P values per doc.
+    pub posting_target: u32,
+    /// Posting lists longer than this are boilerplate.
+    pub common_shingle_cap: u32,
+    /// Smallest resemblance or containment stored as an edge.
+    pub edge_floor: f64,
+}
+
+impl IndexParams {
+    /// From a configuration.
+    pub fn from_config(c: &Config) -> IndexParams {
+        IndexParams {
+            scheme: SKETCH_SCHEME.to_string(),
+            shingle_width: c.sketch.shingle_width,
+            seed: c.sketch.seed,
+            sample_target: c.sketch.sample_target,
+            posting_target: c.cluster.posting_target,
+            common_shingle_cap: c.cluster.common_shingle_cap,
+            edge_floor: c.cluster.edge_floor,
+        }
+    }
+
+    /// Names of the parameters that differ, with both values.
+    pub fn differences(&self, other: &IndexParams) -> Vec<String> {
+        let mut d = Vec::new();
+        macro_rules! cmp {
+            ($f:ident, $section:literal) => {
+                if self.$f != other.$f {
+                    d.push(format!("{}.{} is {:?} in the index but {:?} in the configuration", $section, stringify!($f), self.$f, other.$f));
+                }
+            };
+        }
+        cmp!(scheme, "sketch");
+        cmp!(shingle_width, "sketch");
+        cmp!(seed, "sketch");
+        cmp!(sample_target, "sketch");
+        cmp!(posting_target, "cluster");
+        cmp!(common_shingle_cap, "cluster");
+        cmp!(edge_floor, "cluster");
+        d
+    }
+}
+
+/// Counters kept in `meta`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Counters {
+    /// Next doc id to assign (ids start at 1).
+    pub next_doc: u64,
+    /// Clustering threshold the union-find currently reflects.
+    pub threshold: f64,
+}
+
+/// Errors opening or reading an index.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// No index at the path (and not creating one).
+    #[error("no tidemark index at {0} (create one with `tidemark ingest --db {0} …`)")]
+    Missing(PathBuf),
+    /// Another schema version.
+    #[error("the index at {path} has schema version {found}; this tidemark reads version {SCHEMA_VERSION}: use the tidemark that built it, or ingest into a new --db")]
+    Version {
+        /// Index path.
+        path: PathBuf,
+        /// Version found.
+        found: u32,
+    },
+    /// Built with other parameters.
+    #[error("the index at {path} was built with other parameters: {}; use a configuration with the index's values, or ingest into a new --db", .diffs.join("; "))]
+    Params {
+        /// Index path.
+        path: PathBuf,
+        /// What differs.
+        diffs: Vec<String>,
+    },
+    /// The directory is not a tidemark index.
+    #[error("{0} is not a tidemark index (no schema version); point --db at a tidemark index or an empty directory")]
+    NotOurs(PathBuf),
+    /// Damaged data.
+    #[error("data corruption in {cf}: {comment}")]
+    Corruption {
+        /// Column family.
+        cf: &'static str,
+        /// What was wrong.
+        comment: String,
+    },
+    /// A request the index cannot honour.
+    #[error("{0}")]
+    Invalid(String),
+    /// RocksDB failed.
+    #[error("RocksDB: {0}")]
+    Db(#[from] rocksdb::Error),
+}
+
+/// Result of index operations.
+pub type Result<T> = std::result::Result<T, IndexError>;
+
+/// An open index.
+pub struct Index {
+    db: DB,
+    path: PathBuf,
+    params: IndexParams,
+    counters: Counters,
+}
+
+fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
+    let mut o = Options::default();
+    let mut t = BlockBasedOptions::default();
+    t.set_block_cache(cache);
+    t.set_cache_index_and_filter_blocks(true);
+    if matches!(name, cf::POSTINGS | cf::FINGERPRINTS | cf::PAYLOADS | cf::SKETCHES | cf::DOCS | cf::PARENTS) {
+        // Point lookups, most of them misses for new content: full-key bloom filters.
+        t.set_bloom_filter(10.0, false);
+    }
+    o.set_block_based_table_factory(&t);
+    // Small and hot in upper levels, zstd where most of the data sits.
+    o.set_compression_type(DBCompressionType::None);
+    o.set_bottommost_compression_type(DBCompressionType::Zstd);
+    o.set_level_compaction_dynamic_level_bytes(true);
+    if name == cf::POSTINGS {
+        o.set_merge_operator_associative("tidemark-postings-v1", move |_k, existing, ops| {
+            Some(codec::merge_postings(existing, &mut ops.iter(), cap))
+        });
+        o.set_write_buffer_size(64 << 20);
+    }
+    o
+}
+
+impl Index {
+    /// Opens (or with `create`, creates) the index at `path` for the configuration.
+    pub fn open(path: &Path, config: &Config, create: bool) -> Result<Index> {
+        let exists = path.join("CURRENT").exists();
+        if !exists && !create {
+            return Err(IndexError::Missing(path.to_path_buf()));
+        }
+        let cache = Cache::new_lru_cache(config.index.block_cache_mb << 20);
+        let params = IndexParams::from_config(config);
+        let cap = params.common_shingle_cap as usize;
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(create);
+        db_opts.create_missing_column_families(create);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_max_open_files(512);
+        let descriptors: Vec<ColumnFamilyDescriptor> =
+            cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache, cap))).collect();
+        if exists {
+            let present = DB::list_cf(&Options::default(), path)?;
+            if !present.iter().any(|c| c == cf::META) {
+                return Err(IndexError::NotOurs(path.to_path_buf()));
+            }
+        }
+        let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
+        let meta = db.cf_handle(cf::META).expect("meta column family");
+        let version = db.get_cf(meta, b"schema_version")?;
+        let mut index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Counters::default() };
+        match version {
+            None if exists => return Err(IndexError::NotOurs(path.to_path_buf())),
+            None => {
+                index.counters = Counters { next_doc: 1, threshold: config.cluster.threshold };
+                let meta = index.cf(cf::META);
+                let mut b = rocksdb::WriteBatch::default();
+                b.put_cf(meta, b"schema_version", SCHEMA_VERSION.to_be_bytes());
+                b.put_cf(meta, b"params", encode(&params));
+                b.put_cf(meta, b"counters", encode(&index.counters));
+                index.db.write(b)?;
+            }
+            Some(v) => {
+                let found = u32::from_be_bytes(v.as_slice().try_into().map_err(|_| IndexError::NotOurs(path.to_path_buf()))?);
+                if found != SCHEMA_VERSION {
+                    return Err(IndexError::Version { path: path.to_path_buf(), found });
+                }
+                let stored: IndexParams = index.get_value(cf::META, b"params")?.ok_or(IndexError::NotOurs(path.to_path_buf()))?;
+                let diffs = stored.differences(&params);
+                if !diffs.is_empty() {
+                    return Err(IndexError::Params { path: path.to_path_buf(), diffs });
+                }
+                index.counters = index.get_value(cf::META, b"counters")?.unwrap_or_default();
+            }
+        }
+        Ok(index)
+    }
+
+    /// Where the index lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The parameters it was built with.
+    pub fn params(&self) -> &IndexParams {
+        &self.params
+    }
+
+    /// Counters (next doc id, current threshold).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
+        self.db.cf_handle(name).expect("column families are created at open")
+    }
+
+    pub(crate) fn db(&self) -> &DB {
+        &self.db
+    }
+
+    pub(crate) fn get_value<T: serde::de::DeserializeOwned>(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<T>> {
+        match self.db.get_cf(self.cf(cf_name), key)? {
+            None => Ok(None),
+            Some(v) => decode(&v).map(Some).map_err(|comment| IndexError::Corruption { cf: cf_name, comment }),
+        }
+    }
+
+    /// Number of docs.
+    pub fn doc_count(&self) -> u64 {
+        self.counters.next_doc.saturating_sub(1)
+    }
+
+    /// The sketch of a doc.
+    pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
+        match self.db.get_cf(self.cf(cf::SKETCHES), u64_key(doc))? {
+            None => Ok(None),
+            Some(v) => codec::unpack_sketch(&v).map(Some).map_err(|comment| IndexError::Corruption { cf: cf::SKETCHES, comment }),
+        }
+    }
+
+    /// Facts about a doc.
+    pub fn doc(&self, doc: u64) -> Result<Option<DocInfo>> {
+        self.get_value(cf::DOCS, &u64_key(doc))
+    }
+
+    /// Every sweep, by id.
+    pub fn sweeps(&self) -> Result<Vec<(u32, SweepInfo)>> {
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(self.cf(cf::SWEEPS), rocksdb::IteratorMode::Start) {
+            let (k, v) = item?;
+            let id = u32::from_be_bytes(k[..4].try_into().map_err(|_| IndexError::Corruption { cf: cf::SWEEPS, comment: "short key".into() })?);
+            let info: SweepInfo = decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::SWEEPS, comment })?;
+            out.push((id, info));
+        }
+        Ok(out)
+    }
+
+    /// Approximate bytes on disk (SST files plus memtables) of each column family.
+    pub fn cf_sizes(&self) -> Vec<(&'static str, u64)> {
+        cf::ALL
+            .iter()
+            .map(|n| {
+                let c = self.cf(n);
+                let sst = self.db.property_int_value_cf(c, "rocksdb.total-sst-files-size").ok().flatten().unwrap_or(0);
+                let mem = self.db.property_int_value_cf(c, "rocksdb.size-all-mem-tables").ok().flatten().unwrap_or(0);
+                (*n, sst + mem)
+            })
+            .collect()
+    }
+
+    /// Flushes memtables to SST files (so sizes on disk are real).
+    pub fn flush(&self) -> Result<()> {
+        for n in cf::ALL {
+            self.db.flush_cf(self.cf(n))?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_counters(&mut self, c: Counters) {
+        self.counters = c;
+    }
+}
+
+/// Reads a doc id value (8 bytes BE).
+pub(crate) fn doc_value(v: &[u8]) -> Option<u64> {
+    (v.len() >= 8).then(|| read_u64(v))
+}

@@ -1,0 +1,180 @@
+//! Read-side operations over the index: export of every capture, statistics.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::codec::{decode, CaptureInfo};
+use super::ingest::split_capture_key;
+use super::unionfind;
+use super::{cf, Index, IndexError, Result};
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// `SURT timestamp {json}` per line (pywb/OutbackCDX field names).
+    Cdxj,
+    /// One JSON object per line, with Common Crawl column names added.
+    Jsonl,
+}
+
+/// Writes every capture in key order (SURT, then timestamp), optionally of one sweep.
+/// Returns the number of lines.
+pub fn export(index: &Index, format: ExportFormat, sweep: Option<u32>, out: &mut dyn Write) -> std::io::Result<u64> {
+    let mut n = 0u64;
+    let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
+    let to_io = |e: IndexError| std::io::Error::other(e.to_string());
+    for item in index.db().iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start) {
+        let (k, v) = item.map_err(|e| std::io::Error::other(e.to_string()))?;
+        let (surt, ts) = split_capture_key(&k).ok_or_else(|| std::io::Error::other("corrupt capture key"))?;
+        let c: CaptureInfo = decode(&v).map_err(std::io::Error::other)?;
+        if sweep.is_some_and(|s| s != c.sweep) {
+            continue;
+        }
+        let cluster = match c.doc {
+            Some(d) => Some(match cluster_cache.get(&d) {
+                Some(c) => *c,
+                None => {
+                    let (cl, _) = unionfind::cluster_of(index, d).map_err(to_io)?;
+                    cluster_cache.insert(d, cl);
+                    cl
+                }
+            }),
+            None => None,
+        };
+        let mut obj = json!({
+            "url": c.url,
+            "mime": c.mime,
+            "status": c.status.map(|s| s.to_string()),
+            "digest": c.digest,
+            "redirect": c.redirect,
+            "filename": c.file,
+            "offset": c.offset.to_string(),
+            "length": c.length.to_string(),
+            "doc": c.doc,
+            "cluster": cluster,
+        });
+        let m = obj.as_object_mut().expect("object");
+        m.retain(|_, v| !v.is_null());
+        if c.kind == "revisit" {
+            m.insert("type".into(), json!("revisit"));
+        }
+        match format {
+            ExportFormat::Cdxj => {
+                write!(out, "{surt} {ts} ")?;
+                serde_json::to_writer(&mut *out, &obj)?;
+                out.write_all(b"\n")?;
+            }
+            ExportFormat::Jsonl => {
+                m.insert("url_surtkey".into(), json!(surt));
+                m.insert("fetch_time".into(), json!(ts));
+                m.insert("content_digest".into(), json!(c.digest));
+                m.insert("warc_filename".into(), json!(c.file));
+                m.insert("warc_record_offset".into(), json!(c.offset));
+                m.insert("warc_record_length".into(), json!(c.length));
+                m.insert("fetch_status".into(), json!(c.status));
+                if let Some(r) = c.r_prev {
+                    m.insert("resemblance_to_previous".into(), json!(r));
+                }
+                serde_json::to_writer(&mut *out, &obj)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Index statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// Docs (distinct canonical texts).
+    pub docs: u64,
+    /// Captures.
+    pub captures: u64,
+    /// Distinct URLs (SURT keys).
+    pub urls: u64,
+    /// Clusters, singletons included.
+    pub clusters: u64,
+    /// Clusters of two or more docs.
+    pub multi_doc_clusters: u64,
+    /// Largest clusters: (cluster id, size), largest first.
+    pub largest_clusters: Vec<(u64, u64)>,
+    /// Sweeps.
+    pub sweeps: u64,
+    /// Clustering threshold in force.
+    pub threshold: f64,
+    /// Bytes on disk per column family.
+    pub column_families: Vec<(String, u64)>,
+    /// Total bytes on disk.
+    pub bytes: u64,
+    /// Bytes on disk per doc.
+    pub bytes_per_doc: f64,
+}
+
+/// Computes statistics (a scan of captures and parents).
+pub fn stats(index: &Index) -> Result<Stats> {
+    let db = index.db();
+    let mut captures = 0u64;
+    let mut urls = 0u64;
+    let mut last: Vec<u8> = Vec::new();
+    for item in db.iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start) {
+        let (k, _) = item?;
+        captures += 1;
+        let z = k.iter().position(|b| *b == 0).unwrap_or(k.len());
+        if k[..z] != last[..] {
+            urls += 1;
+            last = k[..z].to_vec();
+        }
+    }
+    let mut roots: Vec<(u64, u64)> = Vec::new();
+    let mut in_multi = 0u64;
+    for item in db.iterator_cf(index.cf(cf::PARENTS), rocksdb::IteratorMode::Start) {
+        let (k, v) = item?;
+        let doc = super::codec::read_u64(&k);
+        let (parent, size, min) = (super::codec::read_u64(&v[..8]), super::codec::read_u64(&v[8..16]), super::codec::read_u64(&v[16..24]));
+        let n = unionfind::Node { parent, size, min };
+        if n.parent == doc && n.size > 1 {
+            roots.push((n.min, n.size));
+            in_multi += n.size;
+        }
+    }
+    roots.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let docs = index.doc_count();
+    let sizes = index.cf_sizes();
+    let bytes: u64 = sizes.iter().map(|s| s.1).sum();
+    let multi = roots.len() as u64;
+    roots.truncate(10);
+    Ok(Stats {
+        docs,
+        captures,
+        urls,
+        clusters: docs - in_multi + multi,
+        multi_doc_clusters: multi,
+        largest_clusters: roots,
+        sweeps: index.sweeps()?.len() as u64,
+        threshold: index.counters().threshold,
+        column_families: sizes.into_iter().map(|(n, b)| (n.to_string(), b)).collect(),
+        bytes,
+        bytes_per_doc: if docs == 0 { 0.0 } else { bytes as f64 / docs as f64 },
+    })
+}
+
+/// Rebuilds clusters at `threshold` from stored edges and records it as the threshold
+/// in force. Returns (clusters of ≥ 2 docs, unions).
+pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
+    let floor = index.params().edge_floor;
+    if threshold < floor {
+        return Err(IndexError::Invalid(format!(
+            "threshold {threshold} is below the edge floor {floor}: pairs under the floor were never stored; re-ingest with a lower cluster.edge_floor"
+        )));
+    }
+    let r = unionfind::rebuild(index, threshold)?;
+    let mut c = index.counters().clone();
+    c.threshold = threshold;
+    index.db().put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
+    index.set_counters(c);
+    Ok(r)
+}

@@ -1,0 +1,148 @@
+//! URL canonicalization to SURT (Sort-friendly URI Reordering Transform), the key
+//! archives index captures by: `http://www.archive.org/goo/?b&a=1` → `org,archive)/goo?a=1&b`.
+//!
+//! As the Internet Archive's default canonicalizer: scheme, `www`-prefix, default port,
+//! fragment and trailing path slash are dropped; host labels reversed; everything
+//! lower-cased; query parameters sorted. So `http://www.Example.com/a` and
+//! `https://example.com/a/` share one key. URLs that are not http(s) (`dns:`, `urn:`…)
+//! are kept whole, lower-cased.
+
+/// The SURT key of a URL.
+pub fn surt(url: &str) -> String {
+    let u = url.trim();
+    let lower = u.to_ascii_lowercase();
+    let rest = if let Some(r) = lower.strip_prefix("http://") {
+        r
+    } else if let Some(r) = lower.strip_prefix("https://") {
+        r
+    } else if lower.contains("://") || lower.starts_with("dns:") || lower.starts_with("urn:") || lower.starts_with("mailto:") {
+        return lower;
+    } else {
+        // No scheme: read as http.
+        lower.as_str()
+    };
+    let rest = rest.split('#').next().unwrap_or("");
+    let (authority, path_query) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = if authority.starts_with('[') {
+        // IPv6 literal.
+        match authority.find("]:") {
+            Some(i) => (&authority[..=i], Some(&authority[i + 2..])),
+            None => (authority, None),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, Some(p).filter(|p| !p.is_empty())),
+            _ => (authority, None),
+        }
+    };
+    let host = host.trim_end_matches('.');
+    let host = strip_www(host);
+    let port = port.filter(|p| *p != "80" && *p != "443");
+    let is_ip = host.split('.').count() == 4 && host.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let mut out = String::with_capacity(u.len() + 4);
+    if is_ip || host.starts_with('[') {
+        out.push_str(host);
+    } else {
+        let labels: Vec<&str> = host.split('.').filter(|l| !l.is_empty()).collect();
+        out.push_str(&labels.iter().rev().copied().collect::<Vec<_>>().join(","));
+    }
+    if let Some(p) = port {
+        out.push(':');
+        out.push_str(p);
+    }
+    out.push(')');
+    let (path, query) = match path_query.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (path_query, None),
+    };
+    let path = if path.is_empty() { "/" } else { path };
+    let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
+    out.push_str(if path.is_empty() { "/" } else { path });
+    if let Some(q) = query {
+        let mut params: Vec<&str> = q.split('&').filter(|p| !p.is_empty()).collect();
+        params.sort_unstable();
+        if !params.is_empty() {
+            out.push('?');
+            out.push_str(&params.join("&"));
+        }
+    }
+    out
+}
+
+fn strip_www(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix("www") {
+        let digits = rest.bytes().take_while(|b| b.is_ascii_digit()).count();
+        if rest[digits..].starts_with('.') && rest[digits + 1..].contains('.') {
+            return &rest[digits + 1..];
+        }
+    }
+    host
+}
+
+/// The host of a URL (lower-case, without `www.` and port), for per-host figures.
+pub fn host(url: &str) -> String {
+    let s = surt(url);
+    let h = s.split(')').next().unwrap_or("");
+    let h = h.split(':').next().unwrap_or(h);
+    let mut labels: Vec<&str> = h.split(',').collect();
+    labels.reverse();
+    labels.join(".")
+}
+
+/// Resolves a redirect `Location` against the URL that sent it.
+pub fn resolve(base: &str, location: &str) -> String {
+    let loc = location.trim();
+    if loc.contains("://") {
+        return loc.to_string();
+    }
+    let (scheme, rest) = match base.split_once("://") {
+        Some((s, r)) => (s, r),
+        None => return loc.to_string(),
+    };
+    if let Some(r) = loc.strip_prefix("//") {
+        return format!("{scheme}://{r}");
+    }
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let origin = format!("{scheme}://{}", &rest[..authority_end]);
+    if loc.starts_with('/') {
+        return format!("{origin}{loc}");
+    }
+    let path = &rest[authority_end..];
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let dir = match path.rfind('/') {
+        Some(i) => &path[..=i],
+        None => "/",
+    };
+    format!("{origin}{dir}{loc}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surt_as_archives_write_it() {
+        assert_eq!(surt("http://www.archive.org/goo/?b&a=1"), "org,archive)/goo?a=1&b");
+        assert_eq!(surt("http://www.Example.com/a"), surt("https://example.com/a"));
+        assert_eq!(surt("https://example.com:443/A/b/#frag"), "com,example)/a/b");
+        assert_eq!(surt("http://example.com:8080"), "com,example:8080)/");
+        assert_eq!(surt("http://user@www2.example.co.uk/x"), "uk,co,example)/x");
+        assert_eq!(surt("http://192.168.1.1/x"), "192.168.1.1)/x");
+        assert_eq!(surt("dns:www.archive.org"), "dns:www.archive.org");
+        assert_eq!(surt("example.com/x?"), "com,example)/x");
+        assert_eq!(surt("http://www.com/"), "com,www)/");
+    }
+
+    #[test]
+    fn hosts_and_redirects() {
+        assert_eq!(host("https://www.Example.com:8080/a"), "example.com");
+        assert_eq!(resolve("https://a.com/x/y.html?q", "z.html"), "https://a.com/x/z.html");
+        assert_eq!(resolve("https://a.com/x/y.html", "/r"), "https://a.com/r");
+        assert_eq!(resolve("https://a.com/x", "//b.org/p"), "https://b.org/p");
+        assert_eq!(resolve("https://a.com/x", "http://c.net/"), "http://c.net/");
+    }
+}
