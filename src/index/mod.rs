@@ -220,8 +220,11 @@ impl Index {
         let meta = db.cf_handle(cf::META).expect("meta column family");
         let version = db.get_cf(meta, b"schema_version")?;
         let mut index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Counters::default() };
+        // A directory RocksDB created but that never got our meta (a first run killed
+        // in between) is empty: initialize it. Anything else without a version is not ours.
+        let empty = cf::ALL.iter().all(|n| index.db.iterator_cf(index.cf(n), rocksdb::IteratorMode::Start).next().is_none());
         match version {
-            None if exists => return Err(IndexError::NotOurs(path.to_path_buf())),
+            None if exists && !(create && empty) => return Err(IndexError::NotOurs(path.to_path_buf())),
             None => {
                 index.counters = Counters { next_doc: 1, threshold: config.cluster.threshold };
                 let meta = index.cf(cf::META);

@@ -1,0 +1,343 @@
+//! The index through the real binary on generated sweeps: incremental clusters equal a
+//! from-scratch computation, thread count and crashes change nothing, damaged files
+//! are reported and skipped, and clusters match the exact clustering of the documents.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{generate, sweep_files, tidemark, truth};
+use tidemark::canon::{canonicalize, Canon, MediaKind};
+use tidemark::config::Config;
+use tidemark::index::Index;
+use tidemark::sketch::{estimate, shingles, SketchParams};
+use tidemark::synth::exact_jaccard;
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().to_string()
+}
+
+fn ingest(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> std::process::Output {
+    let mut args: Vec<String> = vec!["--db".into(), s(db)];
+    args.extend(extra.iter().map(|x| x.to_string()));
+    args.extend(["ingest".into(), "--sweep".into(), label.into(), "--json".into()]);
+    args.extend(files.iter().map(|f| s(f)));
+    tidemark(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>())
+}
+
+fn export(db: &Path) -> String {
+    let out = tidemark(&["--db", &s(db), "export"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
+    for k in 1..=sweeps {
+        let out = ingest(db, &format!("sweep-{k}"), &sweep_files(corpus, k), extra);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// doc → cluster id, from export lines.
+fn clusters_from_export(text: &str) -> BTreeMap<u64, u64> {
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let json: serde_json::Value = serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        if let (Some(d), Some(c)) = (json["doc"].as_u64(), json["cluster"].as_u64()) {
+            m.insert(d, c);
+        }
+    }
+    m
+}
+
+/// Canonical partition: sorted list of sorted clusters.
+fn partition(m: &BTreeMap<u64, u64>) -> Vec<Vec<u64>> {
+    let mut by: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (d, c) in m {
+        by.entry(*c).or_default().push(*d);
+    }
+    let mut v: Vec<Vec<u64>> = by.into_values().map(|mut x| {
+        x.sort();
+        x
+    }).collect();
+    v.sort();
+    v
+}
+
+fn union_find_partition(n: u64, pairs: &[(u64, u64)]) -> BTreeMap<u64, u64> {
+    let mut parent: Vec<u64> = (0..=n).collect();
+    fn root(p: &mut [u64], x: u64) -> u64 {
+        let mut r = x;
+        while p[r as usize] != r {
+            r = p[r as usize];
+        }
+        let mut y = x;
+        while p[y as usize] != r {
+            let nx = p[y as usize];
+            p[y as usize] = r;
+            y = nx;
+        }
+        r
+    }
+    for &(a, b) in pairs {
+        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            parent[hi as usize] = lo;
+        }
+    }
+    (1..=n).map(|d| (d, root(&mut parent, d))).collect()
+}
+
+#[test]
+fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
+    let corpus = tempfile::tempdir().unwrap();
+    let sweeps = 4;
+    generate(corpus.path(), 300, sweeps, 21);
+    let work = tempfile::tempdir().unwrap();
+    let (db1, db3) = (work.path().join("t1"), work.path().join("t3"));
+    ingest_all(&db1, corpus.path(), sweeps, &["--threads", "1"]);
+    ingest_all(&db3, corpus.path(), sweeps, &["--threads", "3"]);
+    let e1 = export(&db1);
+    assert!(e1.lines().count() > 1000);
+    assert_eq!(e1, export(&db3), "1 thread and 3 threads must give the same index");
+    let incremental = clusters_from_export(&e1);
+
+    // All pairs over the stored sketches, at the threshold, from scratch.
+    let config = Config::default();
+    let index = Index::open(&db1, &config, false).unwrap();
+    let n = index.doc_count();
+    let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
+    let mut pairs = Vec::new();
+    for a in 0..sketches.len() {
+        for b in a + 1..sketches.len() {
+            if estimate(&sketches[a], &sketches[b]).resemblance >= config.cluster.threshold {
+                pairs.push((a as u64 + 1, b as u64 + 1));
+            }
+        }
+    }
+    drop(index);
+    let oracle = union_find_partition(n, &pairs);
+    let docs_with_captures: Vec<u64> = incremental.keys().copied().collect();
+    let oracle_seen: BTreeMap<u64, u64> = docs_with_captures.iter().map(|d| (*d, oracle[d])).collect();
+    assert_eq!(partition(&incremental), partition(&oracle_seen), "incremental merging lost or invented a pair");
+    println!("{n} docs, {} pairs at >= 0.5, {} clusters", pairs.len(), partition(&incremental).len());
+
+    // recluster at the same threshold rebuilds the same clusters from the edges.
+    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.5"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(partition(&clusters_from_export(&export(&db1))), partition(&incremental));
+    // And another threshold gives another, coarser or finer, partition without WARCs.
+    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.9"]);
+    assert_eq!(out.status.code(), Some(0));
+    let finer = partition(&clusters_from_export(&export(&db1)));
+    assert!(finer.len() > partition(&incremental).len());
+    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.1"]);
+    assert_eq!(out.status.code(), Some(2), "below the edge floor is refused");
+}
+
+#[test]
+fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
+    let corpus = tempfile::tempdir().unwrap();
+    let sweeps = 3;
+    generate(corpus.path(), 600, sweeps, 33);
+    let work = tempfile::tempdir().unwrap();
+    let clean = work.path().join("clean");
+    // How long a clean ingest of each sweep takes: kills land inside that window.
+    let mut window = Vec::new();
+    for k in 1..=sweeps {
+        let t = std::time::Instant::now();
+        let out = ingest(&clean, &format!("sweep-{k}"), &sweep_files(corpus.path(), k), &[]);
+        assert_eq!(out.status.code(), Some(0));
+        window.push(t.elapsed().as_millis().max(20) as usize);
+    }
+    let clean_export = export(&clean);
+    let sw = |db: &Path| String::from_utf8(tidemark(&["--db", &s(db), "sweeps", "--json"]).stdout).unwrap();
+    let clean_sweeps = sw(&clean);
+    let mut rng = tidemark::synth::Rng::new(99);
+    let (mut kills, mut runs, mut round) = (0, 0, 0);
+    while kills < 20 {
+        round += 1;
+        assert!(round <= 10, "no progress after {runs} runs");
+        let crashy = work.path().join(format!("crashy-{round}"));
+        for k in 1..=sweeps {
+            loop {
+                runs += 1;
+                let mut args: Vec<String> = vec!["--db".into(), s(&crashy), "ingest".into(), "--sweep".into(), format!("sweep-{k}")];
+                args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
+                let mut child =
+                    Command::new(env!("CARGO_BIN_EXE_tidemark")).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+                std::thread::sleep(Duration::from_millis(rng.below(window[k - 1]) as u64));
+                match child.try_wait().unwrap() {
+                    Some(_) => {
+                        let out = child.wait_with_output().unwrap();
+                        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+                        break;
+                    }
+                    None => {
+                        child.kill().unwrap(); // SIGKILL: no chance to clean up
+                        child.wait().unwrap();
+                        kills += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(export(&crashy), clean_export, "round {round}: kill -9 and resume must give the clean run's index");
+        assert_eq!(sw(&crashy), clean_sweeps, "round {round}: counters must not count anything twice");
+    }
+    println!("{kills} kills in {runs} runs over {round} rounds; every round equals the clean run");
+}
+
+#[test]
+fn a_damaged_file_mid_sweep_is_reported_and_the_rest_indexed() {
+    let corpus = tempfile::tempdir().unwrap();
+    generate(corpus.path(), 300, 1, 5);
+    let files = sweep_files(corpus.path(), 1);
+    let whole = std::fs::read(&files[0]).unwrap();
+    // Split the sweep into three files at gzip member boundaries; damage the middle one.
+    let members: Vec<usize> = (0..whole.len() - 1).filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole.get(i + 2) == Some(&8)).collect();
+    let (a, b) = (members[members.len() / 3], members[2 * members.len() / 3]);
+    let dir = tempfile::tempdir().unwrap();
+    let f1 = dir.path().join("part-1.warc.gz");
+    let f2 = dir.path().join("part-2.warc.gz");
+    let f3 = dir.path().join("part-3.warc.gz");
+    std::fs::write(&f1, &whole[..a]).unwrap();
+    let cut = a + (b - a) / 2; // mid-member: truncated gzip
+    std::fs::write(&f2, &whole[a..cut]).unwrap();
+    std::fs::write(&f3, &whole[b..]).unwrap();
+    let db = dir.path().join("db");
+    let out = ingest(&db, "s1", &[f1.clone(), f2.clone(), f3.clone()], &[]);
+    assert_eq!(out.status.code(), Some(1), "damage is exit 1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("part-2.warc.gz") && stderr.contains("offset"), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["errors"].as_array().unwrap().len(), 1);
+    assert_eq!(summary["errors"][0]["file"].as_str().unwrap(), s(&f2));
+    // Every capture of parts 1 and 3 is indexed, and part 2's up to the damage.
+    let text = export(&db);
+    let count = |name: &str| text.lines().filter(|l| l.contains(&format!("\"filename\":\"{name}\""))).count();
+    let t = truth(corpus.path(), 1);
+    let total = t["captures"].as_u64().unwrap() as usize;
+    assert!(count("part-1.warc.gz") > 50 && count("part-3.warc.gz") > 50);
+    assert!(count("part-2.warc.gz") > 10, "the records before the damage are indexed");
+    assert!(count("part-1.warc.gz") + count("part-2.warc.gz") + count("part-3.warc.gz") < total);
+    // Ingesting again: the files are done; nothing changes, and it says so.
+    let again = ingest(&db, "s1", &[f1, f2, f3], &[]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already ingested"));
+    assert_eq!(export(&db), text);
+}
+
+#[test]
+fn an_index_of_other_parameters_is_refused_with_a_reason() {
+    let corpus = tempfile::tempdir().unwrap();
+    generate(corpus.path(), 40, 1, 2);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    assert_eq!(ingest(&db, "a", &sweep_files(corpus.path(), 1), &[]).status.code(), Some(0));
+    let cfg = dir.path().join("w8.toml");
+    std::fs::write(&cfg, "[sketch]\nshingle_width = 8\n").unwrap();
+    let out = tidemark(&["--db", &s(&db), "--config", &s(&cfg), "stats"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("shingle_width") && err.contains("10") && err.contains("8"), "{err}");
+    let out = tidemark(&["--db", &s(&dir.path().join("none")), "export"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = tidemark(&["--db", &s(&db), "stats", "--json"]);
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(st["docs"].as_u64().unwrap() > 30 && st["bytes"].as_u64().unwrap() > 0);
+}
+
+/// Exact shingle set of every doc, from the WARC records the export points at.
+fn exact_sets(db: &Path, corpus: &Path, sweeps: usize) -> BTreeMap<u64, Vec<u64>> {
+    let text = export(db);
+    let mut doc_of: HashMap<(String, String), u64> = HashMap::new();
+    for line in text.lines() {
+        let json: serde_json::Value = serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        if let Some(d) = json["doc"].as_u64() {
+            doc_of.insert((json["filename"].as_str().unwrap().to_string(), json["offset"].as_str().unwrap().to_string()), d);
+        }
+    }
+    let p = SketchParams::default();
+    let mut canon = Canon::default();
+    let mut sets = BTreeMap::new();
+    for k in 1..=sweeps {
+        for f in sweep_files(corpus, k) {
+            let name = f.file_name().unwrap().to_string_lossy().to_string();
+            let (records, err) = tidemark::read::read_all(&f, 16 << 20);
+            assert!(err.is_none());
+            for r in records {
+                let Some(&d) = doc_of.get(&(name.clone(), r.offset.to_string())) else { continue };
+                if sets.contains_key(&d) || r.kind != "response" {
+                    continue;
+                }
+                let resp = tidemark::read::parse_response(&r.block, 16 << 20).unwrap();
+                canonicalize(&resp.payload, MediaKind::Html, None, &mut canon);
+                let mut sh = Vec::new();
+                shingles(canon.token_iter(), &p, &mut sh);
+                sets.insert(d, sh);
+            }
+        }
+    }
+    sets
+}
+
+#[test]
+fn clusters_match_the_exact_clustering() {
+    let corpus = tempfile::tempdir().unwrap();
+    let sweeps = 4;
+    generate(corpus.path(), 400, sweeps, 77);
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    ingest_all(&db, corpus.path(), sweeps, &[]);
+    let ours = clusters_from_export(&export(&db));
+    let sets = exact_sets(&db, corpus.path(), sweeps);
+    assert_eq!(sets.len(), ours.len(), "every doc's text found");
+    let docs: Vec<u64> = sets.keys().copied().collect();
+    let mut pairs = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            if exact_jaccard(&sets[&docs[i]], &sets[&docs[j]]).0 >= 0.5 {
+                pairs.push((docs[i], docs[j]));
+            }
+        }
+    }
+    let n = *docs.last().unwrap();
+    let exact_all = union_find_partition(n, &pairs);
+    let exact: BTreeMap<u64, u64> = docs.iter().map(|d| (*d, exact_all[d])).collect();
+    // Pairwise precision and recall over same-cluster doc pairs.
+    let same = |m: &BTreeMap<u64, u64>| -> std::collections::HashSet<(u64, u64)> {
+        let mut by: HashMap<u64, Vec<u64>> = HashMap::new();
+        for (d, c) in m {
+            by.entry(*c).or_default().push(*d);
+        }
+        let mut out = std::collections::HashSet::new();
+        for v in by.values() {
+            for i in 0..v.len() {
+                for j in i + 1..v.len() {
+                    out.insert((v[i].min(v[j]), v[i].max(v[j])));
+                }
+            }
+        }
+        out
+    };
+    let (ps, es) = (same(&ours), same(&exact));
+    let tp = ps.intersection(&es).count() as f64;
+    let precision = if ps.is_empty() { 1.0 } else { tp / ps.len() as f64 };
+    let recall = if es.is_empty() { 1.0 } else { tp / es.len() as f64 };
+    let largest = |m: &BTreeMap<u64, u64>| partition(m).iter().map(|c| c.len()).max().unwrap_or(0);
+    println!(
+        "{} docs; same-cluster pairs: ours {}, exact {}; precision {precision:.4}, recall {recall:.4}; largest cluster ours {} exact {}",
+        docs.len(),
+        ps.len(),
+        es.len(),
+        largest(&ours),
+        largest(&exact)
+    );
+    assert!(es.len() > 20, "the corpus must have near-duplicates to cluster");
+    assert!(precision >= 0.99 && recall >= 0.95);
+    assert!(largest(&ours) <= largest(&exact) + 1, "boilerplate chained unrelated pages");
+}
