@@ -32,6 +32,8 @@ pub struct IndexConfig {
     pub path: PathBuf,
     /// Block cache in MiB.
     pub block_cache_mb: usize,
+    /// Memtable budget in MiB.
+    pub write_buffer_mb: usize,
 }
 
 /// `[sketch]`

@@ -146,8 +146,13 @@ pub struct Estimate {
 /// Compares two sketches at the larger of their levels.
 pub fn estimate(a: &Sketch, b: &Sketch) -> Estimate {
     let level = a.level.max(b.level);
-    let mut ia = a.at_level(level).peekable();
-    let mut ib = b.at_level(level).peekable();
+    estimate_sorted(a.at_level(level), b.at_level(level))
+}
+
+/// The estimate from two ascending samples already reduced to one level.
+pub fn estimate_sorted(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>) -> Estimate {
+    let mut ia = a.peekable();
+    let mut ib = b.peekable();
     let (mut common, mut only_a, mut only_b) = (0u32, 0u32, 0u32);
     loop {
         match (ia.peek(), ib.peek()) {

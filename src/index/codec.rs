@@ -52,6 +52,17 @@ pub fn pack_sketch(s: &Sketch) -> Vec<u8> {
     out
 }
 
+/// A packed sketch's level, and its values at `level` (≥ its own), without unpacking.
+pub fn packed_values_at(b: &[u8], level: u8) -> impl Iterator<Item = u64> + '_ {
+    let mask = if level >= 64 { u64::MAX } else { (1u64 << level) - 1 };
+    b.get(6..).unwrap_or_default().chunks_exact(8).map(read_u64).filter(move |v| v & mask == 0)
+}
+
+/// The level stored in a packed sketch.
+pub fn packed_level(b: &[u8]) -> Option<u8> {
+    (b.len() >= 6 && b[0] == 1).then(|| b[1])
+}
+
 /// Unpacks a sketch.
 pub fn unpack_sketch(b: &[u8]) -> Result<Sketch, String> {
     if b.len() < 6 || b[0] != 1 || (b.len() - 6) % 8 != 0 {

@@ -25,7 +25,7 @@ use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::capture::Capture;
 use crate::read::Record;
 use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
-use crate::sketch::{estimate, Sketch};
+use crate::sketch::{estimate, estimate_sorted, Sketch};
 use crate::url::{resolve, surt};
 
 /// What to ingest.
@@ -176,7 +176,12 @@ struct Writer<'a> {
     summary: IngestSummary,
     /// Per input file: (name, identity, sweep file number, state).
     files: Vec<(String, [u8; 16], u16, FileState)>,
+    /// Posting values whose lists are over the cap (boilerplate), as seen in the index.
+    common: std::collections::HashSet<u64>,
 }
+
+/// Most common posting values remembered (8 bytes each).
+const COMMON_SET_LIMIT: usize = 1 << 20;
 
 /// Ingests `files` into sweep `opts.sweep`.
 pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
@@ -234,7 +239,7 @@ pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut pr
     }
     // The sweep record exists before any capture points at it.
     index.db().put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
-    let mut w = Writer { index, sweep_id, sweep, summary, files: states };
+    let mut w = Writer { index, common: Default::default(), sweep_id, sweep, summary, files: states };
     let scan_opts = ScanOptions {
         threads: opts.threads,
         params: w.index_params_sketch(),
@@ -508,11 +513,16 @@ impl Writer<'_> {
         // Candidates: docs sharing posting values, counted.
         let db = self.index.db();
         let pcf = self.index.cf(cf::POSTINGS);
-        let keys: Vec<[u8; 8]> = pvals.iter().map(|v| u64_key(*v)).collect();
+        // Values known to be over the cap are neither looked up nor appended to (the
+        // merge operator would drop the entry anyway): same index, far fewer reads.
+        let keys: Vec<[u8; 8]> = pvals.iter().filter(|v| !self.common.contains(v)).map(|v| u64_key(*v)).collect();
         let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
-        for res in db.batched_multi_get_cf(pcf, keys.iter(), true) {
+        for (k, res) in keys.iter().zip(db.batched_multi_get_cf(pcf, keys.iter(), true)) {
             let Some(list) = res? else { continue };
             if list.len() > p.common_shingle_cap as usize * POSTING_ENTRY {
+                if self.common.len() < COMMON_SET_LIMIT {
+                    self.common.insert(read_u64(k));
+                }
                 continue;
             }
             for e in list.chunks_exact(POSTING_ENTRY) {
@@ -523,19 +533,38 @@ impl Writer<'_> {
         }
         let mut cands: Vec<(u64, u32, u8, u16)> = shared.into_iter().map(|(b, (n, l, c))| (b, n, l, c)).collect();
         cands.sort_unstable_by_key(|c| c.0);
-        let mut targets = Vec::new();
-        let ecf = self.index.cf(cf::EDGES);
-        for (b, n, blevel, bcount) in cands {
-            // Enough shared values to reach the edge floor, with slack, at the coarser level.
-            let level = plevel.max(blevel);
-            let mine = pvals.iter().filter(|v| level >= 64 || *v & ((1u64 << level) - 1) == 0).count() as f64;
-            let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
-            let need = (0.5 * p.edge_floor * mine.min(theirs)).floor().max(1.0);
-            if (n as f64) < need {
-                continue;
+        // My posting values at each coarser level.
+        let mut at_level = [0u32; 65];
+        for v in &pvals {
+            let tz = v.trailing_zeros().min(64) as usize;
+            for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
+                *slot += 1;
             }
-            let Some(other) = self.index.sketch(b)? else { continue };
-            let e = estimate(&other, sketch);
+        }
+        let mut targets = Vec::new();
+        // Candidates that share enough values to possibly reach the edge floor, with
+        // slack, at the coarser of the two posting levels.
+        let passing: Vec<u64> = cands
+            .into_iter()
+            .filter(|&(_, n, blevel, bcount)| {
+                let level = plevel.max(blevel).min(64);
+                let mine = at_level[level as usize] as f64;
+                let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
+                n as f64 >= (0.5 * p.edge_floor * mine.min(theirs)).floor().max(1.0)
+            })
+            .map(|c| c.0)
+            .collect();
+        let skeys: Vec<[u8; 8]> = passing.iter().map(|b| u64_key(*b)).collect();
+        let ecf = self.index.cf(cf::EDGES);
+        let scf = self.index.cf(cf::SKETCHES);
+        // Their sketches in one batched read, compared without unpacking.
+        for (b, res) in passing.iter().zip(self.index.db().batched_multi_get_cf(scf, skeys.iter(), true)) {
+            let Some(packed) = res? else { continue };
+            let Some(blevel) = codec::packed_level(&packed) else {
+                return Err(IndexError::Corruption { cf: cf::SKETCHES, comment: format!("bad sketch of doc {b}") });
+            };
+            let level = blevel.max(sketch.level);
+            let e = estimate_sorted(codec::packed_values_at(&packed, level), sketch.at_level(level));
             let (r, c_b_in_d, c_d_in_b) = (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
             if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
                 let mut k = [0u8; 16];
@@ -546,7 +575,7 @@ impl Writer<'_> {
                 self.summary.edges += 1;
                 self.sweep.edges += 1;
                 if r >= threshold {
-                    targets.push(b);
+                    targets.push(*b);
                 }
             }
         }
@@ -554,6 +583,7 @@ impl Writer<'_> {
         self.summary.unions += unions;
         self.sweep.unions += unions;
         let entry = posting_entry(d, plevel, (pvals.len().min(u16::MAX as usize)) as u16);
+        let pcf = self.index.cf(cf::POSTINGS);
         for k in &keys {
             batch.merge_cf(pcf, k, entry);
         }

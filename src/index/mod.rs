@@ -176,8 +176,11 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
     t.set_block_cache(cache);
     t.set_cache_index_and_filter_blocks(true);
     if matches!(name, cf::POSTINGS | cf::FINGERPRINTS | cf::PAYLOADS | cf::SKETCHES | cf::DOCS | cf::PARENTS) {
-        // Point lookups, most of them misses for new content: full-key bloom filters.
+        // Point lookups, most of them misses for new content: full-key bloom filters, in
+        // the SST files and in the memtable (a miss then costs no skip-list search).
         t.set_bloom_filter(10.0, false);
+        o.set_memtable_whole_key_filtering(true);
+        o.set_memtable_prefix_bloom_ratio(0.1);
     }
     o.set_block_based_table_factory(&t);
     // Small and hot in upper levels, zstd where most of the data sits.
@@ -189,6 +192,12 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
             Some(codec::merge_postings(existing, &mut ops.iter(), cap))
         });
         o.set_write_buffer_size(64 << 20);
+        // Keys are the 8-byte values themselves and are only ever looked up, never
+        // scanned in order: a hashed memtable makes each append and lookup O(1) instead
+        // of a cache-missing walk down a 100 MB skip list (measured: the writer spent a
+        // third of its time there).
+        o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(8));
+        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList { bucket_count: 1 << 20 });
     }
     o
 }
@@ -208,6 +217,11 @@ impl Index {
         db_opts.create_missing_column_families(create);
         db_opts.set_max_background_jobs(2);
         db_opts.set_max_open_files(512);
+        // All memtables together stay under one budget, whatever the number of column
+        // families: memory is bounded by configuration, not by the index.
+        db_opts.set_db_write_buffer_size(config.index.write_buffer_mb << 20);
+        // One writer thread; required by the hashed memtable of postings.
+        db_opts.set_allow_concurrent_memtable_write(false);
         let descriptors: Vec<ColumnFamilyDescriptor> =
             cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache, cap))).collect();
         if exists {
@@ -222,7 +236,11 @@ impl Index {
         let mut index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Counters::default() };
         // A directory RocksDB created but that never got our meta (a first run killed
         // in between) is empty: initialize it. Anything else without a version is not ours.
-        let empty = cf::ALL.iter().all(|n| index.db.iterator_cf(index.cf(n), rocksdb::IteratorMode::Start).next().is_none());
+        let empty = cf::ALL.iter().all(|n| {
+            let mut ro = rocksdb::ReadOptions::default();
+            ro.set_total_order_seek(true);
+            index.db.iterator_cf_opt(index.cf(n), ro, rocksdb::IteratorMode::Start).next().is_none()
+        });
         match version {
             None if exists && !(create && empty) => return Err(IndexError::NotOurs(path.to_path_buf())),
             None => {
