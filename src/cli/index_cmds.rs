@@ -122,6 +122,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             "new_docs": summary.new_docs, "known_docs": summary.known_docs, "edges": summary.edges, "unions": summary.unions,
             "skipped": summary.skipped, "errors": summary.errors, "already_ingested": summary.already_ingested,
             "seconds": secs, "mb_per_s": summary.bytes as f64 / 1e6 / secs.max(1e-9),
+            "peak_rss_mb": peak_rss_mb(),
         }))?;
         writeln!(out)?;
     } else {
@@ -146,6 +147,14 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     }
     out.flush()?;
     Ok(if summary.errors.is_empty() { EXIT_OK } else { EXIT_DAMAGE })
+}
+
+/// Peak resident memory of this process (Linux), for benchmarks.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
 }
 
 pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {

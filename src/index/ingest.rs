@@ -279,6 +279,8 @@ pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut pr
     if let Some(e) = failure {
         return Err(e);
     }
+    // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
+    w.index.flush()?;
     progress(Progress { records: w.summary.records, input_bytes: input_total, input_total });
     w.summary.files = todo.len() as u64;
     Ok(w.summary)

@@ -37,6 +37,16 @@ struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Measure ingest instead: generate --sweeps sweeps of --pages pages (if --dir holds
+    /// none), ingest them one by one into a fresh index, and time each next to zcat.
+    #[arg(long)]
+    ingest: bool,
+    /// Pages per sweep for --ingest.
+    #[arg(long, default_value_t = 100_000)]
+    pages: usize,
+    /// Sweeps for --ingest.
+    #[arg(long, default_value_t = 4)]
+    sweeps: usize,
 }
 
 fn warc_files(dir: &Path) -> Vec<PathBuf> {
@@ -122,8 +132,83 @@ fn huge_records(dir: &Path) -> Vec<serde_json::Value> {
     rows
 }
 
+fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir() && p.file_name().unwrap().to_string_lossy().starts_with("sweep-")).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn bench_ingest(a: &Args) -> ExitCode {
+    if sweep_dirs(&a.dir).is_empty() {
+        eprintln!("generating {} sweeps of {} pages into {} …", a.sweeps, a.pages, a.dir.display());
+        let mut opts = GenOptions::for_size(a.dir.clone(), 13_000 * a.pages as u64, a.sweeps, 2026);
+        opts.pages = a.pages;
+        if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
+            eprintln!("tidemark-bench: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let exe = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("tidemark"))).expect("tidemark beside tidemark-bench");
+    let db = a.dir.join("bench.db");
+    let _ = std::fs::remove_dir_all(&db);
+    let mut rows = Vec::new();
+    println!("{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}", "sweep", "pages", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB");
+    for dir in sweep_dirs(&a.dir) {
+        let files = warc_files(&dir);
+        let t_zcat = zcat(&files);
+        let label = dir.file_name().unwrap().to_string_lossy().to_string();
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--db").arg(&db).arg("ingest").arg("--sweep").arg(&label).arg("--json").args(&files);
+        let t = Instant::now();
+        let out = cmd.output().expect("run tidemark ingest");
+        let secs = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            eprintln!("tidemark-bench: ingest failed: {}", String::from_utf8_lossy(&out.stderr));
+            return ExitCode::from(1);
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let mb = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum::<u64>() as f64 / 1e6;
+        let warc_mb = v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
+        let row = json!({
+            "sweep": label, "captures": v["captures"], "new_docs": v["new_docs"], "known_docs": v["known_docs"],
+            "gzip_mb": mb, "warc_mb": warc_mb, "zcat_seconds": t_zcat, "ingest_seconds": secs,
+            "mb_per_s": warc_mb / secs, "share_of_zcat_rate": t_zcat / secs, "peak_rss_mb": v["peak_rss_mb"],
+        });
+        println!(
+            "{:<10} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
+            label,
+            v["captures"],
+            v["new_docs"],
+            t_zcat,
+            secs,
+            warc_mb / secs,
+            100.0 * t_zcat / secs,
+            v["peak_rss_mb"].as_f64().unwrap_or(0.0)
+        );
+        rows.push(row);
+    }
+    let st = Command::new(&exe).arg("--db").arg(&db).args(["stats", "--json"]).output().expect("run tidemark stats");
+    let stats: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap_or_default();
+    println!(
+        "index: {} docs, {} captures, {:.1} MB on disk, {:.0} bytes per doc",
+        stats["docs"],
+        stats["captures"],
+        stats["bytes"].as_f64().unwrap_or(0.0) / 1e6,
+        stats["bytes_per_doc"].as_f64().unwrap_or(0.0)
+    );
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json!({"sweeps": rows, "stats": stats})).unwrap());
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let a = Args::parse();
+    if a.ingest {
+        return bench_ingest(&a);
+    }
     let mut files = warc_files(&a.dir);
     files.retain(|f| !f.file_name().unwrap().to_string_lossy().starts_with("huge-"));
     if files.is_empty() {
