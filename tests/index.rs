@@ -341,3 +341,53 @@ fn clusters_match_the_exact_clustering() {
     assert!(precision >= 0.99 && recall >= 0.95);
     assert!(largest(&ours) <= largest(&exact) + 1, "boilerplate chained unrelated pages");
 }
+
+fn write_warc(path: &Path, pages: &[(String, String)]) {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for (i, (url, html)) in pages.iter().enumerate() {
+        let mut block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", html.len()).into_bytes();
+        block.extend_from_slice(html.as_bytes());
+        let head = format!(
+            "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-05-01T00:{:02}:{:02}Z\r\nWARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+            i / 60,
+            i % 60,
+            block.len()
+        );
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(head.as_bytes()).unwrap();
+        e.write_all(&block).unwrap();
+        e.write_all(b"\r\n\r\n").unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
+    // 40 near-copies of one page (r ≈ 0.8 between any two) with a cap of 5: after the
+    // first few copies every value of the page is over the cap.
+    let mut rng = tidemark::synth::Rng::new(3);
+    let base: Vec<String> = (0..900).map(|_| format!("w{}", rng.below(20_000))).collect();
+    let mut pages = Vec::new();
+    for i in 0..40 {
+        let mut words = base.clone();
+        for _ in 0..6 {
+            let at = rng.below(words.len());
+            words[at] = format!("x{}", rng.below(20_000));
+        }
+        pages.push((format!("http://family.example/{i}"), format!("<html><body><p>{}</p></body></html>", words.join(" "))));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let warc = dir.path().join("family.warc.gz");
+    write_warc(&warc, &pages);
+    let cfg = dir.path().join("cap5.toml");
+    std::fs::write(&cfg, "[cluster]\ncommon_shingle_cap = 5\n").unwrap();
+    let db = dir.path().join("db");
+    let out = ingest(&db, "s", &[warc], &["--config", &s(&cfg)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(tidemark(&["--db", &s(&db), "--config", &s(&cfg), "export"]).stdout).unwrap();
+    let clusters = partition(&clusters_from_export(&text));
+    assert_eq!(clusters.len(), 1, "{clusters:?}");
+    assert_eq!(clusters[0].len(), 40);
+}

@@ -176,12 +176,18 @@ struct Writer<'a> {
     summary: IngestSummary,
     /// Per input file: (name, identity, sweep file number, state).
     files: Vec<(String, [u8; 16], u16, FileState)>,
-    /// Posting values whose lists are over the cap (boilerplate), as seen in the index.
-    common: std::collections::HashSet<u64>,
+    /// Posting values whose lists are over the cap (boilerplate), as seen in the index,
+    /// with the first docs of their lists.
+    common: HashMap<u64, Vec<u64>>,
 }
 
-/// Most common posting values remembered (8 bytes each).
-const COMMON_SET_LIMIT: usize = 1 << 20;
+/// Most common posting values remembered.
+const COMMON_SET_LIMIT: usize = 1 << 18;
+
+/// Docs remembered from the head of each over-cap posting list: a doc made mostly of
+/// over-cap values (a member of a family larger than the cap) is compared with these,
+/// so such families keep growing as one cluster.
+const COMMON_HEAD: usize = 8;
 
 /// Ingests `files` into sweep `opts.sweep`.
 pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
@@ -517,13 +523,23 @@ impl Writer<'_> {
         let pcf = self.index.cf(cf::POSTINGS);
         // Values known to be over the cap are neither looked up nor appended to (the
         // merge operator would drop the entry anyway): same index, far fewer reads.
-        let keys: Vec<[u8; 8]> = pvals.iter().filter(|v| !self.common.contains(v)).map(|v| u64_key(*v)).collect();
+        let keys: Vec<[u8; 8]> = pvals.iter().filter(|v| !self.common.contains_key(v)).map(|v| u64_key(*v)).collect();
         let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
+        let mut heads: Vec<u64> = Vec::new();
+        let mut n_common = pvals.len() - keys.len();
+        for v in &pvals {
+            if let Some(h) = self.common.get(v) {
+                heads.extend_from_slice(h);
+            }
+        }
         for (k, res) in keys.iter().zip(db.batched_multi_get_cf(pcf, keys.iter(), true)) {
             let Some(list) = res? else { continue };
             if list.len() > p.common_shingle_cap as usize * POSTING_ENTRY {
+                let head: Vec<u64> = list.chunks_exact(POSTING_ENTRY).take(COMMON_HEAD).map(|e| read_u64(&e[..8])).collect();
+                heads.extend_from_slice(&head);
+                n_common += 1;
                 if self.common.len() < COMMON_SET_LIMIT {
-                    self.common.insert(read_u64(k));
+                    self.common.insert(read_u64(k), head);
                 }
                 continue;
             }
@@ -556,6 +572,13 @@ impl Writer<'_> {
             })
             .map(|c| c.0)
             .collect();
+        // Mostly over-cap content: also the heads of those lists (see COMMON_HEAD).
+        let mut passing = passing;
+        if 2 * n_common >= pvals.len() && !heads.is_empty() {
+            passing.extend(heads);
+            passing.sort_unstable();
+            passing.dedup();
+        }
         let skeys: Vec<[u8; 8]> = passing.iter().map(|b| u64_key(*b)).collect();
         let ecf = self.index.cf(cf::EDGES);
         let scf = self.index.cf(cf::SKETCHES);
@@ -586,8 +609,11 @@ impl Writer<'_> {
         self.sweep.unions += unions;
         let entry = posting_entry(d, plevel, (pvals.len().min(u16::MAX as usize)) as u16);
         let pcf = self.index.cf(cf::POSTINGS);
+        // Over-cap lists would drop the entry anyway: not appending is the same index.
         for k in &keys {
-            batch.merge_cf(pcf, k, entry);
+            if !self.common.contains_key(&read_u64(k)) {
+                batch.merge_cf(pcf, k, entry);
+            }
         }
         Ok(d)
     }
