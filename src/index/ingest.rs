@@ -243,8 +243,11 @@ pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut pr
             }
         }
     }
-    // The sweep record exists before any capture points at it.
-    index.db().put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
+    // The sweep record exists before any capture points at it (and only when there is
+    // something to ingest).
+    if !todo.is_empty() {
+        index.db().put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
+    }
     let mut w = Writer { index, common: Default::default(), sweep_id, sweep, summary, files: states };
     let scan_opts = ScanOptions {
         threads: opts.threads,
@@ -560,15 +563,25 @@ impl Writer<'_> {
             }
         }
         let mut targets = Vec::new();
-        // Candidates that share enough values to possibly reach the edge floor, with
-        // slack, at the coarser of the two posting levels.
+        // Posting values are a uniform sample of both sketches at the coarser posting
+        // level, so the shared count already estimates resemblance and containments.
+        // A candidate is read and compared only when one of those could still reach the
+        // edge floor: within 4 standard deviations of it (a pair at the clustering
+        // threshold is never dropped; only pairs far under the floor are).
+        let floor = p.edge_floor;
+        let reachable = |est: f64, m: f64| {
+            let m = m.max(1.0);
+            est + 4.0 * (floor * (1.0 - floor) / m).sqrt() + 1.0 / m >= floor
+        };
         let passing: Vec<u64> = cands
             .into_iter()
             .filter(|&(_, n, blevel, bcount)| {
                 let level = plevel.max(blevel).min(64);
                 let mine = at_level[level as usize] as f64;
                 let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
-                n as f64 >= (0.5 * p.edge_floor * mine.min(theirs)).floor().max(1.0)
+                let n = n as f64;
+                let union = (mine + theirs - n).max(n);
+                reachable(n / union, union) || reachable(n / theirs.max(n), theirs) || reachable(n / mine.max(n), mine)
             })
             .map(|c| c.0)
             .collect();

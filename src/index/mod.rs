@@ -197,7 +197,7 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
         // of a cache-missing walk down a 100 MB skip list (measured: the writer spent a
         // third of its time there).
         o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(8));
-        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList { bucket_count: 1 << 20 });
+        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList { bucket_count: 1 << 18 });
     }
     o
 }
@@ -328,15 +328,14 @@ impl Index {
         Ok(out)
     }
 
-    /// Approximate bytes on disk (SST files plus memtables) of each column family.
+    /// Bytes of SST files of each column family (call [`Index::flush`] first to count
+    /// what is still in memtables).
     pub fn cf_sizes(&self) -> Vec<(&'static str, u64)> {
         cf::ALL
             .iter()
             .map(|n| {
                 let c = self.cf(n);
-                let sst = self.db.property_int_value_cf(c, "rocksdb.total-sst-files-size").ok().flatten().unwrap_or(0);
-                let mem = self.db.property_int_value_cf(c, "rocksdb.size-all-mem-tables").ok().flatten().unwrap_or(0);
-                (*n, sst + mem)
+                (*n, self.db.property_int_value_cf(c, "rocksdb.total-sst-files-size").ok().flatten().unwrap_or(0))
             })
             .collect()
     }
