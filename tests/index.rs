@@ -34,6 +34,12 @@ fn export(db: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+fn export_jsonl(db: &Path) -> String {
+    let out = tidemark(&["--db", &s(db), "export", "--format", "jsonl"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
     for k in 1..=sweeps {
         let out = ingest(db, &format!("sweep-{k}"), &sweep_files(corpus, k), extra);
@@ -104,6 +110,7 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     let e1 = export(&db1);
     assert!(e1.lines().count() > 1000);
     assert_eq!(e1, export(&db3), "1 thread and 3 threads must give the same index");
+    assert_eq!(export_jsonl(&db1), export_jsonl(&db3));
     let incremental = clusters_from_export(&e1);
 
     // All pairs over the stored sketches, at the threshold, from scratch.
@@ -155,6 +162,7 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
         window.push(t.elapsed().as_millis().max(20) as usize);
     }
     let clean_export = export(&clean);
+    let clean_jsonl = export_jsonl(&clean);
     let sw = |db: &Path| String::from_utf8(tidemark(&["--db", &s(db), "sweeps", "--json"]).stdout).unwrap();
     let clean_sweeps = sw(&clean);
     let mut rng = tidemark::synth::Rng::new(99);
@@ -186,6 +194,7 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
             }
         }
         assert_eq!(export(&crashy), clean_export, "round {round}: kill -9 and resume must give the clean run's index");
+        assert_eq!(export_jsonl(&crashy), clean_jsonl, "round {round}");
         assert_eq!(sw(&crashy), clean_sweeps, "round {round}: counters must not count anything twice");
     }
     println!("{kills} kills in {runs} runs over {round} rounds; every round equals the clean run");
@@ -390,4 +399,44 @@ fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
     let clusters = partition(&clusters_from_export(&text));
     assert_eq!(clusters.len(), 1, "{clusters:?}");
     assert_eq!(clusters[0].len(), 40);
+}
+
+#[test]
+fn each_capture_knows_its_resemblance_to_the_previous_version() {
+    let corpus = tempfile::tempdir().unwrap();
+    let sweeps = 3;
+    generate(corpus.path(), 400, sweeps, 8);
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    ingest_all(&db, corpus.path(), sweeps, &[]);
+    let mut r_prev: HashMap<(String, String), f64> = HashMap::new();
+    for line in export_jsonl(&db).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if let Some(r) = v["resemblance_to_previous"].as_f64() {
+            r_prev.insert((v["url"].as_str().unwrap().to_string(), v["fetch_time"].as_str().unwrap()[..8].to_string()), r);
+        }
+    }
+    let (mut checked, mut within, mut unchanged) = (0, 0, 0);
+    for k in 2..=sweeps {
+        let t = truth(corpus.path(), k);
+        let day = t["date"].as_str().unwrap()[..10].replace('-', "");
+        for e in t["edits"].as_array().unwrap() {
+            if e["min_shingles"].as_u64().unwrap() < 500 {
+                continue;
+            }
+            let got = r_prev[&(e["url"].as_str().unwrap().to_string(), day.clone())];
+            checked += 1;
+            if (got - e["resemblance"].as_f64().unwrap()).abs() <= 0.05 {
+                within += 1;
+            }
+        }
+        for u in t["urls"].as_array().unwrap() {
+            if u["revisit"].as_bool().unwrap() {
+                assert_eq!(r_prev[&(u["url"].as_str().unwrap().to_string(), day.clone())], 1.0);
+                unchanged += 1;
+            }
+        }
+    }
+    println!("{checked} edits: {within} within 0.05 of exact; {unchanged} revisits at 1.0");
+    assert!(checked > 20 && within as f64 >= 0.95 * checked as f64);
 }

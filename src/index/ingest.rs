@@ -389,7 +389,7 @@ impl Writer<'_> {
             self.touch_doc(batch, d, &ts)?;
         }
         let r_prev = match doc {
-            Some(d) => self.resemblance_to_previous(&key_surt, &ts, d, cap.sketch.as_ref())?,
+            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, cap.sketch.as_ref())?,
             None => None,
         };
         let info = CaptureInfo {
@@ -468,7 +468,51 @@ impl Writer<'_> {
     }
 
     /// Estimated resemblance to the latest earlier capture of the same URL with content.
-    fn resemblance_to_previous(&self, key_surt: &str, ts: &str, doc: u64, current: Option<&Sketch>) -> Result<Option<f32>> {
+    /// Estimated resemblance to the latest earlier capture of the same URL with content,
+    /// and records this capture as the URL's latest. The common case (captures arrive in
+    /// time order) is one point lookup in `url_last`; otherwise a reverse scan of
+    /// `captures` finds the previous one.
+    fn previous_and_remember(
+        &self,
+        batch: &mut WriteBatch,
+        key_surt: &str,
+        ts: &str,
+        doc: u64,
+        current: Option<&Sketch>,
+    ) -> Result<Option<f32>> {
+        let ucf = self.index.cf(cf::URL_LAST);
+        let last = self.index.db().get_cf(ucf, key_surt.as_bytes())?;
+        let mut value = Vec::with_capacity(22);
+        value.extend_from_slice(ts.as_bytes());
+        value.extend_from_slice(&doc.to_be_bytes());
+        let r = match last.as_deref() {
+            None => None,
+            Some(v) if v.len() == 22 && &v[..14] < ts.as_bytes() => {
+                let prev = read_u64(&v[14..]);
+                Some(self.resemblance(prev, doc, current)?)
+            }
+            Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
+        };
+        if last.as_deref().is_none_or(|v| v.len() != 22 || &v[..14] <= ts.as_bytes()) {
+            batch.put_cf(ucf, key_surt.as_bytes(), value);
+        }
+        Ok(r.flatten())
+    }
+
+    fn resemblance(&self, prev: u64, doc: u64, current: Option<&Sketch>) -> Result<Option<f32>> {
+        if prev == doc {
+            return Ok(Some(1.0));
+        }
+        // The current doc may be new in this very batch: use the sketch in hand.
+        let cur = match current {
+            Some(s) => Some(s.clone()),
+            None => self.index.sketch(doc)?,
+        };
+        let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else { return Ok(None) };
+        Ok(Some(estimate(&a, &b).resemblance as f32))
+    }
+
+    fn resemblance_to_previous(&self, key_surt: &str, ts: &str, doc: u64, current: Option<&Sketch>) -> Result<Option<Option<f32>>> {
         let db = self.index.db();
         let mut upper = key_surt.as_bytes().to_vec();
         upper.push(0);
@@ -481,16 +525,7 @@ impl Writer<'_> {
             }
             let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::CAPTURES, comment })?;
             let Some(prev) = c.doc else { continue };
-            if prev == doc {
-                return Ok(Some(1.0));
-            }
-            // The current doc may be new in this very batch: use the sketch in hand.
-            let cur = match current {
-                Some(s) => Some(s.clone()),
-                None => self.index.sketch(doc)?,
-            };
-            let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else { return Ok(None) };
-            return Ok(Some(estimate(&a, &b).resemblance as f32));
+            return Ok(Some(self.resemblance(prev, doc, current)?));
         }
         Ok(None)
     }

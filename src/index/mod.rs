@@ -44,6 +44,8 @@ pub mod cf {
     pub const CAPTURES: &str = "captures";
     /// Doc id ‖ timestamp ‖ sweep ‖ file ‖ record → SURT.
     pub const DOC_CAPTURES: &str = "doc_captures";
+    /// SURT → timestamp ‖ doc of the URL's latest capture with content.
+    pub const URL_LAST: &str = "url_last";
     /// Doc id ‖ doc id → estimated resemblance and containments.
     pub const EDGES: &str = "edges";
     /// Doc id → union-find parent, size, smallest member.
@@ -52,7 +54,7 @@ pub mod cf {
     pub const MEMBERS: &str = "members";
     /// Every column family, in creation order.
     pub const ALL: &[&str] =
-        &[META, SWEEPS, FILES, FINGERPRINTS, PAYLOADS, DOCS, SKETCHES, POSTINGS, CAPTURES, DOC_CAPTURES, EDGES, PARENTS, MEMBERS];
+        &[META, SWEEPS, FILES, FINGERPRINTS, PAYLOADS, DOCS, SKETCHES, POSTINGS, CAPTURES, DOC_CAPTURES, URL_LAST, EDGES, PARENTS, MEMBERS];
 }
 
 /// The parameters an index is built with; data made with other values cannot be mixed.
@@ -175,7 +177,7 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
     let mut t = BlockBasedOptions::default();
     t.set_block_cache(cache);
     t.set_cache_index_and_filter_blocks(true);
-    if matches!(name, cf::POSTINGS | cf::FINGERPRINTS | cf::PAYLOADS | cf::SKETCHES | cf::DOCS | cf::PARENTS) {
+    if matches!(name, cf::POSTINGS | cf::FINGERPRINTS | cf::PAYLOADS | cf::SKETCHES | cf::DOCS | cf::PARENTS | cf::URL_LAST) {
         // Point lookups, most of them misses for new content: full-key bloom filters, in
         // the SST files and in the memtable (a miss then costs no skip-list search).
         t.set_bloom_filter(10.0, false);
