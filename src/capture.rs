@@ -43,6 +43,8 @@ pub struct Capture {
     pub truncated: bool,
     /// Things that could not be undone (bad chunking, unknown content coding).
     pub warnings: Vec<String>,
+    /// The payload digest was already in the index: not canonicalized or sketched.
+    pub payload_known: bool,
 }
 
 /// Reusable buffers for [`analyze`], one per worker.
@@ -79,6 +81,7 @@ impl Capture {
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
             warnings: Vec::new(),
+            payload_known: false,
         }
     }
 }
@@ -90,6 +93,19 @@ pub fn is_capture_kind(kind: &str) -> bool {
 
 /// Analyzes one record. Records that are not captures get only their URL and date.
 pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Scratch) -> Capture {
+    analyze_unless_known(rec, params, cap, scratch, &|_| false)
+}
+
+/// As [`analyze`], but a response whose `WARC-Payload-Digest` `known` recognizes is not
+/// canonicalized or sketched: identical bytes have the content already indexed
+/// (`payload_known` is set; status, type and redirect are still read).
+pub fn analyze_unless_known(
+    rec: &Record,
+    params: &SketchParams,
+    cap: usize,
+    scratch: &mut Scratch,
+    known: &dyn Fn(&str) -> bool,
+) -> Capture {
     let mut cap_ = Capture::basic(rec);
     if !is_capture_kind(&rec.kind) {
         return cap_;
@@ -121,11 +137,16 @@ pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Sc
         (std::borrow::Cow::Borrowed(&rec.block[..]), mime, http::charset_param(&declared_type))
     };
     cap_.payload_len = payload.len() as u64;
+    if rec.kind != "revisit" {
+        if let Some(d) = &cap_.payload_digest {
+            cap_.payload_known = known(d);
+        }
+    }
     if cap_.payload_digest.is_none() && rec.kind != "revisit" {
         cap_.payload_digest = Some(sha1_base32(&payload));
     }
     // A revisit's block holds headers only: its content is the record it refers to.
-    if rec.kind == "revisit" {
+    if rec.kind == "revisit" || (cap_.payload_known && !cap_.truncated) {
         cap_.mime = mime;
         return cap_;
     }

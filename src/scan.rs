@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crossbeam_channel::{bounded, unbounded};
 
-use crate::capture::{analyze, Capture, Scratch};
+use crate::capture::{analyze_unless_known, Capture, Scratch};
 use crate::read::{ReadError, Record, RecordReader};
 use crate::sketch::SketchParams;
 
@@ -93,12 +93,19 @@ const BATCH_BYTES: usize = 4 << 20;
 /// Scans `files` in order, calling `on_event` for every file and record in input order.
 /// `on_event` returning false stops the scan early.
 pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, on_event: impl FnMut(ScanEvent) -> bool) {
-    scan_files_with_skip(files, &[], opts, on_event)
+    scan_files_with_skip(files, &[], opts, &|_| false, on_event)
 }
 
 /// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
-/// ingest); `FileEnd.records` still counts every record of the file.
-pub fn scan_files_with_skip(files: &[PathBuf], skip: &[u64], opts: &ScanOptions, mut on_event: impl FnMut(ScanEvent) -> bool) {
+/// ingest; `FileEnd.records` still counts every record of the file), and not
+/// canonicalizing responses whose payload digest `known` recognizes.
+pub fn scan_files_with_skip(
+    files: &[PathBuf],
+    skip: &[u64],
+    opts: &ScanOptions,
+    known: &(dyn Fn(&str) -> bool + Sync),
+    mut on_event: impl FnMut(ScanEvent) -> bool,
+) {
     let threads = opts.threads.max(1);
     let in_flight = 4 * threads + 2;
     let (work_tx, work_rx) = bounded::<Batch>(2 * threads);
@@ -181,7 +188,7 @@ pub fn scan_files_with_skip(files: &[PathBuf], skip: &[u64], opts: &ScanOptions,
                             let (capture, text) = if opts.read_only {
                                 (Capture::basic(&record), None)
                             } else {
-                                let c = analyze(&record, &opts.params, opts.record_cap, &mut scratch);
+                                let c = analyze_unless_known(&record, &opts.params, opts.record_cap, &mut scratch, known);
                                 let text = (opts.keep_text && c.sketch.is_some()).then(|| scratch.canon().text.clone());
                                 (c, text)
                             };

@@ -170,7 +170,7 @@ pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
 }
 
 struct Writer<'a> {
-    index: &'a mut Index,
+    index: &'a Index,
     sweep_id: u32,
     sweep: SweepInfo,
     summary: IngestSummary,
@@ -190,7 +190,7 @@ const COMMON_SET_LIMIT: usize = 1 << 18;
 const COMMON_HEAD: usize = 8;
 
 /// Ingests `files` into sweep `opts.sweep`.
-pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
+pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
     // The sweep: resumed by label, or new.
     let sweeps = index.sweeps()?;
     let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
@@ -259,7 +259,13 @@ pub fn ingest(index: &mut Index, files: &[PathBuf], opts: &IngestOptions, mut pr
     let mut failure: Option<IndexError> = None;
     let mut done_bytes = 0u64;
     let mut file_base = 0u64;
-    scan_files_with_skip(&todo, &skips, &scan_opts, |ev| {
+    // Workers skip canonicalizing payloads the index already holds (same digest, same
+    // content): the writer then takes the doc from `payloads`. Docs are never removed,
+    // so what a worker saw is still there when the writer gets the record.
+    let payloads = index.cf(cf::PAYLOADS);
+    let db = index.db();
+    let known = |digest: &str| matches!(db.get_pinned_cf(payloads, digest.as_bytes()), Ok(Some(_)));
+    scan_files_with_skip(&todo, &skips, &scan_opts, &known, |ev| {
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
             ScanEvent::Record { file, scanned } => {
@@ -374,6 +380,14 @@ impl Writer<'_> {
                 if let Some(dig) = &cap.payload_digest {
                     batch.put_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes(), u64_key(doc.expect("set above")));
                 }
+            } else if cap.payload_known {
+                let dig = cap.payload_digest.as_deref().unwrap_or_default();
+                doc = self.index.db().get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?.as_deref().and_then(doc_value);
+                if doc.is_none() {
+                    return Err(IndexError::Corruption { cf: cf::PAYLOADS, comment: format!("digest {dig} vanished") });
+                }
+                self.summary.known_docs += 1;
+                self.sweep.known_docs += 1;
             } else if rec.kind == "revisit" {
                 doc = self.resolve_revisit(cap)?;
                 match doc {
@@ -532,10 +546,10 @@ impl Writer<'_> {
 
     /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
     fn new_doc(&mut self, batch: &mut WriteBatch, sketch: &Sketch, cap: &Capture, ts: &str) -> Result<u64> {
-        let counters = self.index.counters().clone();
+        let counters = self.index.counters();
         let d = counters.next_doc;
         self.index.set_counters(Counters { next_doc: d + 1, ..counters });
-        batch.put_cf(self.index.cf(cf::META), b"counters", encode(self.index.counters()));
+        batch.put_cf(self.index.cf(cf::META), b"counters", encode(&self.index.counters()));
         let info = DocInfo {
             shingles: sketch.shingles,
             tokens: cap.tokens,

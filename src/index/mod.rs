@@ -169,7 +169,7 @@ pub struct Index {
     db: DB,
     path: PathBuf,
     params: IndexParams,
-    counters: Counters,
+    counters: std::sync::Mutex<Counters>,
 }
 
 fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
@@ -235,7 +235,7 @@ impl Index {
         let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
         let meta = db.cf_handle(cf::META).expect("meta column family");
         let version = db.get_cf(meta, b"schema_version")?;
-        let mut index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Counters::default() };
+        let index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Default::default() };
         // A directory RocksDB created but that never got our meta (a first run killed
         // in between) is empty: initialize it. Anything else without a version is not ours.
         let empty = cf::ALL.iter().all(|n| {
@@ -246,12 +246,12 @@ impl Index {
         match version {
             None if exists && !(create && empty) => return Err(IndexError::NotOurs(path.to_path_buf())),
             None => {
-                index.counters = Counters { next_doc: 1, threshold: config.cluster.threshold };
+                index.set_counters(Counters { next_doc: 1, threshold: config.cluster.threshold });
                 let meta = index.cf(cf::META);
                 let mut b = rocksdb::WriteBatch::default();
                 b.put_cf(meta, b"schema_version", SCHEMA_VERSION.to_be_bytes());
                 b.put_cf(meta, b"params", encode(&params));
-                b.put_cf(meta, b"counters", encode(&index.counters));
+                b.put_cf(meta, b"counters", encode(&index.counters()));
                 index.db.write(b)?;
             }
             Some(v) => {
@@ -264,7 +264,7 @@ impl Index {
                 if !diffs.is_empty() {
                     return Err(IndexError::Params { path: path.to_path_buf(), diffs });
                 }
-                index.counters = index.get_value(cf::META, b"counters")?.unwrap_or_default();
+                index.set_counters(index.get_value(cf::META, b"counters")?.unwrap_or_default());
             }
         }
         Ok(index)
@@ -281,8 +281,8 @@ impl Index {
     }
 
     /// Counters (next doc id, current threshold).
-    pub fn counters(&self) -> &Counters {
-        &self.counters
+    pub fn counters(&self) -> Counters {
+        self.counters.lock().expect("counters lock").clone()
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
@@ -302,7 +302,7 @@ impl Index {
 
     /// Number of docs.
     pub fn doc_count(&self) -> u64 {
-        self.counters.next_doc.saturating_sub(1)
+        self.counters().next_doc.saturating_sub(1)
     }
 
     /// The sketch of a doc.
@@ -350,8 +350,8 @@ impl Index {
         Ok(())
     }
 
-    pub(crate) fn set_counters(&mut self, c: Counters) {
-        self.counters = c;
+    pub(crate) fn set_counters(&self, c: Counters) {
+        *self.counters.lock().expect("counters lock") = c;
     }
 }
 

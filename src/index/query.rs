@@ -172,7 +172,7 @@ pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
         )));
     }
     let r = unionfind::rebuild(index, threshold)?;
-    let mut c = index.counters().clone();
+    let mut c = index.counters();
     c.threshold = threshold;
     index.db().put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
     index.set_counters(c);
