@@ -29,12 +29,21 @@ pub fn media_kind(mime: Option<&str>, payload: &[u8]) -> MediaKind {
     match mime.map(|m| m.trim().to_ascii_lowercase()) {
         Some(m) if m == "text/html" || m == "application/xhtml+xml" => MediaKind::Html,
         Some(m) if m == "text/plain" => MediaKind::Text,
-        Some(m) if !(m.is_empty() || m == "application/octet-stream" || m == "unk" || m == "no-type" || m == "unknown") => {
+        Some(m)
+            if !(m.is_empty()
+                || m == "application/octet-stream"
+                || m == "unk"
+                || m == "no-type"
+                || m == "unknown") =>
+        {
             MediaKind::Other
         }
         _ => {
             let head = &payload[..payload.len().min(512)];
-            let start = head.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(head.len());
+            let start = head
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(head.len());
             let head = &head[start..];
             if starts_with_ci(head, b"<!doctype html") || starts_with_ci(head, b"<html") {
                 MediaKind::Html
@@ -90,13 +99,18 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
     }
     let enc = choose_encoding(payload, kind, http_charset);
     out.charset = enc.name();
-    let text: Cow<str> = if enc == encoding_rs::UTF_8 || (enc.is_ascii_compatible() && payload.is_ascii()) {
-        let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
-        String::from_utf8_lossy(body)
-    } else {
-        enc.decode_with_bom_removal(payload).0
+    let text: Cow<str> =
+        if enc == encoding_rs::UTF_8 || (enc.is_ascii_compatible() && payload.is_ascii()) {
+            let body = payload.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(payload);
+            String::from_utf8_lossy(body)
+        } else {
+            enc.decode_with_bom_removal(payload).0
+        };
+    let mut sink = TokenSink {
+        out: &mut out.text,
+        ends: &mut out.ends,
+        in_token: false,
     };
-    let mut sink = TokenSink { out: &mut out.text, ends: &mut out.ends, in_token: false };
     match kind {
         MediaKind::Html => out.title = scan_html(&text, &mut sink),
         MediaKind::Text => sink.feed(&text),
@@ -106,7 +120,11 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
     out.tokens = out.ends.len() as u32;
 }
 
-fn choose_encoding(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> &'static Encoding {
+fn choose_encoding(
+    payload: &[u8],
+    kind: MediaKind,
+    http_charset: Option<&str>,
+) -> &'static Encoding {
     if let Some((enc, _)) = Encoding::for_bom(payload) {
         return enc;
     }
@@ -138,11 +156,15 @@ fn sniff_meta_charset(head: &[u8]) -> Option<&'static Encoding> {
         }
         if j < head.len() && head[j] == b'=' {
             j += 1;
-            while j < head.len() && (head[j].is_ascii_whitespace() || head[j] == b'"' || head[j] == b'\'') {
+            while j < head.len()
+                && (head[j].is_ascii_whitespace() || head[j] == b'"' || head[j] == b'\'')
+            {
                 j += 1;
             }
             let s = j;
-            while j < head.len() && (head[j].is_ascii_alphanumeric() || matches!(head[j], b'-' | b'_' | b'.' | b':')) {
+            while j < head.len()
+                && (head[j].is_ascii_alphanumeric() || matches!(head[j], b'-' | b'_' | b'.' | b':'))
+            {
                 j += 1;
             }
             if let Some(enc) = Encoding::for_label(&head[s..j]) {
@@ -224,7 +246,8 @@ impl TokenSink<'_> {
                 if ASCII_TOKEN[b as usize] != 0 {
                     // A run of ASCII letters and digits: copied whole, then lower-cased.
                     let start = i;
-                    while i < bytes.len() && bytes[i] < 0x80 && ASCII_TOKEN[bytes[i] as usize] != 0 {
+                    while i < bytes.len() && bytes[i] < 0x80 && ASCII_TOKEN[bytes[i] as usize] != 0
+                    {
                         i += 1;
                     }
                     self.start_token();
@@ -236,7 +259,10 @@ impl TokenSink<'_> {
                     i += 1;
                 }
             } else {
-                let c = s[i..].chars().next().expect("valid UTF-8 at a char boundary");
+                let c = s[i..]
+                    .chars()
+                    .next()
+                    .expect("valid UTF-8 at a char boundary");
                 self.feed_char(c);
                 i += c.len_utf8();
             }
@@ -335,7 +361,8 @@ fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
         let name = &b[name_start..k];
         let end = tag_end(b, k);
         sink.boundary();
-        if !closing && (name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style")) {
+        if !closing && (name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style"))
+        {
             i = skip_raw_text(b, end, name);
             continue;
         }
@@ -348,9 +375,15 @@ fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
                 title_start = Some(end.min(b.len()));
             }
         } else if !closing
-            && (name.eq_ignore_ascii_case(b"img") || name.eq_ignore_ascii_case(b"area") || name.eq_ignore_ascii_case(b"input"))
+            && (name.eq_ignore_ascii_case(b"img")
+                || name.eq_ignore_ascii_case(b"area")
+                || name.eq_ignore_ascii_case(b"input"))
         {
-            let attrs_end = if b.get(end.wrapping_sub(1)) == Some(&b'>') { end - 1 } else { end };
+            let attrs_end = if b.get(end.wrapping_sub(1)) == Some(&b'>') {
+                end - 1
+            } else {
+                end
+            };
             if let Some(alt) = attribute(&html[k..attrs_end.max(k)], "alt") {
                 feed_with_entities(&alt, sink);
                 sink.boundary();
@@ -393,7 +426,9 @@ fn tag_end(b: &[u8], mut k: usize) -> usize {
 }
 
 fn skip_to_gt(b: &[u8], j: usize) -> usize {
-    memchr::memchr(b'>', &b[j..]).map(|p| j + p + 1).unwrap_or(b.len())
+    memchr::memchr(b'>', &b[j..])
+        .map(|p| j + p + 1)
+        .unwrap_or(b.len())
 }
 
 /// After `<script …>` or `<style …>`: index past the matching end tag.
@@ -414,7 +449,8 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
     let mut i = 0;
     while let Some(p) = find_ci(&b[i..], name.as_bytes()) {
         let at = i + p;
-        let before_ok = at == 0 || b[at - 1].is_ascii_whitespace() || b[at - 1] == b'"' || b[at - 1] == b'\'';
+        let before_ok =
+            at == 0 || b[at - 1].is_ascii_whitespace() || b[at - 1] == b'"' || b[at - 1] == b'\'';
         let mut j = at + name.len();
         while j < b.len() && b[j].is_ascii_whitespace() {
             j += 1;
@@ -426,10 +462,16 @@ fn attribute(attrs: &str, name: &str) -> Option<String> {
             }
             if j < b.len() && (b[j] == b'"' || b[j] == b'\'') {
                 let q = b[j];
-                let e = memchr::memchr(q, &b[j + 1..]).map(|e| j + 1 + e).unwrap_or(b.len());
+                let e = memchr::memchr(q, &b[j + 1..])
+                    .map(|e| j + 1 + e)
+                    .unwrap_or(b.len());
                 return Some(attrs[j + 1..e].to_string());
             }
-            let e = b[j..].iter().position(|c| c.is_ascii_whitespace() || *c == b'/').map(|e| j + e).unwrap_or(b.len());
+            let e = b[j..]
+                .iter()
+                .position(|c| c.is_ascii_whitespace() || *c == b'/')
+                .map(|e| j + e)
+                .unwrap_or(b.len());
             return Some(attrs[j..e].to_string());
         }
         i = at + name.len();
@@ -488,7 +530,14 @@ fn decode_entity(b: &[u8]) -> (Option<char>, usize) {
             _ => (false, 2),
         };
         let mut k = start;
-        while k < b.len() && k - start < 8 && (if hex { b[k].is_ascii_hexdigit() } else { b[k].is_ascii_digit() }) {
+        while k < b.len()
+            && k - start < 8
+            && (if hex {
+                b[k].is_ascii_hexdigit()
+            } else {
+                b[k].is_ascii_digit()
+            })
+        {
             k += 1;
         }
         if k == start {
@@ -499,7 +548,11 @@ fn decode_entity(b: &[u8]) -> (Option<char>, usize) {
         let used = if b.get(k) == Some(&b';') { k + 1 } else { k };
         // Windows-1252 numeric references in the 0x80–0x9F range, as browsers read them.
         let c = match n {
-            0x80..=0x9F => encoding_rs::WINDOWS_1252.decode_without_bom_handling(&[n as u8]).0.chars().next(),
+            0x80..=0x9F => encoding_rs::WINDOWS_1252
+                .decode_without_bom_handling(&[n as u8])
+                .0
+                .chars()
+                .next(),
             _ => char::from_u32(n),
         };
         return (c.or(Some('\u{FFFD}')), used);
@@ -523,27 +576,130 @@ fn decode_entity(b: &[u8]) -> (Option<char>, usize) {
 /// (letters), plus the common separators.
 fn named_entity(name: &[u8]) -> Option<char> {
     const TABLE: &[(&str, char)] = &[
-        ("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\''), ("nbsp", ' '),
-        ("copy", '©'), ("reg", '®'), ("trade", '™'), ("hellip", '…'), ("mdash", '—'), ("ndash", '–'),
-        ("lsquo", '‘'), ("rsquo", '’'), ("ldquo", '“'), ("rdquo", '”'), ("laquo", '«'), ("raquo", '»'),
-        ("middot", '·'), ("bull", '•'), ("euro", '€'), ("pound", '£'), ("yen", '¥'), ("cent", '¢'),
-        ("sect", '§'), ("para", '¶'), ("deg", '°'), ("times", '×'), ("divide", '÷'), ("shy", '\u{AD}'),
-        ("zwnj", '\u{200C}'), ("zwj", '\u{200D}'), ("ensp", ' '), ("emsp", ' '), ("thinsp", ' '),
-        ("iexcl", '¡'), ("iquest", '¿'), ("ordf", 'ª'), ("ordm", 'º'), ("sup1", '¹'), ("sup2", '²'),
-        ("sup3", '³'), ("frac12", '½'), ("frac14", '¼'), ("frac34", '¾'), ("micro", 'µ'),
-        ("Agrave", 'À'), ("Aacute", 'Á'), ("Acirc", 'Â'), ("Atilde", 'Ã'), ("Auml", 'Ä'), ("Aring", 'Å'),
-        ("AElig", 'Æ'), ("Ccedil", 'Ç'), ("Egrave", 'È'), ("Eacute", 'É'), ("Ecirc", 'Ê'), ("Euml", 'Ë'),
-        ("Igrave", 'Ì'), ("Iacute", 'Í'), ("Icirc", 'Î'), ("Iuml", 'Ï'), ("ETH", 'Ð'), ("Ntilde", 'Ñ'),
-        ("Ograve", 'Ò'), ("Oacute", 'Ó'), ("Ocirc", 'Ô'), ("Otilde", 'Õ'), ("Ouml", 'Ö'), ("Oslash", 'Ø'),
-        ("Ugrave", 'Ù'), ("Uacute", 'Ú'), ("Ucirc", 'Û'), ("Uuml", 'Ü'), ("Yacute", 'Ý'), ("THORN", 'Þ'),
-        ("szlig", 'ß'), ("agrave", 'à'), ("aacute", 'á'), ("acirc", 'â'), ("atilde", 'ã'), ("auml", 'ä'),
-        ("aring", 'å'), ("aelig", 'æ'), ("ccedil", 'ç'), ("egrave", 'è'), ("eacute", 'é'), ("ecirc", 'ê'),
-        ("euml", 'ë'), ("igrave", 'ì'), ("iacute", 'í'), ("icirc", 'î'), ("iuml", 'ï'), ("eth", 'ð'),
-        ("ntilde", 'ñ'), ("ograve", 'ò'), ("oacute", 'ó'), ("ocirc", 'ô'), ("otilde", 'õ'), ("ouml", 'ö'),
-        ("oslash", 'ø'), ("ugrave", 'ù'), ("uacute", 'ú'), ("ucirc", 'û'), ("uuml", 'ü'), ("yacute", 'ý'),
-        ("thorn", 'þ'), ("yuml", 'ÿ'), ("OElig", 'Œ'), ("oelig", 'œ'), ("Scaron", 'Š'), ("scaron", 'š'),
-        ("Yuml", 'Ÿ'), ("fnof", 'ƒ'), ("alpha", 'α'), ("beta", 'β'), ("gamma", 'γ'), ("delta", 'δ'),
-        ("pi", 'π'), ("mu", 'μ'), ("omega", 'ω'), ("sigma", 'σ'), ("lambda", 'λ'), ("theta", 'θ'),
+        ("amp", '&'),
+        ("lt", '<'),
+        ("gt", '>'),
+        ("quot", '"'),
+        ("apos", '\''),
+        ("nbsp", ' '),
+        ("copy", '©'),
+        ("reg", '®'),
+        ("trade", '™'),
+        ("hellip", '…'),
+        ("mdash", '—'),
+        ("ndash", '–'),
+        ("lsquo", '‘'),
+        ("rsquo", '’'),
+        ("ldquo", '“'),
+        ("rdquo", '”'),
+        ("laquo", '«'),
+        ("raquo", '»'),
+        ("middot", '·'),
+        ("bull", '•'),
+        ("euro", '€'),
+        ("pound", '£'),
+        ("yen", '¥'),
+        ("cent", '¢'),
+        ("sect", '§'),
+        ("para", '¶'),
+        ("deg", '°'),
+        ("times", '×'),
+        ("divide", '÷'),
+        ("shy", '\u{AD}'),
+        ("zwnj", '\u{200C}'),
+        ("zwj", '\u{200D}'),
+        ("ensp", ' '),
+        ("emsp", ' '),
+        ("thinsp", ' '),
+        ("iexcl", '¡'),
+        ("iquest", '¿'),
+        ("ordf", 'ª'),
+        ("ordm", 'º'),
+        ("sup1", '¹'),
+        ("sup2", '²'),
+        ("sup3", '³'),
+        ("frac12", '½'),
+        ("frac14", '¼'),
+        ("frac34", '¾'),
+        ("micro", 'µ'),
+        ("Agrave", 'À'),
+        ("Aacute", 'Á'),
+        ("Acirc", 'Â'),
+        ("Atilde", 'Ã'),
+        ("Auml", 'Ä'),
+        ("Aring", 'Å'),
+        ("AElig", 'Æ'),
+        ("Ccedil", 'Ç'),
+        ("Egrave", 'È'),
+        ("Eacute", 'É'),
+        ("Ecirc", 'Ê'),
+        ("Euml", 'Ë'),
+        ("Igrave", 'Ì'),
+        ("Iacute", 'Í'),
+        ("Icirc", 'Î'),
+        ("Iuml", 'Ï'),
+        ("ETH", 'Ð'),
+        ("Ntilde", 'Ñ'),
+        ("Ograve", 'Ò'),
+        ("Oacute", 'Ó'),
+        ("Ocirc", 'Ô'),
+        ("Otilde", 'Õ'),
+        ("Ouml", 'Ö'),
+        ("Oslash", 'Ø'),
+        ("Ugrave", 'Ù'),
+        ("Uacute", 'Ú'),
+        ("Ucirc", 'Û'),
+        ("Uuml", 'Ü'),
+        ("Yacute", 'Ý'),
+        ("THORN", 'Þ'),
+        ("szlig", 'ß'),
+        ("agrave", 'à'),
+        ("aacute", 'á'),
+        ("acirc", 'â'),
+        ("atilde", 'ã'),
+        ("auml", 'ä'),
+        ("aring", 'å'),
+        ("aelig", 'æ'),
+        ("ccedil", 'ç'),
+        ("egrave", 'è'),
+        ("eacute", 'é'),
+        ("ecirc", 'ê'),
+        ("euml", 'ë'),
+        ("igrave", 'ì'),
+        ("iacute", 'í'),
+        ("icirc", 'î'),
+        ("iuml", 'ï'),
+        ("eth", 'ð'),
+        ("ntilde", 'ñ'),
+        ("ograve", 'ò'),
+        ("oacute", 'ó'),
+        ("ocirc", 'ô'),
+        ("otilde", 'õ'),
+        ("ouml", 'ö'),
+        ("oslash", 'ø'),
+        ("ugrave", 'ù'),
+        ("uacute", 'ú'),
+        ("ucirc", 'û'),
+        ("uuml", 'ü'),
+        ("yacute", 'ý'),
+        ("thorn", 'þ'),
+        ("yuml", 'ÿ'),
+        ("OElig", 'Œ'),
+        ("oelig", 'œ'),
+        ("Scaron", 'Š'),
+        ("scaron", 'š'),
+        ("Yuml", 'Ÿ'),
+        ("fnof", 'ƒ'),
+        ("alpha", 'α'),
+        ("beta", 'β'),
+        ("gamma", 'γ'),
+        ("delta", 'δ'),
+        ("pi", 'π'),
+        ("mu", 'μ'),
+        ("omega", 'ω'),
+        ("sigma", 'σ'),
+        ("lambda", 'λ'),
+        ("theta", 'θ'),
     ];
     let name = std::str::from_utf8(name).ok()?;
     TABLE.iter().find(|(n, _)| *n == name).map(|(_, c)| *c)

@@ -71,7 +71,9 @@ impl Capture {
             status: None,
             mime: None,
             redirect: None,
-            payload_digest: rec.field_str("WARC-Payload-Digest").map(|d| normalize_digest(&d)),
+            payload_digest: rec
+                .field_str("WARC-Payload-Digest")
+                .map(|d| normalize_digest(&d)),
             refers_to: None,
             media: MediaKind::Other,
             tokens: 0,
@@ -111,31 +113,42 @@ pub fn analyze_unless_known(
         return cap_;
     }
     if rec.kind == "revisit" {
-        cap_.refers_to = Some((rec.field_str("WARC-Refers-To-Target-URI"), rec.field_str("WARC-Refers-To-Date")));
+        cap_.refers_to = Some((
+            rec.field_str("WARC-Refers-To-Target-URI"),
+            rec.field_str("WARC-Refers-To-Date"),
+        ));
     }
-    let declared_type = rec.field_str("Content-Type").unwrap_or_default().to_ascii_lowercase();
+    let declared_type = rec
+        .field_str("Content-Type")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     let is_http = declared_type.starts_with("application/http")
         || (rec.version.starts_with("ARC") && http::is_http_response(&rec.block))
         || (declared_type.is_empty() && http::is_http_response(&rec.block));
-    let (payload, mime, charset): (std::borrow::Cow<[u8]>, Option<String>, Option<String>) = if is_http {
-        match http::parse_response(&rec.block, cap) {
-            Some(resp) => {
-                cap_.status = Some(resp.status);
-                if (300..400).contains(&resp.status) {
-                    cap_.redirect = resp.header("Location").map(str::to_string);
+    let (payload, mime, charset): (std::borrow::Cow<[u8]>, Option<String>, Option<String>) =
+        if is_http {
+            match http::parse_response(&rec.block, cap) {
+                Some(resp) => {
+                    cap_.status = Some(resp.status);
+                    if (300..400).contains(&resp.status) {
+                        cap_.redirect = resp.header("Location").map(str::to_string);
+                    }
+                    cap_.truncated |= resp.over_cap;
+                    cap_.warnings.extend(resp.warnings.iter().cloned());
+                    let mime = resp.mime();
+                    let charset = resp.charset();
+                    (std::borrow::Cow::Owned(resp.payload), mime, charset)
                 }
-                cap_.truncated |= resp.over_cap;
-                cap_.warnings.extend(resp.warnings.iter().cloned());
-                let mime = resp.mime();
-                let charset = resp.charset();
-                (std::borrow::Cow::Owned(resp.payload), mime, charset)
+                None => (std::borrow::Cow::Borrowed(&rec.block[..]), None, None),
             }
-            None => (std::borrow::Cow::Borrowed(&rec.block[..]), None, None),
-        }
-    } else {
-        let mime = Some(http::media_type(&declared_type)).filter(|m| !m.is_empty());
-        (std::borrow::Cow::Borrowed(&rec.block[..]), mime, http::charset_param(&declared_type))
-    };
+        } else {
+            let mime = Some(http::media_type(&declared_type)).filter(|m| !m.is_empty());
+            (
+                std::borrow::Cow::Borrowed(&rec.block[..]),
+                mime,
+                http::charset_param(&declared_type),
+            )
+        };
     cap_.payload_len = payload.len() as u64;
     if rec.kind != "revisit" {
         if let Some(d) = &cap_.payload_digest {
@@ -185,7 +198,11 @@ pub fn normalize_digest(d: &str) -> String {
 pub fn timestamp14(date: &str) -> Option<String> {
     let d = date.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(d) {
-        return Some(t.with_timezone(&chrono::Utc).format("%Y%m%d%H%M%S").to_string());
+        return Some(
+            t.with_timezone(&chrono::Utc)
+                .format("%Y%m%d%H%M%S")
+                .to_string(),
+        );
     }
     // Digits of the date and time, up to the fraction or zone.
     let mut digits = String::with_capacity(14);
@@ -221,9 +238,18 @@ mod tests {
 
     #[test]
     fn timestamps() {
-        assert_eq!(timestamp14("2026-11-01T12:00:00Z").unwrap(), "20261101120000");
-        assert_eq!(timestamp14("2011-09-22T13:12:13.123456Z").unwrap(), "20110922131213");
-        assert_eq!(timestamp14("2020-01-01T01:00:00+01:00").unwrap(), "20200101000000");
+        assert_eq!(
+            timestamp14("2026-11-01T12:00:00Z").unwrap(),
+            "20261101120000"
+        );
+        assert_eq!(
+            timestamp14("2011-09-22T13:12:13.123456Z").unwrap(),
+            "20110922131213"
+        );
+        assert_eq!(
+            timestamp14("2020-01-01T01:00:00+01:00").unwrap(),
+            "20200101000000"
+        );
         assert_eq!(timestamp14("2014-03").unwrap(), "20140301000000");
         assert_eq!(timestamp14("2014-03-25T12:12Z").unwrap(), "20140325121200");
         assert_eq!(timestamp14("19961104142103").unwrap(), "19961104142103");

@@ -86,37 +86,52 @@ impl Config {
         let mut base: toml::Value = toml::from_str(DEFAULT_CONFIG).map_err(|e| e.to_string())?;
         let over: toml::Value = toml::from_str(text).map_err(|e| e.to_string())?;
         merge(&mut base, over);
-        let cfg: Config = base.try_into().map_err(|e: toml::de::Error| e.to_string())?;
+        let cfg: Config = base
+            .try_into()
+            .map_err(|e: toml::de::Error| e.to_string())?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     /// Reads a configuration file.
     pub fn load(path: &Path) -> Result<Config, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config {}: {e}", path.display()))?;
         Config::parse(&text).map_err(|e| format!("invalid config {}: {e}", path.display()))
     }
 
     fn validate(&self) -> Result<(), String> {
         let s = &self.sketch;
         if s.scheme != crate::sketch::SKETCH_SCHEME {
-            return Err(format!("sketch.scheme {:?} is unknown; supported: {:?}", s.scheme, crate::sketch::SKETCH_SCHEME));
+            return Err(format!(
+                "sketch.scheme {:?} is unknown; supported: {:?}",
+                s.scheme,
+                crate::sketch::SKETCH_SCHEME
+            ));
         }
         if !(1..=64).contains(&s.shingle_width) {
-            return Err(format!("sketch.shingle_width must be 1..=64, not {}", s.shingle_width));
+            return Err(format!(
+                "sketch.shingle_width must be 1..=64, not {}",
+                s.shingle_width
+            ));
         }
         if s.sample_target == 0 {
             return Err("sketch.sample_target must be at least 1".into());
         }
         let c = &self.cluster;
-        if !(0.0..=1.0).contains(&c.edge_floor) || !(0.0..=1.0).contains(&c.threshold) || c.threshold < c.edge_floor {
+        if !(0.0..=1.0).contains(&c.edge_floor)
+            || !(0.0..=1.0).contains(&c.threshold)
+            || c.threshold < c.edge_floor
+        {
             return Err(format!(
                 "cluster thresholds must satisfy 0 <= edge_floor ({}) <= threshold ({}) <= 1",
                 c.edge_floor, c.threshold
             ));
         }
         if c.posting_target == 0 || c.common_shingle_cap == 0 {
-            return Err("cluster.posting_target and cluster.common_shingle_cap must be at least 1".into());
+            return Err(
+                "cluster.posting_target and cluster.common_shingle_cap must be at least 1".into(),
+            );
         }
         if self.ingest.record_cap < 1024 {
             return Err("ingest.record_cap must be at least 1024 bytes".into());
@@ -136,7 +151,9 @@ impl Config {
     /// Worker threads, 0 resolved to the number of cores.
     pub fn threads(&self) -> usize {
         if self.ingest.threads == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
         } else {
             self.ingest.threads
         }
@@ -175,7 +192,9 @@ mod tests {
         let c = Config::parse("[cluster]\nthreshold = 0.7\n").unwrap();
         assert_eq!(c.cluster.threshold, 0.7);
         assert_eq!(c.sketch.shingle_width, 10);
-        assert!(Config::parse("[cluster]\nthreshhold = 0.7\n").unwrap_err().contains("threshhold"));
+        assert!(Config::parse("[cluster]\nthreshhold = 0.7\n")
+            .unwrap_err()
+            .contains("threshhold"));
         assert!(Config::parse("[sketch]\nshingle_width = 0\n").is_err());
     }
 }

@@ -122,11 +122,18 @@ pub fn scan_files_with_skip(
         s.spawn(move || {
             let mut seq = 0u64;
             for (fi, path) in reader_files.iter().enumerate() {
-                let send = |b: Batch| -> bool { token_rx.recv().is_ok() && work_tx.send(b).is_ok() };
+                let send =
+                    |b: Batch| -> bool { token_rx.recv().is_ok() && work_tx.send(b).is_ok() };
                 let reader = match RecordReader::open(path, cap) {
                     Ok(r) => r,
                     Err(e) => {
-                        let b = Batch { seq, file: fi, items: Vec::new(), end: Some((0, 0, Some(e))), start: true };
+                        let b = Batch {
+                            seq,
+                            file: fi,
+                            items: Vec::new(),
+                            end: Some((0, 0, Some(e))),
+                            start: true,
+                        };
                         seq += 1;
                         if !send(b) {
                             return;
@@ -151,7 +158,13 @@ pub fn scan_files_with_skip(
                             bytes_in_batch += rec.block.len();
                             items.push(rec);
                             if items.len() >= BATCH_RECORDS || bytes_in_batch >= BATCH_BYTES {
-                                let b = Batch { seq, file: fi, items: std::mem::take(&mut items), end: None, start };
+                                let b = Batch {
+                                    seq,
+                                    file: fi,
+                                    items: std::mem::take(&mut items),
+                                    end: None,
+                                    start,
+                                };
                                 start = false;
                                 seq += 1;
                                 bytes_in_batch = 0;
@@ -166,7 +179,13 @@ pub fn scan_files_with_skip(
                         }
                     }
                 }
-                let b = Batch { seq, file: fi, items, end: Some((count, bytes, error)), start };
+                let b = Batch {
+                    seq,
+                    file: fi,
+                    items,
+                    end: Some((count, bytes, error)),
+                    start,
+                };
                 seq += 1;
                 if !send(b) {
                     return;
@@ -188,15 +207,35 @@ pub fn scan_files_with_skip(
                             let (capture, text) = if opts.read_only {
                                 (Capture::basic(&record), None)
                             } else {
-                                let c = analyze_unless_known(&record, &opts.params, opts.record_cap, &mut scratch, known);
-                                let text = (opts.keep_text && c.sketch.is_some()).then(|| scratch.canon().text.clone());
+                                let c = analyze_unless_known(
+                                    &record,
+                                    &opts.params,
+                                    opts.record_cap,
+                                    &mut scratch,
+                                    known,
+                                );
+                                let text = (opts.keep_text && c.sketch.is_some())
+                                    .then(|| scratch.canon().text.clone());
                                 (c, text)
                             };
                             record.block = Vec::new();
-                            Scanned { record, capture, text }
+                            Scanned {
+                                record,
+                                capture,
+                                text,
+                            }
                         })
                         .collect();
-                    if done_tx.send(Done { seq: b.seq, file: b.file, items, end: b.end, start: b.start }).is_err() {
+                    if done_tx
+                        .send(Done {
+                            seq: b.seq,
+                            file: b.file,
+                            items,
+                            end: b.end,
+                            start: b.start,
+                        })
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -220,12 +259,24 @@ pub fn scan_files_with_skip(
                     stopped = true;
                 }
                 for sc in d.items {
-                    if !stopped && !on_event(ScanEvent::Record { file: d.file, scanned: Box::new(sc) }) {
+                    if !stopped
+                        && !on_event(ScanEvent::Record {
+                            file: d.file,
+                            scanned: Box::new(sc),
+                        })
+                    {
                         stopped = true;
                     }
                 }
                 if let Some((records, bytes, error)) = d.end {
-                    if !stopped && !on_event(ScanEvent::FileEnd { file: d.file, records, bytes, error }) {
+                    if !stopped
+                        && !on_event(ScanEvent::FileEnd {
+                            file: d.file,
+                            records,
+                            bytes,
+                            error,
+                        })
+                    {
                         stopped = true;
                     }
                 }

@@ -39,7 +39,11 @@ pub struct SketchParams {
 
 impl Default for SketchParams {
     fn default() -> Self {
-        SketchParams { shingle_width: 10, seed: 0x7469_6465_6d61_726b, sample_target: 512 }
+        SketchParams {
+            shingle_width: 10,
+            seed: 0x7469_6465_6d61_726b,
+            sample_target: 512,
+        }
     }
 }
 
@@ -111,19 +115,35 @@ impl Sketch {
             level += 1;
         }
         let mask = (1u64 << level) - 1;
-        let values = if level == 0 { sorted.to_vec() } else { sorted.iter().copied().filter(|v| v & mask == 0).collect() };
-        Sketch { shingles: n.min(u32::MAX as u64) as u32, level, values }
+        let values = if level == 0 {
+            sorted.to_vec()
+        } else {
+            sorted.iter().copied().filter(|v| v & mask == 0).collect()
+        };
+        Sketch {
+            shingles: n.min(u32::MAX as u64) as u32,
+            level,
+            values,
+        }
     }
 
     /// Canonical tokens → sketch (convenience over [`shingles`]).
-    pub fn of_tokens<'a>(tokens: impl Iterator<Item = &'a str>, p: &SketchParams, scratch: &mut Vec<u64>) -> Sketch {
+    pub fn of_tokens<'a>(
+        tokens: impl Iterator<Item = &'a str>,
+        p: &SketchParams,
+        scratch: &mut Vec<u64>,
+    ) -> Sketch {
         shingles(tokens, p, scratch);
         Sketch::from_shingles(scratch, p.sample_target)
     }
 
     /// The values kept at a coarser level.
     pub fn at_level(&self, level: u8) -> impl Iterator<Item = u64> + '_ {
-        let mask = if level >= 64 { u64::MAX } else { (1u64 << level) - 1 };
+        let mask = if level >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << level) - 1
+        };
         self.values.iter().copied().filter(move |v| v & mask == 0)
     }
 }
@@ -180,7 +200,13 @@ pub fn estimate_sorted(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64
             (None, None) => break,
         }
     }
-    let ratio = |num: u32, den: u32| if den == 0 { 0.0 } else { num as f64 / den as f64 };
+    let ratio = |num: u32, den: u32| {
+        if den == 0 {
+            0.0
+        } else {
+            num as f64 / den as f64
+        }
+    };
     Estimate {
         resemblance: ratio(common, common + only_a + only_b),
         containment_a_in_b: ratio(common, common + only_a),
@@ -200,7 +226,10 @@ mod tests {
 
     #[test]
     fn short_docs_get_one_shingle_and_windows_roll() {
-        let p = SketchParams { shingle_width: 3, ..Default::default() };
+        let p = SketchParams {
+            shingle_width: 3,
+            ..Default::default()
+        };
         let mut out = Vec::new();
         shingles(toks("a b").into_iter(), &p, &mut out);
         assert_eq!(out.len(), 1);

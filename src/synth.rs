@@ -119,7 +119,11 @@ pub fn parse_size(s: &str) -> Option<u64> {
     } else {
         (u.as_str(), 1.0)
     };
-    num.trim().parse::<f64>().ok().filter(|v| *v > 0.0 && v.is_finite()).map(|v| (v * mult) as u64)
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| (v * mult) as u64)
 }
 
 /// Deterministic PRNG (SplitMix64).
@@ -165,7 +169,10 @@ struct Vocabulary {
 
 impl Vocabulary {
     fn new(rng: &mut Rng, size: usize) -> Vocabulary {
-        const ONSETS: &[&str] = &["", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br", "st", "tr", "pl", "gr", "ch", "sh", "th"];
+        const ONSETS: &[&str] = &[
+            "", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br",
+            "st", "tr", "pl", "gr", "ch", "sh", "th",
+        ];
         const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou", "io"];
         const CODAS: &[&str] = &["", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"];
         let mut seen = std::collections::HashSet::new();
@@ -173,7 +180,13 @@ impl Vocabulary {
         while words.len() < size {
             // Frequent words are short, as in natural text.
             let rank = words.len();
-            let syllables = if rank < 100 { 1 } else if rank < 3000 { rng.range(1, 2) } else { rng.range(2, 4) };
+            let syllables = if rank < 100 {
+                1
+            } else if rank < 3000 {
+                rng.range(1, 2)
+            } else {
+                rng.range(2, 4)
+            };
             let mut w = String::new();
             for _ in 0..syllables {
                 w.push_str(ONSETS[rng.below(ONSETS.len())]);
@@ -198,7 +211,9 @@ impl Vocabulary {
 
     fn word(&self, rng: &mut Rng) -> u32 {
         let u = rng.unit();
-        self.cdf.partition_point(|c| *c < u).min(self.words.len() - 1) as u32
+        self.cdf
+            .partition_point(|c| *c < u)
+            .min(self.words.len() - 1) as u32
     }
 
     fn sentence(&self, rng: &mut Rng) -> Vec<u32> {
@@ -358,20 +373,41 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
     fs::create_dir_all(&opts.out)?;
     let mut rng = Rng::new(opts.seed);
     let vocab = Vocabulary::new(&mut rng, 30_000);
-    let hosts = (0..opts.hosts.max(1)).map(|i| make_host(i, &vocab, &mut rng)).collect();
-    let mut web = Web { vocab, hosts, rng, next_id: 0, next_path: 0, params: SketchParams::default(), canon: Canon::default() };
+    let hosts = (0..opts.hosts.max(1))
+        .map(|i| make_host(i, &vocab, &mut rng))
+        .collect();
+    let mut web = Web {
+        vocab,
+        hosts,
+        rng,
+        next_id: 0,
+        next_path: 0,
+        params: SketchParams::default(),
+        canon: Canon::default(),
+    };
     let mut pages: Vec<Page> = (0..opts.pages).map(|_| web.new_page(None)).collect();
-    let mut out = Generated { sweeps: Vec::new(), bytes: 0, compressed_bytes: 0 };
+    let mut out = Generated {
+        sweeps: Vec::new(),
+        bytes: 0,
+        compressed_bytes: 0,
+    };
     for s in 0..opts.sweeps {
         let day = opts.start + chrono::Duration::days(opts.interval_days * s as i64);
         let label = day.format("%Y-%m-%d").to_string();
         let date = format!("{}T00:00:00Z", day.format("%Y-%m-%d"));
-        let mut truth = Truth { sweep: label.clone(), date: date.clone(), ..Default::default() };
+        let mut truth = Truth {
+            sweep: label.clone(),
+            date: date.clone(),
+            ..Default::default()
+        };
         // (url, status, page index or none, location)
         let mut captures: Vec<Planned> = Vec::new();
         if s == 0 {
             for (i, _) in pages.iter().enumerate() {
-                captures.push(Planned::Page { index: i, revisit: false });
+                captures.push(Planned::Page {
+                    index: i,
+                    revisit: false,
+                });
             }
             truth.created = pages.iter().map(|p| web.url(p)).collect();
         } else {
@@ -379,7 +415,8 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         }
         let dir = opts.out.join(format!("sweep-{:02}", s + 1));
         fs::create_dir_all(&dir)?;
-        let mut writer = SweepWriter::new(&dir, &label, &date, opts.max_file_bytes, web.rng.next_u64())?;
+        let mut writer =
+            SweepWriter::new(&dir, &label, &date, opts.max_file_bytes, web.rng.next_u64())?;
         // Crawl order: shuffled, deterministic.
         let mut order: Vec<usize> = (0..captures.len()).collect();
         for i in (1..order.len()).rev() {
@@ -393,15 +430,35 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                     let page = &pages[*index];
                     let url = web.url(page);
                     let html = web.render(page);
-                    let revisit_of = if *revisit { page.last_full.clone() } else { None };
+                    let revisit_of = if *revisit {
+                        page.last_full.clone()
+                    } else {
+                        None
+                    };
                     match revisit_of {
                         Some((rdate, rurl)) => {
                             writer.revisit(&url, &ts, &html, &rurl, &rdate)?;
-                            truth.urls.push(UrlTruth { url: url.clone(), status: 200, page: Some(page.id), revisit: true });
+                            truth.urls.push(UrlTruth {
+                                url: url.clone(),
+                                status: 200,
+                                page: Some(page.id),
+                                revisit: true,
+                            });
                         }
                         None => {
-                            writer.response(&url, &ts, 200, &[("Content-Type", "text/html; charset=utf-8")], html.as_bytes())?;
-                            truth.urls.push(UrlTruth { url: url.clone(), status: 200, page: Some(page.id), revisit: false });
+                            writer.response(
+                                &url,
+                                &ts,
+                                200,
+                                &[("Content-Type", "text/html; charset=utf-8")],
+                                html.as_bytes(),
+                            )?;
+                            truth.urls.push(UrlTruth {
+                                url: url.clone(),
+                                status: 200,
+                                page: Some(page.id),
+                                revisit: false,
+                            });
                         }
                     }
                     let p = &mut pages[*index];
@@ -411,14 +468,38 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                     truth.live_pages += 1;
                 }
                 Planned::Redirect { url, to } => {
-                    let body = format!("<html><body><p>Moved to <a href=\"{to}\">{to}</a></p></body></html>");
-                    writer.response(url, &ts, 301, &[("Location", to.as_str()), ("Content-Type", "text/html")], body.as_bytes())?;
-                    truth.urls.push(UrlTruth { url: url.clone(), status: 301, page: None, revisit: false });
+                    let body = format!(
+                        "<html><body><p>Moved to <a href=\"{to}\">{to}</a></p></body></html>"
+                    );
+                    writer.response(
+                        url,
+                        &ts,
+                        301,
+                        &[("Location", to.as_str()), ("Content-Type", "text/html")],
+                        body.as_bytes(),
+                    )?;
+                    truth.urls.push(UrlTruth {
+                        url: url.clone(),
+                        status: 301,
+                        page: None,
+                        revisit: false,
+                    });
                 }
                 Planned::NotFound { url, host } => {
                     let body = web.hosts[*host].not_found.clone();
-                    writer.response(url, &ts, 404, &[("Content-Type", "text/html; charset=utf-8")], body.as_bytes())?;
-                    truth.urls.push(UrlTruth { url: url.clone(), status: 404, page: None, revisit: false });
+                    writer.response(
+                        url,
+                        &ts,
+                        404,
+                        &[("Content-Type", "text/html; charset=utf-8")],
+                        body.as_bytes(),
+                    )?;
+                    truth.urls.push(UrlTruth {
+                        url: url.clone(),
+                        status: 404,
+                        page: None,
+                        revisit: false,
+                    });
                 }
             }
         }
@@ -427,7 +508,15 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         let (files, bytes, cbytes) = writer.finish()?;
         out.bytes += bytes;
         out.compressed_bytes += cbytes;
-        truth.files = files.iter().map(|f| f.file_name().unwrap_or_default().to_string_lossy().to_string()).collect();
+        truth.files = files
+            .iter()
+            .map(|f| {
+                f.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string()
+            })
+            .collect();
         truth.urls.sort_by(|a, b| a.url.cmp(&b.url));
         let truth_path = opts.out.join(format!("sweep-{:02}.truth.json", s + 1));
         let mut tf = BufWriter::new(File::create(&truth_path)?);
@@ -444,7 +533,12 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
             truth.mirror_groups.len(),
             truth.revisits
         ));
-        out.sweeps.push(GeneratedSweep { label, date, files, truth: truth_path });
+        out.sweeps.push(GeneratedSweep {
+            label,
+            date,
+            files,
+            truth: truth_path,
+        });
     }
     Ok(out)
 }
@@ -465,13 +559,22 @@ fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
     let base = &vocab.words[100 + rng.below(2000)];
     let name = format!("www.{base}{i}.{}", TLDS[i % TLDS.len()]);
     let words = |rng: &mut Rng, n: usize| -> String {
-        (0..n).map(|_| vocab.words[vocab.word(rng) as usize].as_str()).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|_| vocab.words[vocab.word(rng) as usize].as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     };
-    let mut header = format!("<header><div class=\"logo\">{}</div><nav><ul>", words(rng, 3));
+    let mut header = format!(
+        "<header><div class=\"logo\">{}</div><nav><ul>",
+        words(rng, 3)
+    );
     for _ in 0..rng.range(6, 10) {
         let n = rng.range(1, 3);
         let label = words(rng, n);
-        header.push_str(&format!("<li><a href=\"/{}/\">{label}</a></li>", label.replace(' ', "-")));
+        header.push_str(&format!(
+            "<li><a href=\"/{}/\">{label}</a></li>",
+            label.replace(' ', "-")
+        ));
     }
     header.push_str("</ul></nav></header>\n");
     let n = rng.range(20, 40);
@@ -484,15 +587,32 @@ fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
     let not_found = format!(
         "<!DOCTYPE html><html><head><title>Not found</title></head><body>{header}<h1>Page not found</h1><p>The page you asked for is not here.</p>{footer}</body></html>"
     );
-    let mut head = String::from("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let mut head =
+        String::from("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     for i in 0..rng.range(4, 9) {
-        head.push_str(&format!("<meta property=\"og:{}\" content=\"{}\">\n", vocab.words[rng.below(500)], words(rng, 3)));
-        head.push_str(&format!("<link rel=\"stylesheet\" href=\"/static/css/{}-{i}.css?v={}\">\n", vocab.words[rng.below(500)], rng.next_u64() % 100_000));
+        head.push_str(&format!(
+            "<meta property=\"og:{}\" content=\"{}\">\n",
+            vocab.words[rng.below(500)],
+            words(rng, 3)
+        ));
+        head.push_str(&format!(
+            "<link rel=\"stylesheet\" href=\"/static/css/{}-{i}.css?v={}\">\n",
+            vocab.words[rng.below(500)],
+            rng.next_u64() % 100_000
+        ));
     }
     head.push_str("<style>\n");
     for _ in 0..rng.range(15, 25) {
         let n = rng.range(2, 5);
-        head.push_str(&format!(".{}-{} {{ margin: {}px {}px; color: #{:06x}; font-size: {}rem; }}\n", vocab.words[rng.below(800)], vocab.words[rng.below(800)], rng.below(40), n * 4, rng.next_u64() & 0xffffff, n));
+        head.push_str(&format!(
+            ".{}-{} {{ margin: {}px {}px; color: #{:06x}; font-size: {}rem; }}\n",
+            vocab.words[rng.below(800)],
+            vocab.words[rng.below(800)],
+            rng.below(40),
+            n * 4,
+            rng.next_u64() & 0xffffff,
+            n
+        ));
     }
     head.push_str("</style>\n<script>\n");
     for _ in 0..rng.range(15, 30) {
@@ -502,7 +622,13 @@ fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
         ));
     }
     head.push_str("</script>\n");
-    Host { name, head, header, footer, not_found }
+    Host {
+        name,
+        head,
+        header,
+        footer,
+        not_found,
+    }
 }
 
 impl Web {
@@ -538,11 +664,22 @@ impl Web {
         let host = host.unwrap_or_else(|| self.rng.below(self.hosts.len()));
         let path = self.new_path();
         let content = self.new_content();
-        Page { id: self.next_id, host, path, content, last_full: None }
+        Page {
+            id: self.next_id,
+            host,
+            path,
+            content,
+            last_full: None,
+        }
     }
 
     fn render(&self, p: &Page) -> String {
-        let w = |ids: &[u32]| ids.iter().map(|i| self.vocab.words[*i as usize].as_str()).collect::<Vec<_>>().join(" ");
+        let w = |ids: &[u32]| {
+            ids.iter()
+                .map(|i| self.vocab.words[*i as usize].as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         let host = &self.hosts[p.host];
         let title = w(&p.content.title);
         let mut html = String::with_capacity(16384);
@@ -563,7 +700,11 @@ impl Web {
             }
             // Links and emphasis inside the text, decided by the sentence itself (render
             // is a pure function of the content).
-            let link_at = if s.len() > 4 && s[0] % 4 == 0 { Some(2 + (s[1] as usize) % (s.len() - 3)) } else { None };
+            let link_at = if s.len() > 4 && s[0] % 4 == 0 {
+                Some(2 + (s[1] as usize) % (s.len() - 3))
+            } else {
+                None
+            };
             for (k, id) in s.iter().enumerate() {
                 let word = self.vocab.words[*id as usize].as_str();
                 if k > 0 {
@@ -581,7 +722,10 @@ impl Web {
                     }
                 };
                 if Some(k) == link_at {
-                    html.push_str(&format!("<a href=\"/{word}/{}.html\" class=\"inline-link\">", s[0]));
+                    html.push_str(&format!(
+                        "<a href=\"/{word}/{}.html\" class=\"inline-link\">",
+                        s[0]
+                    ));
                     cap(&mut html);
                     html.push_str("</a>");
                 } else if s[0] % 7 == 1 && k == 1 {
@@ -639,7 +783,13 @@ impl Web {
         }
     }
 
-    fn evolve(&mut self, pages: Vec<Page>, r: &ChangeRates, truth: &mut Truth, caps: &mut Vec<Planned>) -> Vec<Page> {
+    fn evolve(
+        &mut self,
+        pages: Vec<Page>,
+        r: &ChangeRates,
+        truth: &mut Truth,
+        caps: &mut Vec<Planned>,
+    ) -> Vec<Page> {
         let mut next: Vec<Page> = Vec::with_capacity(pages.len() + pages.len() / 10);
         let mut mirrors: BTreeMap<u64, Vec<String>> = BTreeMap::new();
         for page in pages {
@@ -647,9 +797,16 @@ impl Web {
             let u = self.rng.unit();
             let mut acc = r.delete;
             if u < acc {
-                let status = if self.rng.chance(0.5) { Some(404) } else { None };
+                let status = if self.rng.chance(0.5) {
+                    Some(404)
+                } else {
+                    None
+                };
                 if status.is_some() {
-                    caps.push(Planned::NotFound { url: url.clone(), host: page.host });
+                    caps.push(Planned::NotFound {
+                        url: url.clone(),
+                        host: page.host,
+                    });
                 }
                 truth.deleted.push(Gone { url, status });
                 continue;
@@ -679,8 +836,14 @@ impl Web {
                     _ => None,
                 };
                 match old_status {
-                    Some(301) => caps.push(Planned::Redirect { url: url.clone(), to: to.clone() }),
-                    Some(_) => caps.push(Planned::NotFound { url: url.clone(), host: page.host }),
+                    Some(301) => caps.push(Planned::Redirect {
+                        url: url.clone(),
+                        to: to.clone(),
+                    }),
+                    Some(_) => caps.push(Planned::NotFound {
+                        url: url.clone(),
+                        host: page.host,
+                    }),
                     None => {}
                 }
                 truth.moves.push(Move {
@@ -691,7 +854,10 @@ impl Web {
                     resemblance: res,
                     min_shingles: min_sh,
                 });
-                caps.push(Planned::Page { index: next.len(), revisit: false });
+                caps.push(Planned::Page {
+                    index: next.len(),
+                    revisit: false,
+                });
                 next.push(moved);
                 continue;
             }
@@ -732,14 +898,25 @@ impl Web {
             match kind {
                 Some(kind) if edited.content != page.content => {
                     let (res, min_sh) = self.jaccard(&page, &edited);
-                    truth.edits.push(Edit { url: url.clone(), kind, resemblance: res, min_shingles: min_sh });
+                    truth.edits.push(Edit {
+                        url: url.clone(),
+                        kind,
+                        resemblance: res,
+                        min_shingles: min_sh,
+                    });
                     edited.last_full = None;
-                    caps.push(Planned::Page { index: next.len(), revisit: false });
+                    caps.push(Planned::Page {
+                        index: next.len(),
+                        revisit: false,
+                    });
                 }
                 _ => {
                     truth.unchanged += 1;
                     let revisit = self.rng.chance(r.revisit);
-                    caps.push(Planned::Page { index: next.len(), revisit });
+                    caps.push(Planned::Page {
+                        index: next.len(),
+                        revisit,
+                    });
                 }
             }
             if self.rng.chance(r.mirror) && self.hosts.len() > 1 {
@@ -753,10 +930,15 @@ impl Web {
                 copy.last_full = None;
                 self.next_id += 1;
                 copy.id = self.next_id;
-                let group = mirrors.entry(edited.id).or_insert_with(|| vec![url.clone()]);
+                let group = mirrors
+                    .entry(edited.id)
+                    .or_insert_with(|| vec![url.clone()]);
                 group.push(self.url(&copy));
                 next.push(edited);
-                caps.push(Planned::Page { index: next.len(), revisit: false });
+                caps.push(Planned::Page {
+                    index: next.len(),
+                    revisit: false,
+                });
                 next.push(copy);
                 continue;
             }
@@ -766,7 +948,10 @@ impl Web {
         for _ in 0..new_pages {
             let p = self.new_page(None);
             truth.created.push(self.url(&p));
-            caps.push(Planned::Page { index: next.len(), revisit: false });
+            caps.push(Planned::Page {
+                index: next.len(),
+                revisit: false,
+            });
             next.push(p);
         }
         truth.mirror_groups = mirrors.into_values().collect();
@@ -789,7 +974,14 @@ pub fn exact_jaccard(a: &[u64], b: &[u64]) -> (f64, usize) {
         }
     }
     let union = a.len() + b.len() - common;
-    (if union == 0 { 1.0 } else { common as f64 / union as f64 }, a.len().min(b.len()))
+    (
+        if union == 0 {
+            1.0
+        } else {
+            common as f64 / union as f64
+        },
+        a.len().min(b.len()),
+    )
 }
 
 /// Writes one sweep's WARC files, one gzip member per record.
@@ -807,7 +999,13 @@ struct SweepWriter {
 }
 
 impl SweepWriter {
-    fn new(dir: &Path, label: &str, date: &str, max_bytes: u64, seed: u64) -> std::io::Result<Self> {
+    fn new(
+        dir: &Path,
+        label: &str,
+        date: &str,
+        max_bytes: u64,
+        seed: u64,
+    ) -> std::io::Result<Self> {
         Ok(SweepWriter {
             dir: dir.to_path_buf(),
             label: label.to_string(),
@@ -842,7 +1040,11 @@ impl SweepWriter {
         if let Some((mut w, _)) = self.file.take() {
             w.flush()?;
         }
-        let name = format!("tidemark-gen-{}-{:05}.warc.gz", self.label, self.files.len());
+        let name = format!(
+            "tidemark-gen-{}-{:05}.warc.gz",
+            self.label,
+            self.files.len()
+        );
         let path = self.dir.join(name);
         let f = BufWriter::with_capacity(1 << 20, File::create(&path)?);
         self.files.push(path.clone());
@@ -855,7 +1057,12 @@ impl SweepWriter {
         );
         let date = self.date.clone();
         let id = self.uuid();
-        let fname = self.files.last().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let fname = self
+            .files
+            .last()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         let head = format!(
             "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\nWARC-Filename: {fname}\r\nContent-Type: application/warc-fields\r\nContent-Length: {}\r\n\r\n",
             info.len()
@@ -865,7 +1072,10 @@ impl SweepWriter {
 
     fn write_record(&mut self, head: &[u8], block: &[u8]) -> std::io::Result<()> {
         let (w, _) = self.file.as_mut().expect("file open");
-        let mut enc = GzEncoder::new(Vec::with_capacity(block.len() / 3 + 256), flate2::Compression::new(6));
+        let mut enc = GzEncoder::new(
+            Vec::with_capacity(block.len() / 3 + 256),
+            flate2::Compression::new(6),
+        );
         enc.write_all(head)?;
         enc.write_all(block)?;
         enc.write_all(b"\r\n\r\n")?;
@@ -878,7 +1088,14 @@ impl SweepWriter {
         Ok(())
     }
 
-    fn response(&mut self, url: &str, ts: &str, status: u16, headers: &[(&str, &str)], body: &[u8]) -> std::io::Result<()> {
+    fn response(
+        &mut self,
+        url: &str,
+        ts: &str,
+        status: u16,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::io::Result<()> {
         self.open_if_needed()?;
         let reason = match status {
             200 => "OK",
@@ -902,7 +1119,14 @@ impl SweepWriter {
         self.write_record(head.as_bytes(), &block)
     }
 
-    fn revisit(&mut self, url: &str, ts: &str, body: &str, refers_url: &str, refers_date: &str) -> std::io::Result<()> {
+    fn revisit(
+        &mut self,
+        url: &str,
+        ts: &str,
+        body: &str,
+        refers_url: &str,
+        refers_date: &str,
+    ) -> std::io::Result<()> {
         self.open_if_needed()?;
         let http = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n", body.len());
         let id = self.uuid();

@@ -15,7 +15,11 @@ pub fn surt(url: &str) -> String {
         r
     } else if let Some(r) = lower.strip_prefix("https://") {
         r
-    } else if lower.contains("://") || lower.starts_with("dns:") || lower.starts_with("urn:") || lower.starts_with("mailto:") {
+    } else if lower.contains("://")
+        || lower.starts_with("dns:")
+        || lower.starts_with("urn:")
+        || lower.starts_with("mailto:")
+    {
         return lower;
     } else {
         // No scheme: read as http.
@@ -35,14 +39,19 @@ pub fn surt(url: &str) -> String {
         }
     } else {
         match authority.rsplit_once(':') {
-            Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => (h, Some(p).filter(|p| !p.is_empty())),
+            Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => {
+                (h, Some(p).filter(|p| !p.is_empty()))
+            }
             _ => (authority, None),
         }
     };
     let host = host.trim_end_matches('.');
     let host = strip_www(host);
     let port = port.filter(|p| *p != "80" && *p != "443");
-    let is_ip = host.split('.').count() == 4 && host.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let is_ip = host.split('.').count() == 4
+        && host
+            .split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
     let mut out = String::with_capacity(u.len() + 4);
     if is_ip || host.starts_with('[') {
         out.push_str(host);
@@ -60,7 +69,11 @@ pub fn surt(url: &str) -> String {
         None => (path_query, None),
     };
     let path = if path.is_empty() { "/" } else { path };
-    let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
+    let path = if path.len() > 1 {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
     out.push_str(if path.is_empty() { "/" } else { path });
     if let Some(q) = query {
         let mut params: Vec<&str> = q.split('&').filter(|p| !p.is_empty()).collect();
@@ -126,9 +139,18 @@ mod tests {
 
     #[test]
     fn surt_as_archives_write_it() {
-        assert_eq!(surt("http://www.archive.org/goo/?b&a=1"), "org,archive)/goo?a=1&b");
-        assert_eq!(surt("http://www.Example.com/a"), surt("https://example.com/a"));
-        assert_eq!(surt("https://example.com:443/A/b/#frag"), "com,example)/a/b");
+        assert_eq!(
+            surt("http://www.archive.org/goo/?b&a=1"),
+            "org,archive)/goo?a=1&b"
+        );
+        assert_eq!(
+            surt("http://www.Example.com/a"),
+            surt("https://example.com/a")
+        );
+        assert_eq!(
+            surt("https://example.com:443/A/b/#frag"),
+            "com,example)/a/b"
+        );
         assert_eq!(surt("http://example.com:8080"), "com,example:8080)/");
         assert_eq!(surt("http://user@www2.example.co.uk/x"), "uk,co,example)/x");
         assert_eq!(surt("http://192.168.1.1/x"), "192.168.1.1)/x");
@@ -140,7 +162,10 @@ mod tests {
     #[test]
     fn hosts_and_redirects() {
         assert_eq!(host("https://www.Example.com:8080/a"), "example.com");
-        assert_eq!(resolve("https://a.com/x/y.html?q", "z.html"), "https://a.com/x/z.html");
+        assert_eq!(
+            resolve("https://a.com/x/y.html?q", "z.html"),
+            "https://a.com/x/z.html"
+        );
         assert_eq!(resolve("https://a.com/x/y.html", "/r"), "https://a.com/r");
         assert_eq!(resolve("https://a.com/x", "//b.org/p"), "https://b.org/p");
         assert_eq!(resolve("https://a.com/x", "http://c.net/"), "http://c.net/");

@@ -72,7 +72,10 @@ fn resemblance_within_005_for_95_percent_of_pairs() {
     let within = errs.iter().filter(|e| e.0 <= 0.05).count();
     let share = within as f64 / errs.len() as f64;
     let mean = errs.iter().map(|e| e.0).sum::<f64>() / errs.len() as f64;
-    let worst = errs.iter().cloned().fold((0.0, 0.0, 0.0, 0), |m, e| if e.0 > m.0 { e } else { m });
+    let worst = errs
+        .iter()
+        .cloned()
+        .fold((0.0, 0.0, 0.0, 0), |m, e| if e.0 > m.0 { e } else { m });
     println!(
         "resemblance: {} pairs, {:.1}% within 0.05, mean |err| {:.4}, worst {:.4} (exact {:.3}, est {:.3}, {} shingles); pairs per r band 0.0–1.0: {:?}",
         errs.len(),
@@ -84,8 +87,15 @@ fn resemblance_within_005_for_95_percent_of_pairs() {
         worst.3,
         by_band
     );
-    assert!(by_band.iter().filter(|c| **c >= 10).count() >= 8, "r is not spread over [0,1]: {by_band:?}");
-    assert!(share >= 0.95, "only {:.1}% of estimates within 0.05", share * 100.0);
+    assert!(
+        by_band.iter().filter(|c| **c >= 10).count() >= 8,
+        "r is not spread over [0,1]: {by_band:?}"
+    );
+    assert!(
+        share >= 0.95,
+        "only {:.1}% of estimates within 0.05",
+        share * 100.0
+    );
 }
 
 #[test]

@@ -18,7 +18,10 @@ fn read_tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.push((p.strip_prefix(dir).unwrap().to_string_lossy().to_string(), std::fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_string_lossy().to_string(),
+                    std::fs::read(&p).unwrap(),
+                ));
             }
         }
     }
@@ -28,12 +31,25 @@ fn read_tree(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn same_seed_same_bytes_other_seed_other_bytes() {
-    let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b, c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     generate(a.path(), 60, 3, 5);
     generate(b.path(), 60, 3, 5);
     generate(c.path(), 60, 3, 6);
-    let (ta, tb, tc) = (read_tree(a.path()), read_tree(b.path()), read_tree(c.path()));
-    assert_eq!(ta.len(), 6, "3 sweeps of one WARC file and a truth file each: {:?}", ta.iter().map(|t| &t.0).collect::<Vec<_>>());
+    let (ta, tb, tc) = (
+        read_tree(a.path()),
+        read_tree(b.path()),
+        read_tree(c.path()),
+    );
+    assert_eq!(
+        ta.len(),
+        6,
+        "3 sweeps of one WARC file and a truth file each: {:?}",
+        ta.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
     assert!(ta == tb, "the same seed must give identical files");
     assert!(ta.iter().zip(&tc).any(|(x, y)| x.1 != y.1));
 }
@@ -46,14 +62,28 @@ struct Seen {
 }
 
 fn scan_sweep(files: &[std::path::PathBuf]) -> HashMap<String, Seen> {
-    let opts = ScanOptions { threads: 2, params: SketchParams::default(), record_cap: 16 << 20, keep_text: false, read_only: false };
+    let opts = ScanOptions {
+        threads: 2,
+        params: SketchParams::default(),
+        record_cap: 16 << 20,
+        keep_text: false,
+        read_only: false,
+    };
     let mut map = HashMap::new();
     scan_files(files, &opts, |ev| {
         match ev {
             ScanEvent::Record { scanned, .. } => {
                 let c = scanned.capture;
                 if let (Some(url), Some(status)) = (c.url.clone(), c.status) {
-                    map.insert(url, Seen { status, kind: c.kind.clone(), redirect: c.redirect.clone(), sketch: c.sketch.clone() });
+                    map.insert(
+                        url,
+                        Seen {
+                            status,
+                            kind: c.kind.clone(),
+                            redirect: c.redirect.clone(),
+                            sketch: c.sketch.clone(),
+                        },
+                    );
                 }
             }
             ScanEvent::FileEnd { error, .. } => assert!(error.is_none(), "{error:?}"),
@@ -90,9 +120,15 @@ fn truth_agrees_with_the_warcs() {
         let map = scan_sweep(&files);
         for u in t["urls"].as_array().unwrap() {
             let url = u["url"].as_str().unwrap();
-            let got = map.get(url).unwrap_or_else(|| panic!("{url} not in sweep {s}"));
+            let got = map
+                .get(url)
+                .unwrap_or_else(|| panic!("{url} not in sweep {s}"));
             assert_eq!(got.status as u64, u["status"].as_u64().unwrap(), "{url}");
-            assert_eq!(got.kind == "revisit", u["revisit"].as_bool().unwrap(), "{url}");
+            assert_eq!(
+                got.kind == "revisit",
+                u["revisit"].as_bool().unwrap(),
+                "{url}"
+            );
         }
         for m in t["moves"].as_array().unwrap() {
             moves += 1;
@@ -109,13 +145,20 @@ fn truth_agrees_with_the_warcs() {
         }
         // Edits: estimated against the truth's exact resemblance.
         if s > 1 {
-            let prev = |url: &str| (0..s - 1).rev().find_map(|i| seen[i].get(url).and_then(|x| x.sketch.as_ref()));
+            let prev = |url: &str| {
+                (0..s - 1)
+                    .rev()
+                    .find_map(|i| seen[i].get(url).and_then(|x| x.sketch.as_ref()))
+            };
             for e in t["edits"].as_array().unwrap() {
                 let url = e["url"].as_str().unwrap();
                 if e["min_shingles"].as_u64().unwrap() < 500 {
                     continue;
                 }
-                let (a, b) = (prev(url).expect("earlier version"), map[url].sketch.as_ref().unwrap());
+                let (a, b) = (
+                    prev(url).expect("earlier version"),
+                    map[url].sketch.as_ref().unwrap(),
+                );
                 let err = (estimate(a, b).resemblance - e["resemblance"].as_f64().unwrap()).abs();
                 checked += 1;
                 if err <= 0.05 {

@@ -23,27 +23,47 @@ fn s(p: &Path) -> String {
 fn ingest(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> std::process::Output {
     let mut args: Vec<String> = vec!["--db".into(), s(db)];
     args.extend(extra.iter().map(|x| x.to_string()));
-    args.extend(["ingest".into(), "--sweep".into(), label.into(), "--json".into()]);
+    args.extend([
+        "ingest".into(),
+        "--sweep".into(),
+        label.into(),
+        "--json".into(),
+    ]);
     args.extend(files.iter().map(|f| s(f)));
     tidemark(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>())
 }
 
 fn export(db: &Path) -> String {
     let out = tidemark(&["--db", &s(db), "export"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn export_jsonl(db: &Path) -> String {
     let out = tidemark(&["--db", &s(db), "export", "--format", "jsonl"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
     for k in 1..=sweeps {
         let out = ingest(db, &format!("sweep-{k}"), &sweep_files(corpus, k), extra);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -51,7 +71,8 @@ fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
 fn clusters_from_export(text: &str) -> BTreeMap<u64, u64> {
     let mut m = BTreeMap::new();
     for line in text.lines() {
-        let json: serde_json::Value = serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
         if let (Some(d), Some(c)) = (json["doc"].as_u64(), json["cluster"].as_u64()) {
             m.insert(d, c);
         }
@@ -65,10 +86,13 @@ fn partition(m: &BTreeMap<u64, u64>) -> Vec<Vec<u64>> {
     for (d, c) in m {
         by.entry(*c).or_default().push(*d);
     }
-    let mut v: Vec<Vec<u64>> = by.into_values().map(|mut x| {
-        x.sort();
-        x
-    }).collect();
+    let mut v: Vec<Vec<u64>> = by
+        .into_values()
+        .map(|mut x| {
+            x.sort();
+            x
+        })
+        .collect();
     v.sort();
     v
 }
@@ -109,7 +133,11 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     ingest_all(&db3, corpus.path(), sweeps, &["--threads", "3"]);
     let e1 = export(&db1);
     assert!(e1.lines().count() > 1000);
-    assert_eq!(e1, export(&db3), "1 thread and 3 threads must give the same index");
+    assert_eq!(
+        e1,
+        export(&db3),
+        "1 thread and 3 threads must give the same index"
+    );
     assert_eq!(export_jsonl(&db1), export_jsonl(&db3));
     let incremental = clusters_from_export(&e1);
 
@@ -129,21 +157,37 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     drop(index);
     let oracle = union_find_partition(n, &pairs);
     let docs_with_captures: Vec<u64> = incremental.keys().copied().collect();
-    let oracle_seen: BTreeMap<u64, u64> = docs_with_captures.iter().map(|d| (*d, oracle[d])).collect();
-    assert_eq!(partition(&incremental), partition(&oracle_seen), "incremental merging lost or invented a pair");
-    println!("{n} docs, {} pairs at >= 0.5, {} clusters", pairs.len(), partition(&incremental).len());
+    let oracle_seen: BTreeMap<u64, u64> =
+        docs_with_captures.iter().map(|d| (*d, oracle[d])).collect();
+    assert_eq!(
+        partition(&incremental),
+        partition(&oracle_seen),
+        "incremental merging lost or invented a pair"
+    );
+    println!(
+        "{n} docs, {} pairs at >= 0.5, {} clusters",
+        pairs.len(),
+        partition(&incremental).len()
+    );
 
     // recluster at the same threshold rebuilds the same clusters from the edges.
     let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.5"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(partition(&clusters_from_export(&export(&db1))), partition(&incremental));
+    assert_eq!(
+        partition(&clusters_from_export(&export(&db1))),
+        partition(&incremental)
+    );
     // And another threshold gives another, coarser or finer, partition without WARCs.
     let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.9"]);
     assert_eq!(out.status.code(), Some(0));
     let finer = partition(&clusters_from_export(&export(&db1)));
     assert!(finer.len() > partition(&incremental).len());
     let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.1"]);
-    assert_eq!(out.status.code(), Some(2), "below the edge floor is refused");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "below the edge floor is refused"
+    );
 }
 
 #[test]
@@ -157,13 +201,20 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
     let mut window = Vec::new();
     for k in 1..=sweeps {
         let t = std::time::Instant::now();
-        let out = ingest(&clean, &format!("sweep-{k}"), &sweep_files(corpus.path(), k), &[]);
+        let out = ingest(
+            &clean,
+            &format!("sweep-{k}"),
+            &sweep_files(corpus.path(), k),
+            &[],
+        );
         assert_eq!(out.status.code(), Some(0));
         window.push(t.elapsed().as_millis().max(20) as usize);
     }
     let clean_export = export(&clean);
     let clean_jsonl = export_jsonl(&clean);
-    let sw = |db: &Path| String::from_utf8(tidemark(&["--db", &s(db), "sweeps", "--json"]).stdout).unwrap();
+    let sw = |db: &Path| {
+        String::from_utf8(tidemark(&["--db", &s(db), "sweeps", "--json"]).stdout).unwrap()
+    };
     let clean_sweeps = sw(&clean);
     let mut rng = tidemark::synth::Rng::new(99);
     let (mut kills, mut runs, mut round) = (0, 0, 0);
@@ -174,15 +225,30 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
         for k in 1..=sweeps {
             loop {
                 runs += 1;
-                let mut args: Vec<String> = vec!["--db".into(), s(&crashy), "ingest".into(), "--sweep".into(), format!("sweep-{k}")];
+                let mut args: Vec<String> = vec![
+                    "--db".into(),
+                    s(&crashy),
+                    "ingest".into(),
+                    "--sweep".into(),
+                    format!("sweep-{k}"),
+                ];
                 args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
-                let mut child =
-                    Command::new(env!("CARGO_BIN_EXE_tidemark")).args(&args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+                let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+                    .args(&args)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
                 std::thread::sleep(Duration::from_millis(rng.below(window[k - 1]) as u64));
                 match child.try_wait().unwrap() {
                     Some(_) => {
                         let out = child.wait_with_output().unwrap();
-                        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+                        assert_eq!(
+                            out.status.code(),
+                            Some(0),
+                            "{}",
+                            String::from_utf8_lossy(&out.stderr)
+                        );
                         break;
                     }
                     None => {
@@ -193,9 +259,17 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
                 }
             }
         }
-        assert_eq!(export(&crashy), clean_export, "round {round}: kill -9 and resume must give the clean run's index");
+        assert_eq!(
+            export(&crashy),
+            clean_export,
+            "round {round}: kill -9 and resume must give the clean run's index"
+        );
         assert_eq!(export_jsonl(&crashy), clean_jsonl, "round {round}");
-        assert_eq!(sw(&crashy), clean_sweeps, "round {round}: counters must not count anything twice");
+        assert_eq!(
+            sw(&crashy),
+            clean_sweeps,
+            "round {round}: counters must not count anything twice"
+        );
     }
     println!("{kills} kills in {runs} runs over {round} rounds; every round equals the clean run");
 }
@@ -207,7 +281,9 @@ fn a_damaged_file_mid_sweep_is_reported_and_the_rest_indexed() {
     let files = sweep_files(corpus.path(), 1);
     let whole = std::fs::read(&files[0]).unwrap();
     // Split the sweep into three files at gzip member boundaries; damage the middle one.
-    let members: Vec<usize> = (0..whole.len() - 1).filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole.get(i + 2) == Some(&8)).collect();
+    let members: Vec<usize> = (0..whole.len() - 1)
+        .filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole.get(i + 2) == Some(&8))
+        .collect();
     let (a, b) = (members[members.len() / 3], members[2 * members.len() / 3]);
     let dir = tempfile::tempdir().unwrap();
     let f1 = dir.path().join("part-1.warc.gz");
@@ -221,17 +297,27 @@ fn a_damaged_file_mid_sweep_is_reported_and_the_rest_indexed() {
     let out = ingest(&db, "s1", &[f1.clone(), f2.clone(), f3.clone()], &[]);
     assert_eq!(out.status.code(), Some(1), "damage is exit 1");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("part-2.warc.gz") && stderr.contains("offset"), "{stderr}");
+    assert!(
+        stderr.contains("part-2.warc.gz") && stderr.contains("offset"),
+        "{stderr}"
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["errors"].as_array().unwrap().len(), 1);
     assert_eq!(summary["errors"][0]["file"].as_str().unwrap(), s(&f2));
     // Every capture of parts 1 and 3 is indexed, and part 2's up to the damage.
     let text = export(&db);
-    let count = |name: &str| text.lines().filter(|l| l.contains(&format!("\"filename\":\"{name}\""))).count();
+    let count = |name: &str| {
+        text.lines()
+            .filter(|l| l.contains(&format!("\"filename\":\"{name}\"")))
+            .count()
+    };
     let t = truth(corpus.path(), 1);
     let total = t["captures"].as_u64().unwrap() as usize;
     assert!(count("part-1.warc.gz") > 50 && count("part-3.warc.gz") > 50);
-    assert!(count("part-2.warc.gz") > 10, "the records before the damage are indexed");
+    assert!(
+        count("part-2.warc.gz") > 10,
+        "the records before the damage are indexed"
+    );
     assert!(count("part-1.warc.gz") + count("part-2.warc.gz") + count("part-3.warc.gz") < total);
     // Ingesting again: the files are done; nothing changes, and it says so.
     let again = ingest(&db, "s1", &[f1, f2, f3], &[]);
@@ -246,13 +332,21 @@ fn an_index_of_other_parameters_is_refused_with_a_reason() {
     generate(corpus.path(), 40, 1, 2);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    assert_eq!(ingest(&db, "a", &sweep_files(corpus.path(), 1), &[]).status.code(), Some(0));
+    assert_eq!(
+        ingest(&db, "a", &sweep_files(corpus.path(), 1), &[])
+            .status
+            .code(),
+        Some(0)
+    );
     let cfg = dir.path().join("w8.toml");
     std::fs::write(&cfg, "[sketch]\nshingle_width = 8\n").unwrap();
     let out = tidemark(&["--db", &s(&db), "--config", &s(&cfg), "stats"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("shingle_width") && err.contains("10") && err.contains("8"), "{err}");
+    assert!(
+        err.contains("shingle_width") && err.contains("10") && err.contains("8"),
+        "{err}"
+    );
     let out = tidemark(&["--db", &s(&dir.path().join("none")), "export"]);
     assert_eq!(out.status.code(), Some(2));
     let out = tidemark(&["--db", &s(&db), "stats", "--json"]);
@@ -265,9 +359,16 @@ fn exact_sets(db: &Path, corpus: &Path, sweeps: usize) -> BTreeMap<u64, Vec<u64>
     let text = export(db);
     let mut doc_of: HashMap<(String, String), u64> = HashMap::new();
     for line in text.lines() {
-        let json: serde_json::Value = serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(line.splitn(3, ' ').nth(2).unwrap()).unwrap();
         if let Some(d) = json["doc"].as_u64() {
-            doc_of.insert((json["filename"].as_str().unwrap().to_string(), json["offset"].as_str().unwrap().to_string()), d);
+            doc_of.insert(
+                (
+                    json["filename"].as_str().unwrap().to_string(),
+                    json["offset"].as_str().unwrap().to_string(),
+                ),
+                d,
+            );
         }
     }
     let p = SketchParams::default();
@@ -279,7 +380,9 @@ fn exact_sets(db: &Path, corpus: &Path, sweeps: usize) -> BTreeMap<u64, Vec<u64>
             let (records, err) = tidemark::read::read_all(&f, 16 << 20);
             assert!(err.is_none());
             for r in records {
-                let Some(&d) = doc_of.get(&(name.clone(), r.offset.to_string())) else { continue };
+                let Some(&d) = doc_of.get(&(name.clone(), r.offset.to_string())) else {
+                    continue;
+                };
                 if sets.contains_key(&d) || r.kind != "response" {
                     continue;
                 }
@@ -335,8 +438,16 @@ fn clusters_match_the_exact_clustering() {
     };
     let (ps, es) = (same(&ours), same(&exact));
     let tp = ps.intersection(&es).count() as f64;
-    let precision = if ps.is_empty() { 1.0 } else { tp / ps.len() as f64 };
-    let recall = if es.is_empty() { 1.0 } else { tp / es.len() as f64 };
+    let precision = if ps.is_empty() {
+        1.0
+    } else {
+        tp / ps.len() as f64
+    };
+    let recall = if es.is_empty() {
+        1.0
+    } else {
+        tp / es.len() as f64
+    };
     let largest = |m: &BTreeMap<u64, u64>| partition(m).iter().map(|c| c.len()).max().unwrap_or(0);
     println!(
         "{} docs; same-cluster pairs: ours {}, exact {}; precision {precision:.4}, recall {recall:.4}; largest cluster ours {} exact {}",
@@ -346,16 +457,26 @@ fn clusters_match_the_exact_clustering() {
         largest(&ours),
         largest(&exact)
     );
-    assert!(es.len() > 20, "the corpus must have near-duplicates to cluster");
+    assert!(
+        es.len() > 20,
+        "the corpus must have near-duplicates to cluster"
+    );
     assert!(precision >= 0.99 && recall >= 0.95);
-    assert!(largest(&ours) <= largest(&exact) + 1, "boilerplate chained unrelated pages");
+    assert!(
+        largest(&ours) <= largest(&exact) + 1,
+        "boilerplate chained unrelated pages"
+    );
 }
 
 fn write_warc(path: &Path, pages: &[(String, String)]) {
     use std::io::Write;
     let mut out = Vec::new();
     for (i, (url, html)) in pages.iter().enumerate() {
-        let mut block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", html.len()).into_bytes();
+        let mut block = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+            html.len()
+        )
+        .into_bytes();
         block.extend_from_slice(html.as_bytes());
         let head = format!(
             "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-05-01T00:{:02}:{:02}Z\r\nWARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
@@ -377,7 +498,9 @@ fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
     // 40 near-copies of one page (r ≈ 0.8 between any two) with a cap of 5: after the
     // first few copies every value of the page is over the cap.
     let mut rng = tidemark::synth::Rng::new(3);
-    let base: Vec<String> = (0..900).map(|_| format!("w{}", rng.below(20_000))).collect();
+    let base: Vec<String> = (0..900)
+        .map(|_| format!("w{}", rng.below(20_000)))
+        .collect();
     let mut pages = Vec::new();
     for i in 0..40 {
         let mut words = base.clone();
@@ -385,7 +508,10 @@ fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
             let at = rng.below(words.len());
             words[at] = format!("x{}", rng.below(20_000));
         }
-        pages.push((format!("http://family.example/{i}"), format!("<html><body><p>{}</p></body></html>", words.join(" "))));
+        pages.push((
+            format!("http://family.example/{i}"),
+            format!("<html><body><p>{}</p></body></html>", words.join(" ")),
+        ));
     }
     let dir = tempfile::tempdir().unwrap();
     let warc = dir.path().join("family.warc.gz");
@@ -394,8 +520,15 @@ fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
     std::fs::write(&cfg, "[cluster]\ncommon_shingle_cap = 5\n").unwrap();
     let db = dir.path().join("db");
     let out = ingest(&db, "s", &[warc], &["--config", &s(&cfg)]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(tidemark(&["--db", &s(&db), "--config", &s(&cfg), "export"]).stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text =
+        String::from_utf8(tidemark(&["--db", &s(&db), "--config", &s(&cfg), "export"]).stdout)
+            .unwrap();
     let clusters = partition(&clusters_from_export(&text));
     assert_eq!(clusters.len(), 1, "{clusters:?}");
     assert_eq!(clusters[0].len(), 40);
@@ -413,7 +546,13 @@ fn each_capture_knows_its_resemblance_to_the_previous_version() {
     for line in export_jsonl(&db).lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         if let Some(r) = v["resemblance_to_previous"].as_f64() {
-            r_prev.insert((v["url"].as_str().unwrap().to_string(), v["fetch_time"].as_str().unwrap()[..8].to_string()), r);
+            r_prev.insert(
+                (
+                    v["url"].as_str().unwrap().to_string(),
+                    v["fetch_time"].as_str().unwrap()[..8].to_string(),
+                ),
+                r,
+            );
         }
     }
     let (mut checked, mut within, mut unchanged) = (0, 0, 0);
@@ -432,7 +571,10 @@ fn each_capture_knows_its_resemblance_to_the_previous_version() {
         }
         for u in t["urls"].as_array().unwrap() {
             if u["revisit"].as_bool().unwrap() {
-                assert_eq!(r_prev[&(u["url"].as_str().unwrap().to_string(), day.clone())], 1.0);
+                assert_eq!(
+                    r_prev[&(u["url"].as_str().unwrap().to_string(), day.clone())],
+                    1.0
+                );
                 unchanged += 1;
             }
         }

@@ -14,7 +14,11 @@ fn gz(data: &[u8]) -> Vec<u8> {
 }
 
 fn response(url: &str, http_headers: &str, body: &[u8]) -> Vec<u8> {
-    let mut block = format!("HTTP/1.1 200 OK\r\n{http_headers}Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    let mut block = format!(
+        "HTTP/1.1 200 OK\r\n{http_headers}Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
     block.extend_from_slice(body);
     let mut rec = format!(
         "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-11-01T12:00:00Z\r\nWARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
@@ -49,8 +53,15 @@ fn bad_arguments_exit_2_with_a_message() {
 fn json_records_then_a_summary_and_identical_for_1_and_n_threads() {
     let dir = tempfile::tempdir().unwrap();
     generate(dir.path(), 120, 2, 3);
-    let mut files: Vec<String> = sweep_files(dir.path(), 1).iter().map(|p| p.to_string_lossy().to_string()).collect();
-    files.extend(sweep_files(dir.path(), 2).iter().map(|p| p.to_string_lossy().to_string()));
+    let mut files: Vec<String> = sweep_files(dir.path(), 1)
+        .iter()
+        .map(|p| p.to_string_lossy().to_string())
+        .collect();
+    files.extend(
+        sweep_files(dir.path(), 2)
+            .iter()
+            .map(|p| p.to_string_lossy().to_string()),
+    );
     let run = |threads: &str| {
         let mut args = vec!["--threads", threads, "inspect", "--json"];
         args.extend(files.iter().map(|s| s.as_str()));
@@ -63,12 +74,17 @@ fn json_records_then_a_summary_and_identical_for_1_and_n_threads() {
     let out = tidemark(&["inspect", "--json", &files[0]]);
     let lines = json_lines(&out);
     let rec = lines.iter().find(|l| l["type"] == "response").unwrap();
-    for k in ["file", "offset", "type", "url", "date", "status", "tokens", "shingles", "sketch"] {
+    for k in [
+        "file", "offset", "type", "url", "date", "status", "tokens", "shingles", "sketch",
+    ] {
         assert!(rec.get(k).is_some(), "missing {k}");
     }
     assert!(rec["date"].as_str().unwrap().len() == 14 && rec["tokens"].as_u64().unwrap() > 0);
     let summary = &lines.last().unwrap()["summary"];
-    assert_eq!(summary["records"].as_u64().unwrap() as usize, lines.len() - 1);
+    assert_eq!(
+        summary["records"].as_u64().unwrap() as usize,
+        lines.len() - 1
+    );
     assert_eq!(summary["by_type"]["warcinfo"], 1);
     // Offsets are real gzip member offsets: each one starts a gzip member.
     let bytes = std::fs::read(&files[0]).unwrap();
@@ -87,20 +103,49 @@ fn records_over_the_cap_are_truncated_and_flagged_and_gzip_bombs_stop_at_the_cap
     }
     big.extend_from_slice(b"</p></body></html>");
     let bomb = gz(&vec![b'a'; 200 << 20]);
-    let mut warc = gz(&response("http://example.com/big", "Content-Type: text/html\r\n", &big));
-    warc.extend(gz(&response("http://example.com/bomb", "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n", &bomb)));
-    warc.extend(gz(&response("http://example.com/small", "Content-Type: text/html\r\n", b"<p>hello world</p>")));
+    let mut warc = gz(&response(
+        "http://example.com/big",
+        "Content-Type: text/html\r\n",
+        &big,
+    ));
+    warc.extend(gz(&response(
+        "http://example.com/bomb",
+        "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n",
+        &bomb,
+    )));
+    warc.extend(gz(&response(
+        "http://example.com/small",
+        "Content-Type: text/html\r\n",
+        b"<p>hello world</p>",
+    )));
     let path = dir.path().join("caps.warc.gz");
     std::fs::write(&path, &warc).unwrap();
     let cfg = dir.path().join("cap.toml");
     std::fs::write(&cfg, "[ingest]\nrecord_cap = 1048576\n").unwrap();
-    let out = tidemark(&["--config", cfg.to_str().unwrap(), "inspect", "--json", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tidemark(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "inspect",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 4);
     assert_eq!(lines[0]["truncated"], true);
-    assert!(lines[0]["tokens"].as_u64().unwrap() < 400_000 && lines[0]["tokens"].as_u64().unwrap() > 50_000);
-    assert_eq!(lines[1]["truncated"], true, "the 200 MB gzip payload must stop at the 1 MB cap");
+    assert!(
+        lines[0]["tokens"].as_u64().unwrap() < 400_000
+            && lines[0]["tokens"].as_u64().unwrap() > 50_000
+    );
+    assert_eq!(
+        lines[1]["truncated"], true,
+        "the 200 MB gzip payload must stop at the 1 MB cap"
+    );
     assert!(lines[2].get("truncated").is_none());
     assert_eq!(lines[2]["tokens"], 2);
 }
@@ -118,5 +163,10 @@ fn a_broken_pipe_is_not_an_error() {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -13,7 +13,11 @@ fn normalize(by_type: &serde_json::Value) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (k, v) in by_type.as_object().unwrap() {
         let k = k.trim().to_lowercase();
-        let k = if k.is_empty() { "(missing)".to_string() } else { k };
+        let k = if k.is_empty() {
+            "(missing)".to_string()
+        } else {
+            k
+        };
         *out.entry(k).or_default() += v.as_u64().unwrap();
     }
     out
@@ -22,19 +26,32 @@ fn normalize(by_type: &serde_json::Value) -> BTreeMap<String, u64> {
 #[test]
 fn every_readable_file_matches_the_independent_counts() {
     let Some(dir) = corpus() else { return };
-    let expected: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("expected-counts.json")).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("expected-counts.json")).unwrap()).unwrap();
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .filter(|n| n != "MANIFEST.md" && n != "expected-counts.json" && n != "bad")
         .collect();
     files.sort();
-    assert!(files.len() >= 100, "corpus looks incomplete: {} files", files.len());
-    let paths: Vec<String> = files.iter().map(|f| dir.join(f).to_string_lossy().to_string()).collect();
+    assert!(
+        files.len() >= 100,
+        "corpus looks incomplete: {} files",
+        files.len()
+    );
+    let paths: Vec<String> = files
+        .iter()
+        .map(|f| dir.join(f).to_string_lossy().to_string())
+        .collect();
     let mut args = vec!["inspect", "--json", "--summary"];
     args.extend(paths.iter().map(|s| s.as_str()));
     let out = tidemark(&args);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summaries = json_lines(&out);
     assert_eq!(summaries.len(), files.len());
     let mut mismatches = Vec::new();
@@ -42,17 +59,32 @@ fn every_readable_file_matches_the_independent_counts() {
         let s = &s["summary"];
         assert!(s["file"].as_str().unwrap().ends_with(name.as_str()));
         let want = normalize(&expected[name]["by_type"]);
-        let got: BTreeMap<String, u64> =
-            s["by_type"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+        let got: BTreeMap<String, u64> = s["by_type"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect();
         let total: u64 = got.values().sum();
         assert_eq!(s["records"].as_u64().unwrap(), total);
         if want != got {
             mismatches.push(format!("{name}: expected {want:?}, got {got:?}"));
         }
-        assert!(s["errors"].as_array().unwrap().is_empty(), "{name}: {}", s["errors"]);
+        assert!(
+            s["errors"].as_array().unwrap().is_empty(),
+            "{name}: {}",
+            s["errors"]
+        );
     }
-    assert!(mismatches.is_empty(), "record counts differ:\n{}", mismatches.join("\n"));
-    println!("{} files: record counts by type equal warcio's", files.len());
+    assert!(
+        mismatches.is_empty(),
+        "record counts differ:\n{}",
+        mismatches.join("\n")
+    );
+    println!(
+        "{} files: record counts by type equal warcio's",
+        files.len()
+    );
 }
 
 /// Files in bad/ that are not damaged for tidemark, with the reason. Each must still
@@ -71,25 +103,38 @@ const READABLE_BAD: &[(&str, &str)] = &[
 fn every_damaged_file_gives_a_clear_error_and_no_panic() {
     let Some(dir) = corpus() else { return };
     let bad = dir.join("bad");
-    let mut names: Vec<String> =
-        std::fs::read_dir(&bad).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(&bad)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
     names.sort();
     assert!(names.len() >= 15);
-    let expected: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("expected-counts.json")).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("expected-counts.json")).unwrap()).unwrap();
     for name in &names {
         let path = bad.join(name);
         let out = tidemark(&["inspect", "--json", path.to_str().unwrap()]);
         let code = out.status.code();
-        assert!(code == Some(0) || code == Some(1), "{name}: exit {code:?} (a panic exits 101): {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            code == Some(0) || code == Some(1),
+            "{name}: exit {code:?} (a panic exits 101): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let lines = json_lines(&out);
         let summary = &lines.last().expect("a summary line")["summary"];
-        let records: Vec<_> = lines.iter().filter(|l| l.get("summary").is_none()).collect();
+        let records: Vec<_> = lines
+            .iter()
+            .filter(|l| l.get("summary").is_none())
+            .collect();
         assert_eq!(records.len() as u64, summary["records"].as_u64().unwrap());
         let errors = summary["errors"].as_array().unwrap();
         if let Some((_, why)) = READABLE_BAD.iter().find(|(n, _)| n == name) {
             assert_eq!(code, Some(0), "{name}");
             let warnings = summary["warnings"].as_array().unwrap();
-            assert!(!warnings.is_empty() && warnings.iter().all(|w| w["offset"].is_u64()), "{name} ({why}) gives no warning");
+            assert!(
+                !warnings.is_empty() && warnings.iter().all(|w| w["offset"].is_u64()),
+                "{name} ({why}) gives no warning"
+            );
             println!("{name}: read with {} warnings ({why})", warnings.len());
             continue;
         }
@@ -105,10 +150,19 @@ fn every_damaged_file_gives_a_clear_error_and_no_panic() {
         // The good records before the damage are delivered: at least as many as the
         // independent reader delivered before it gave up, except where it delivered a
         // damaged record itself.
-        let before = expected[format!("bad/{name}")]["records"].as_u64().unwrap_or(0);
-        let damaged_record_delivered_by_warcio = ["resiliparse__clipped.warc.gz", "jwat__invalid-warcfile-fields-invalidformat.warc"];
+        let before = expected[format!("bad/{name}")]["records"]
+            .as_u64()
+            .unwrap_or(0);
+        let damaged_record_delivered_by_warcio = [
+            "resiliparse__clipped.warc.gz",
+            "jwat__invalid-warcfile-fields-invalidformat.warc",
+        ];
         if !damaged_record_delivered_by_warcio.contains(&name.as_str()) {
-            assert!(records.len() as u64 >= before, "{name}: {} records delivered, warcio had {before}", records.len());
+            assert!(
+                records.len() as u64 >= before,
+                "{name}: {} records delivered, warcio had {before}",
+                records.len()
+            );
         }
         println!("{name}: error at offset {}: {}", e["offset"], e["message"]);
     }
@@ -125,7 +179,13 @@ fn arc_and_warc_twins_agree() {
         let mut v: Vec<(String, u64, u64)> = json_lines(&out)
             .into_iter()
             .filter(|l| l["type"] == "response" && l["status"].is_u64())
-            .map(|l| (l["url"].as_str().unwrap().to_string(), l["status"].as_u64().unwrap(), l["tokens"].as_u64().unwrap_or(0)))
+            .map(|l| {
+                (
+                    l["url"].as_str().unwrap().to_string(),
+                    l["status"].as_u64().unwrap(),
+                    l["tokens"].as_u64().unwrap_or(0),
+                )
+            })
             .collect();
         v.sort();
         v
@@ -169,7 +229,15 @@ fn reading_does_not_depend_on_where_reads_end() {
     ];
     let summary = |r: RecordReader| -> Vec<String> {
         r.map(|x| match x {
-            Ok(r) => format!("{} {} {} {} {:?} {}", r.offset, r.length, r.kind, r.block.len(), r.target_uri(), r.warnings.len()),
+            Ok(r) => format!(
+                "{} {} {} {} {:?} {}",
+                r.offset,
+                r.length,
+                r.kind,
+                r.block.len(),
+                r.target_uri(),
+                r.warnings.len()
+            ),
             Err(e) => format!("error {e}"),
         })
         .collect()
@@ -178,7 +246,15 @@ fn reading_does_not_depend_on_where_reads_end() {
         let data = std::fs::read(dir.join(name)).unwrap();
         let whole = summary(RecordReader::open(&dir.join(name), 16 << 20).unwrap());
         for n in [1, 2, 7, 4093] {
-            let r = RecordReader::from_reader(Box::new(Trickle { data: data.clone(), at: 0, n }), 16 << 20).unwrap();
+            let r = RecordReader::from_reader(
+                Box::new(Trickle {
+                    data: data.clone(),
+                    at: 0,
+                    n,
+                }),
+                16 << 20,
+            )
+            .unwrap();
             assert_eq!(summary(r), whole, "{name} read {n} bytes at a time");
         }
     }

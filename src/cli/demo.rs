@@ -41,7 +41,12 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     let opts = GenOptions::for_size(a.dir.clone(), bytes, a.sweeps.max(2), a.seed);
     let quiet = a.json;
     if !quiet {
-        eprintln!("generating {} sweeps of ~{} into {} …", opts.sweeps, a.size, a.dir.display());
+        eprintln!(
+            "generating {} sweeps of ~{} into {} …",
+            opts.sweeps,
+            a.size,
+            a.dir.display()
+        );
     }
     let generated = generate(&opts, |line| {
         if !quiet {
@@ -111,11 +116,17 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     for (k, sw) in generated.sweeps.iter().enumerate().skip(1) {
         let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(&sw.truth)?)?;
         // A revisit has no sketch of its own: resolve to the last full capture of the URL.
-        let lookup = |url: &str, upto: usize| -> Option<&Sketch> { (0..=upto).rev().find_map(|i| sketches[i].get(url)) };
+        let lookup = |url: &str, upto: usize| -> Option<&Sketch> {
+            (0..=upto).rev().find_map(|i| sketches[i].get(url))
+        };
         let mut pairs = Vec::new();
         for e in truth["edits"].as_array().into_iter().flatten() {
             let url = e["url"].as_str().unwrap_or_default();
-            pairs.push((url.to_string(), url.to_string(), e["resemblance"].as_f64().unwrap_or(0.0)));
+            pairs.push((
+                url.to_string(),
+                url.to_string(),
+                e["resemblance"].as_f64().unwrap_or(0.0),
+            ));
         }
         for m in truth["moves"].as_array().into_iter().flatten() {
             pairs.push((
@@ -137,7 +148,11 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         }
         rows.push(json!({"sweep": sw.label, "changes_checked": n, "within_0.05": within}));
     }
-    let mean_err = if errors.is_empty() { 0.0 } else { errors.iter().sum::<f64>() / errors.len() as f64 };
+    let mean_err = if errors.is_empty() {
+        0.0
+    } else {
+        errors.iter().sum::<f64>() / errors.len() as f64
+    };
     let max_err = errors.iter().cloned().fold(0.0, f64::max);
     let result = json!({
         "dir": a.dir, "sweeps": generated.sweeps.iter().map(|s| &s.label).collect::<Vec<_>>(),

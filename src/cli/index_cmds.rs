@@ -102,7 +102,11 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             b.set_length(p.input_total.max(1));
             b.set_position(p.input_bytes);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
-            b.set_message(format!("{} records, {:.0} records/s", p.records, p.records as f64 / secs));
+            b.set_message(format!(
+                "{} records, {:.0} records/s",
+                p.records,
+                p.records as f64 / secs
+            ));
         }
     })?;
     if let Some(b) = bar {
@@ -113,17 +117,23 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         eprintln!("tidemark ingest: {f} is already ingested; nothing to do for it");
     }
     for e in &summary.errors {
-        eprintln!("tidemark ingest: {}: damaged at offset {}: {} (the records before it are indexed)", e.file, e.offset, e.message);
+        eprintln!(
+            "tidemark ingest: {}: damaged at offset {}: {} (the records before it are indexed)",
+            e.file, e.offset, e.message
+        );
     }
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &json!({
-            "sweep": summary.sweep, "files": summary.files, "records": summary.records, "captures": summary.captures,
-            "new_docs": summary.new_docs, "known_docs": summary.known_docs, "edges": summary.edges, "unions": summary.unions,
-            "skipped": summary.skipped, "errors": summary.errors, "already_ingested": summary.already_ingested,
-            "seconds": secs, "mb_per_s": summary.bytes as f64 / 1e6 / secs.max(1e-9),
-            "peak_rss_mb": peak_rss_mb(),
-        }))?;
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({
+                "sweep": summary.sweep, "files": summary.files, "records": summary.records, "captures": summary.captures,
+                "new_docs": summary.new_docs, "known_docs": summary.known_docs, "edges": summary.edges, "unions": summary.unions,
+                "skipped": summary.skipped, "errors": summary.errors, "already_ingested": summary.already_ingested,
+                "seconds": secs, "mb_per_s": summary.bytes as f64 / 1e6 / secs.max(1e-9),
+                "peak_rss_mb": peak_rss_mb(),
+            }),
+        )?;
         writeln!(out)?;
     } else {
         writeln!(
@@ -141,12 +151,20 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             summary.bytes as f64 / 1e6 / secs.max(1e-9)
         )?;
         if !summary.skipped.is_empty() {
-            let s: Vec<String> = summary.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let s: Vec<String> = summary
+                .skipped
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
             writeln!(out, "not captures: {}", s.join(", "))?;
         }
     }
     out.flush()?;
-    Ok(if summary.errors.is_empty() { EXIT_OK } else { EXIT_DAMAGE })
+    Ok(if summary.errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_DAMAGE
+    })
 }
 
 /// Peak resident memory of this process (Linux), for benchmarks.
@@ -191,9 +209,22 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
     } else {
-        writeln!(out, "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}", "label", "date", "files", "captures", "new docs", "edges")?;
+        writeln!(
+            out,
+            "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}",
+            "label", "date", "files", "captures", "new docs", "edges"
+        )?;
         for (_, s) in &sweeps {
-            writeln!(out, "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}", s.label, s.date, s.files.len(), s.captures, s.new_docs, s.edges)?;
+            writeln!(
+                out,
+                "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}",
+                s.label,
+                s.date,
+                s.files.len(),
+                s.captures,
+                s.new_docs,
+                s.edges
+            )?;
         }
     }
     out.flush()?;
@@ -210,11 +241,28 @@ pub fn run_stats(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
         writeln!(out)?;
     } else {
         writeln!(out, "index {}", g.config.index.path.display())?;
-        writeln!(out, "sweeps {}  captures {}  URLs {}  docs {}", s.sweeps, s.captures, s.urls, s.docs)?;
-        writeln!(out, "clusters {} ({} of two or more docs) at threshold {}", s.clusters, s.multi_doc_clusters, s.threshold)?;
-        let largest: Vec<String> = s.largest_clusters.iter().map(|(c, n)| format!("{c}:{n}")).collect();
+        writeln!(
+            out,
+            "sweeps {}  captures {}  URLs {}  docs {}",
+            s.sweeps, s.captures, s.urls, s.docs
+        )?;
+        writeln!(
+            out,
+            "clusters {} ({} of two or more docs) at threshold {}",
+            s.clusters, s.multi_doc_clusters, s.threshold
+        )?;
+        let largest: Vec<String> = s
+            .largest_clusters
+            .iter()
+            .map(|(c, n)| format!("{c}:{n}"))
+            .collect();
         writeln!(out, "largest clusters (id:docs) {}", largest.join(" "))?;
-        writeln!(out, "on disk {:.1} MB, {:.0} bytes per doc", s.bytes as f64 / 1e6, s.bytes_per_doc)?;
+        writeln!(
+            out,
+            "on disk {:.1} MB, {:.0} bytes per doc",
+            s.bytes as f64 / 1e6,
+            s.bytes_per_doc
+        )?;
         for (n, b) in &s.column_families {
             writeln!(out, "  {:<14} {:>12} bytes", n, b)?;
         }
@@ -232,9 +280,17 @@ pub fn run_recluster(g: &Globals, a: ReclusterArgs) -> anyhow::Result<u8> {
     let (clusters, unions) = recluster(&mut index, a.threshold)?;
     let mut out = stdout();
     if a.json {
-        writeln!(out, "{}", json!({"threshold": a.threshold, "clusters": clusters, "unions": unions}))?;
+        writeln!(
+            out,
+            "{}",
+            json!({"threshold": a.threshold, "clusters": clusters, "unions": unions})
+        )?;
     } else {
-        writeln!(out, "reclustered at {}: {} clusters of two or more docs ({} unions)", a.threshold, clusters, unions)?;
+        writeln!(
+            out,
+            "reclustered at {}: {} clusters of two or more docs ({} unions)",
+            a.threshold, clusters, unions
+        )?;
     }
     Ok(EXIT_OK)
 }

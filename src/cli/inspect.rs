@@ -30,7 +30,10 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
         if f.is_dir() {
-            eprintln!("tidemark inspect: {} is a directory; give the WARC files in it", f.display());
+            eprintln!(
+                "tidemark inspect: {} is a directory; give the WARC files in it",
+                f.display()
+            );
             return Ok(EXIT_USAGE);
         }
     }
@@ -81,7 +84,8 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
                         if rec.short {
                             v["short"] = json!(true);
                         }
-                        let all: Vec<&String> = rec.warnings.iter().chain(c.warnings.iter()).collect();
+                        let all: Vec<&String> =
+                            rec.warnings.iter().chain(c.warnings.iter()).collect();
                         if !all.is_empty() {
                             v["warnings"] = json!(all);
                         }
@@ -110,26 +114,49 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
                         )?;
                     }
                 }
-                ScanEvent::FileEnd { file, records, error, .. } => {
+                ScanEvent::FileEnd {
+                    file,
+                    records,
+                    error,
+                    ..
+                } => {
                     if let Some(e) = &error {
                         damaged = true;
-                        eprintln!("tidemark inspect: {}: damaged at offset {}: {}", names[file], e.offset, e.message);
+                        eprintln!(
+                            "tidemark inspect: {}: damaged at offset {}: {}",
+                            names[file], e.offset, e.message
+                        );
                     }
-                    let errors: Vec<_> =
-                        error.iter().map(|e| json!({"offset": e.offset, "message": e.message})).collect();
+                    let errors: Vec<_> = error
+                        .iter()
+                        .map(|e| json!({"offset": e.offset, "message": e.message}))
+                        .collect();
                     if args.json {
                         json_line(
                             &mut out,
                             &json!({"summary": {"file": names[file], "records": records, "by_type": by_type, "errors": errors, "warnings": warnings}}),
                         )?;
                     } else {
-                        let types: Vec<String> = by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                        let types: Vec<String> =
+                            by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
                         let status = match &error {
                             None => "read to the end".to_string(),
                             Some(e) => format!("DAMAGED at offset {}: {}", e.offset, e.message),
                         };
-                        let warned = if warnings.is_empty() { String::new() } else { format!("; {} warnings", warnings.len()) };
-                        writeln!(out, "== {}: {} records ({}); {}{}", names[file], records, types.join(", "), status, warned)?;
+                        let warned = if warnings.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {} warnings", warnings.len())
+                        };
+                        writeln!(
+                            out,
+                            "== {}: {} records ({}); {}{}",
+                            names[file],
+                            records,
+                            types.join(", "),
+                            status,
+                            warned
+                        )?;
                     }
                     by_type.clear();
                 }

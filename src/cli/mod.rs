@@ -120,7 +120,13 @@ pub fn run() -> ExitCode {
             // request is a usage error; anything else is a failed operation.
             use tidemark::index::IndexError as E;
             match e.downcast_ref::<E>() {
-                Some(E::Missing(_) | E::Version { .. } | E::Params { .. } | E::NotOurs(_) | E::Invalid(_)) => ExitCode::from(EXIT_USAGE),
+                Some(
+                    E::Missing(_)
+                    | E::Version { .. }
+                    | E::Params { .. }
+                    | E::NotOurs(_)
+                    | E::Invalid(_),
+                ) => ExitCode::from(EXIT_USAGE),
                 _ => ExitCode::from(EXIT_DAMAGE),
             }
         }
@@ -129,7 +135,10 @@ pub fn run() -> ExitCode {
 
 /// A closed pipe (`tidemark inspect … | head`) is not an error.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// Standard output, buffered, for line-oriented output.

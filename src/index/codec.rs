@@ -12,7 +12,8 @@ pub const VALUE_FORMAT: u8 = 1;
 /// Encodes a structured value.
 pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     let mut out = vec![VALUE_FORMAT];
-    let body = bincode::serde::encode_to_vec(v, bincode::config::standard()).expect("in-memory encoding cannot fail");
+    let body = bincode::serde::encode_to_vec(v, bincode::config::standard())
+        .expect("in-memory encoding cannot fail");
     out.extend_from_slice(&body);
     out
 }
@@ -20,9 +21,11 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
 /// Decodes a structured value; a wrong version byte or bad bytes are corruption.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     match bytes.first() {
-        Some(&VALUE_FORMAT) => bincode::serde::decode_from_slice(&bytes[1..], bincode::config::standard())
-            .map(|(v, _)| v)
-            .map_err(|e| format!("undecodable value: {e}")),
+        Some(&VALUE_FORMAT) => {
+            bincode::serde::decode_from_slice(&bytes[1..], bincode::config::standard())
+                .map(|(v, _)| v)
+                .map_err(|e| format!("undecodable value: {e}"))
+        }
         Some(v) => Err(format!("value format {v}, this build reads {VALUE_FORMAT}")),
         None => Err("empty value".into()),
     }
@@ -54,8 +57,16 @@ pub fn pack_sketch(s: &Sketch) -> Vec<u8> {
 
 /// A packed sketch's level, and its values at `level` (≥ its own), without unpacking.
 pub fn packed_values_at(b: &[u8], level: u8) -> impl Iterator<Item = u64> + '_ {
-    let mask = if level >= 64 { u64::MAX } else { (1u64 << level) - 1 };
-    b.get(6..).unwrap_or_default().chunks_exact(8).map(read_u64).filter(move |v| v & mask == 0)
+    let mask = if level >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << level) - 1
+    };
+    b.get(6..)
+        .unwrap_or_default()
+        .chunks_exact(8)
+        .map(read_u64)
+        .filter(move |v| v & mask == 0)
 }
 
 /// The level stored in a packed sketch.
@@ -71,7 +82,11 @@ pub fn unpack_sketch(b: &[u8]) -> Result<Sketch, String> {
     let level = b[1];
     let shingles = u32::from_be_bytes([b[2], b[3], b[4], b[5]]);
     let values = b[6..].chunks_exact(8).map(read_u64).collect();
-    Ok(Sketch { shingles, level, values })
+    Ok(Sketch {
+        shingles,
+        level,
+        values,
+    })
 }
 
 /// One entry of a posting list: doc id u64, the doc's posting level u8 and its number
@@ -81,7 +96,11 @@ pub const POSTING_ENTRY: usize = 11;
 /// Posting-list merge: operands are appended in write order (doc ids increase, so the
 /// list stays sorted); a list keeps at most `cap + 1` entries, enough to know it is
 /// over the cap (a boilerplate value, not expanded into candidates).
-pub fn merge_postings(existing: Option<&[u8]>, operands: &mut dyn Iterator<Item = &[u8]>, cap: usize) -> Vec<u8> {
+pub fn merge_postings(
+    existing: Option<&[u8]>,
+    operands: &mut dyn Iterator<Item = &[u8]>,
+    cap: usize,
+) -> Vec<u8> {
     let limit = (cap + 1) * POSTING_ENTRY;
     let mut out = existing.map(|e| e.to_vec()).unwrap_or_default();
     for op in operands {
@@ -201,20 +220,30 @@ mod tests {
 
     #[test]
     fn values_round_trip_and_versions_are_checked() {
-        let d = DocInfo { shingles: 3, title: Some("t".into()), ..Default::default() };
+        let d = DocInfo {
+            shingles: 3,
+            title: Some("t".into()),
+            ..Default::default()
+        };
         let b = encode(&d);
         assert_eq!(b[0], VALUE_FORMAT);
         assert_eq!(decode::<DocInfo>(&b).unwrap(), d);
         let mut bad = b.clone();
         bad[0] = 9;
         assert!(decode::<DocInfo>(&bad).unwrap_err().contains("format 9"));
-        let s = Sketch { shingles: 7, level: 2, values: vec![4, 8, 1 << 40] };
+        let s = Sketch {
+            shingles: 7,
+            level: 2,
+            values: vec![4, 8, 1 << 40],
+        };
         assert_eq!(unpack_sketch(&pack_sketch(&s)).unwrap(), s);
     }
 
     #[test]
     fn posting_lists_stop_growing_past_the_cap() {
-        let ops: Vec<Vec<u8>> = (0..10u64).map(|d| [&d.to_be_bytes()[..], &[0, 0, 5]].concat()).collect();
+        let ops: Vec<Vec<u8>> = (0..10u64)
+            .map(|d| [&d.to_be_bytes()[..], &[0, 0, 5]].concat())
+            .collect();
         let merged = merge_postings(None, &mut ops.iter().map(|v| v.as_slice()), 3);
         assert_eq!(merged.len(), 4 * POSTING_ENTRY);
         assert_eq!(read_u64(&merged[POSTING_ENTRY..]), 1);

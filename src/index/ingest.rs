@@ -20,7 +20,10 @@ use rocksdb::WriteBatch;
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::codec::{self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo, POSTING_ENTRY};
+use super::codec::{
+    self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo,
+    POSTING_ENTRY,
+};
 use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::capture::Capture;
 use crate::read::Record;
@@ -190,19 +193,33 @@ const COMMON_SET_LIMIT: usize = 1 << 18;
 const COMMON_HEAD: usize = 8;
 
 /// Ingests `files` into sweep `opts.sweep`.
-pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progress: impl FnMut(Progress)) -> Result<IngestSummary> {
+pub fn ingest(
+    index: &Index,
+    files: &[PathBuf],
+    opts: &IngestOptions,
+    mut progress: impl FnMut(Progress),
+) -> Result<IngestSummary> {
     // The sweep: resumed by label, or new.
     let sweeps = index.sweeps()?;
     let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
         Some((id, s)) => (*id, s.clone()),
-        None => (sweeps.last().map(|(id, _)| id + 1).unwrap_or(1), SweepInfo { label: opts.sweep.clone(), ..Default::default() }),
+        None => (
+            sweeps.last().map(|(id, _)| id + 1).unwrap_or(1),
+            SweepInfo {
+                label: opts.sweep.clone(),
+                ..Default::default()
+            },
+        ),
     };
     if let Some(d) = &opts.date {
         if sweep.date.is_empty() {
             sweep.date = crate::capture::timestamp14(d).unwrap_or_default();
         }
     }
-    let mut summary = IngestSummary { sweep: opts.sweep.clone(), ..Default::default() };
+    let mut summary = IngestSummary {
+        sweep: opts.sweep.clone(),
+        ..Default::default()
+    };
     // Which files to read, and from which record.
     let mut todo: Vec<PathBuf> = Vec::new();
     let mut skips: Vec<u64> = Vec::new();
@@ -210,25 +227,38 @@ pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progre
     let mut input_total = 0u64;
     for path in files {
         let name = path.display().to_string();
-        let id = file_identity(path).map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+        let id = file_identity(path)
+            .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
         let state: Option<FileState> = index.get_value(cf::FILES, &id)?;
         match state {
             Some(st) if st.complete => {
                 summary.already_ingested.push(if st.sweep == sweep_id {
                     name
                 } else {
-                    let other = sweeps.iter().find(|(i, _)| *i == st.sweep).map(|(_, s)| s.label.clone()).unwrap_or_default();
+                    let other = sweeps
+                        .iter()
+                        .find(|(i, _)| *i == st.sweep)
+                        .map(|(_, s)| s.label.clone())
+                        .unwrap_or_default();
                     format!("{name} (in sweep {other})")
                 });
             }
             Some(st) if st.sweep != sweep_id => {
-                let other = sweeps.iter().find(|(i, _)| *i == st.sweep).map(|(_, s)| s.label.clone()).unwrap_or_default();
+                let other = sweeps
+                    .iter()
+                    .find(|(i, _)| *i == st.sweep)
+                    .map(|(_, s)| s.label.clone())
+                    .unwrap_or_default();
                 return Err(IndexError::Invalid(format!(
                     "{name} was partly ingested into sweep {other:?}; finish it with --sweep {other}"
                 )));
             }
             other => {
-                let st = other.unwrap_or(FileState { sweep: sweep_id, name: name.clone(), ..Default::default() });
+                let st = other.unwrap_or(FileState {
+                    sweep: sweep_id,
+                    name: name.clone(),
+                    ..Default::default()
+                });
                 let file_no = match sweep.files.iter().position(|f| *f == st.name) {
                     Some(i) => i,
                     None => {
@@ -246,9 +276,18 @@ pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progre
     // The sweep record exists before any capture points at it (and only when there is
     // something to ingest).
     if !todo.is_empty() {
-        index.db().put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
+        index
+            .db()
+            .put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
     }
-    let mut w = Writer { index, common: Default::default(), sweep_id, sweep, summary, files: states };
+    let mut w = Writer {
+        index,
+        common: Default::default(),
+        sweep_id,
+        sweep,
+        summary,
+        files: states,
+    };
     let scan_opts = ScanOptions {
         threads: opts.threads,
         params: w.index_params_sketch(),
@@ -273,11 +312,17 @@ pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progre
                 done_bytes = file_base + sc.record.offset + sc.record.length;
                 let r = w.record(file, &sc.record, &sc.capture);
                 if w.summary.records % 256 == 0 {
-                    progress(Progress { records: w.summary.records, input_bytes: done_bytes, input_total });
+                    progress(Progress {
+                        records: w.summary.records,
+                        input_bytes: done_bytes,
+                        input_total,
+                    });
                 }
                 r
             }
-            ScanEvent::FileEnd { file, bytes, error, .. } => {
+            ScanEvent::FileEnd {
+                file, bytes, error, ..
+            } => {
                 w.summary.bytes += bytes;
                 file_base += std::fs::metadata(&todo[file]).map(|m| m.len()).unwrap_or(0);
                 w.file_end(file, error.map(|e| (e.offset, e.message)))
@@ -296,7 +341,11 @@ pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progre
     }
     // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
     w.index.flush()?;
-    progress(Progress { records: w.summary.records, input_bytes: input_total, input_total });
+    progress(Progress {
+        records: w.summary.records,
+        input_bytes: input_total,
+        input_total,
+    });
     w.summary.files = todo.len() as u64;
     Ok(w.summary)
 }
@@ -304,7 +353,11 @@ pub fn ingest(index: &Index, files: &[PathBuf], opts: &IngestOptions, mut progre
 impl Writer<'_> {
     fn index_params_sketch(&self) -> crate::sketch::SketchParams {
         let p = self.index.params();
-        crate::sketch::SketchParams { shingle_width: p.shingle_width, seed: p.seed, sample_target: p.sample_target }
+        crate::sketch::SketchParams {
+            shingle_width: p.shingle_width,
+            seed: p.seed,
+            sample_target: p.sample_target,
+        }
     }
 
     fn skip(&mut self, reason: &str) {
@@ -321,8 +374,16 @@ impl Writer<'_> {
         self.capture(&mut batch, file, record_no, rec, cap)?;
         let st = &mut self.files[file].3;
         st.records += 1;
-        batch.put_cf(self.index.cf(cf::FILES), self.files[file].1, encode(&self.files[file].3));
-        batch.put_cf(self.index.cf(cf::SWEEPS), self.sweep_id.to_be_bytes(), encode(&self.sweep));
+        batch.put_cf(
+            self.index.cf(cf::FILES),
+            self.files[file].1,
+            encode(&self.files[file].3),
+        );
+        batch.put_cf(
+            self.index.cf(cf::SWEEPS),
+            self.sweep_id.to_be_bytes(),
+            encode(&self.sweep),
+        );
         self.index.db().write(batch)?;
         Ok(())
     }
@@ -332,7 +393,11 @@ impl Writer<'_> {
         st.complete = true;
         st.error = error.clone();
         if let Some((offset, message)) = error {
-            self.summary.errors.push(FileError { file: name.clone(), offset, message });
+            self.summary.errors.push(FileError {
+                file: name.clone(),
+                offset,
+                message,
+            });
         }
         let mut batch = WriteBatch::default();
         batch.put_cf(self.index.cf(cf::FILES), *id, encode(st));
@@ -340,7 +405,14 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn capture(&mut self, batch: &mut WriteBatch, file: usize, record_no: u64, rec: &Record, cap: &Capture) -> Result<()> {
+    fn capture(
+        &mut self,
+        batch: &mut WriteBatch,
+        file: usize,
+        record_no: u64,
+        rec: &Record,
+        cap: &Capture,
+    ) -> Result<()> {
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
             return Ok(());
@@ -364,7 +436,12 @@ impl Writer<'_> {
         if ok {
             if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, cap.sketch.as_ref()) {
                 let fpk = fp.to_be_bytes();
-                let known = self.index.db().get_cf(self.index.cf(cf::FINGERPRINTS), fpk)?.as_deref().and_then(doc_value);
+                let known = self
+                    .index
+                    .db()
+                    .get_cf(self.index.cf(cf::FINGERPRINTS), fpk)?
+                    .as_deref()
+                    .and_then(doc_value);
                 match known {
                     Some(d) => {
                         doc = Some(d);
@@ -378,13 +455,25 @@ impl Writer<'_> {
                     }
                 }
                 if let Some(dig) = &cap.payload_digest {
-                    batch.put_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes(), u64_key(doc.expect("set above")));
+                    batch.put_cf(
+                        self.index.cf(cf::PAYLOADS),
+                        dig.as_bytes(),
+                        u64_key(doc.expect("set above")),
+                    );
                 }
             } else if cap.payload_known {
                 let dig = cap.payload_digest.as_deref().unwrap_or_default();
-                doc = self.index.db().get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?.as_deref().and_then(doc_value);
+                doc = self
+                    .index
+                    .db()
+                    .get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?
+                    .as_deref()
+                    .and_then(doc_value);
                 if doc.is_none() {
-                    return Err(IndexError::Corruption { cf: cf::PAYLOADS, comment: format!("digest {dig} vanished") });
+                    return Err(IndexError::Corruption {
+                        cf: cf::PAYLOADS,
+                        comment: format!("digest {dig} vanished"),
+                    });
                 }
                 self.summary.known_docs += 1;
                 self.sweep.known_docs += 1;
@@ -416,7 +505,10 @@ impl Writer<'_> {
             digest: cap.payload_digest.clone(),
             redirect: cap.redirect.as_ref().map(|l| resolve(&url, l)),
             // CDX convention: the file's name, resolved against an archive directory.
-            file: std::path::Path::new(&self.files[file].0).file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            file: std::path::Path::new(&self.files[file].0)
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default(),
             offset: rec.offset,
             length: rec.length,
             r_prev,
@@ -424,7 +516,11 @@ impl Writer<'_> {
         };
         let file_no = self.files[file].2;
         let rec_no = record_no.min(u32::MAX as u64) as u32;
-        batch.put_cf(self.index.cf(cf::CAPTURES), capture_key(&key_surt, &ts, self.sweep_id, file_no, rec_no), encode(&info));
+        batch.put_cf(
+            self.index.cf(cf::CAPTURES),
+            capture_key(&key_surt, &ts, self.sweep_id, file_no, rec_no),
+            encode(&info),
+        );
         if let Some(d) = doc {
             let mut k = Vec::with_capacity(8 + 14 + 10 + key_surt.len());
             k.extend_from_slice(&d.to_be_bytes());
@@ -442,7 +538,11 @@ impl Writer<'_> {
     fn resolve_revisit(&self, cap: &Capture) -> Result<Option<u64>> {
         let db = self.index.db();
         if let Some(dig) = &cap.payload_digest {
-            if let Some(d) = db.get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?.as_deref().and_then(doc_value) {
+            if let Some(d) = db
+                .get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?
+                .as_deref()
+                .and_then(doc_value)
+            {
                 return Ok(Some(d));
             }
         }
@@ -452,12 +552,19 @@ impl Writer<'_> {
                 let mut prefix = surt(u).into_bytes();
                 prefix.push(0);
                 prefix.extend_from_slice(ts.as_bytes());
-                for item in db.iterator_cf(self.index.cf(cf::CAPTURES), rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward)) {
+                for item in db.iterator_cf(
+                    self.index.cf(cf::CAPTURES),
+                    rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+                ) {
                     let (k, v) = item?;
                     if !k.starts_with(&prefix) {
                         break;
                     }
-                    let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::CAPTURES, comment })?;
+                    let c: CaptureInfo =
+                        codec::decode(&v).map_err(|comment| IndexError::Corruption {
+                            cf: cf::CAPTURES,
+                            comment,
+                        })?;
                     if c.doc.is_some() {
                         return Ok(c.doc);
                     }
@@ -469,7 +576,9 @@ impl Writer<'_> {
 
     fn touch_doc(&self, batch: &mut WriteBatch, d: u64, ts: &str) -> Result<()> {
         // A doc created in this very batch is not readable yet: new_doc wrote it whole.
-        let Some(mut info) = self.index.doc(d)? else { return Ok(()) };
+        let Some(mut info) = self.index.doc(d)? else {
+            return Ok(());
+        };
         if info.first_seen.as_str() > ts || info.first_seen.is_empty() {
             info.first_seen = ts.to_string();
         }
@@ -507,7 +616,10 @@ impl Writer<'_> {
             }
             Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
         };
-        if last.as_deref().is_none_or(|v| v.len() != 22 || &v[..14] <= ts.as_bytes()) {
+        if last
+            .as_deref()
+            .is_none_or(|v| v.len() != 22 || &v[..14] <= ts.as_bytes())
+        {
             batch.put_cf(ucf, key_surt.as_bytes(), value);
         }
         Ok(r.flatten())
@@ -522,22 +634,39 @@ impl Writer<'_> {
             Some(s) => Some(s.clone()),
             None => self.index.sketch(doc)?,
         };
-        let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else { return Ok(None) };
+        let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else {
+            return Ok(None);
+        };
         Ok(Some(estimate(&a, &b).resemblance as f32))
     }
 
-    fn resemblance_to_previous(&self, key_surt: &str, ts: &str, doc: u64, current: Option<&Sketch>) -> Result<Option<Option<f32>>> {
+    fn resemblance_to_previous(
+        &self,
+        key_surt: &str,
+        ts: &str,
+        doc: u64,
+        current: Option<&Sketch>,
+    ) -> Result<Option<Option<f32>>> {
         let db = self.index.db();
         let mut upper = key_surt.as_bytes().to_vec();
         upper.push(0);
         let prefix = upper.clone();
         upper.extend_from_slice(ts.as_bytes());
-        for (n, item) in db.iterator_cf(self.index.cf(cf::CAPTURES), rocksdb::IteratorMode::From(&upper, rocksdb::Direction::Reverse)).enumerate() {
+        for (n, item) in db
+            .iterator_cf(
+                self.index.cf(cf::CAPTURES),
+                rocksdb::IteratorMode::From(&upper, rocksdb::Direction::Reverse),
+            )
+            .enumerate()
+        {
             let (k, v) = item?;
             if !k.starts_with(&prefix) || n > 64 {
                 break;
             }
-            let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::CAPTURES, comment })?;
+            let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption {
+                cf: cf::CAPTURES,
+                comment,
+            })?;
             let Some(prev) = c.doc else { continue };
             return Ok(Some(self.resemblance(prev, doc, current)?));
         }
@@ -545,11 +674,24 @@ impl Writer<'_> {
     }
 
     /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
-    fn new_doc(&mut self, batch: &mut WriteBatch, sketch: &Sketch, cap: &Capture, ts: &str) -> Result<u64> {
+    fn new_doc(
+        &mut self,
+        batch: &mut WriteBatch,
+        sketch: &Sketch,
+        cap: &Capture,
+        ts: &str,
+    ) -> Result<u64> {
         let counters = self.index.counters();
         let d = counters.next_doc;
-        self.index.set_counters(Counters { next_doc: d + 1, ..counters });
-        batch.put_cf(self.index.cf(cf::META), b"counters", encode(&self.index.counters()));
+        self.index.set_counters(Counters {
+            next_doc: d + 1,
+            ..counters
+        });
+        batch.put_cf(
+            self.index.cf(cf::META),
+            b"counters",
+            encode(&self.index.counters()),
+        );
         let info = DocInfo {
             shingles: sketch.shingles,
             tokens: cap.tokens,
@@ -560,8 +702,19 @@ impl Writer<'_> {
             title: cap.title.clone(),
         };
         // touch_doc adds this capture once the doc is readable; count it here instead.
-        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&DocInfo { captures: 1, ..info }));
-        batch.put_cf(self.index.cf(cf::SKETCHES), u64_key(d), codec::pack_sketch(sketch));
+        batch.put_cf(
+            self.index.cf(cf::DOCS),
+            u64_key(d),
+            encode(&DocInfo {
+                captures: 1,
+                ..info
+            }),
+        );
+        batch.put_cf(
+            self.index.cf(cf::SKETCHES),
+            u64_key(d),
+            codec::pack_sketch(sketch),
+        );
         self.summary.new_docs += 1;
         self.sweep.new_docs += 1;
         if sketch.values.is_empty() {
@@ -575,7 +728,11 @@ impl Writer<'_> {
         let pcf = self.index.cf(cf::POSTINGS);
         // Values known to be over the cap are neither looked up nor appended to (the
         // merge operator would drop the entry anyway): same index, far fewer reads.
-        let keys: Vec<[u8; 8]> = pvals.iter().filter(|v| !self.common.contains_key(v)).map(|v| u64_key(*v)).collect();
+        let keys: Vec<[u8; 8]> = pvals
+            .iter()
+            .filter(|v| !self.common.contains_key(v))
+            .map(|v| u64_key(*v))
+            .collect();
         let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
         let mut heads: Vec<u64> = Vec::new();
         let mut n_common = pvals.len() - keys.len();
@@ -584,10 +741,17 @@ impl Writer<'_> {
                 heads.extend_from_slice(h);
             }
         }
-        for (k, res) in keys.iter().zip(db.batched_multi_get_cf(pcf, keys.iter(), true)) {
+        for (k, res) in keys
+            .iter()
+            .zip(db.batched_multi_get_cf(pcf, keys.iter(), true))
+        {
             let Some(list) = res? else { continue };
             if list.len() > p.common_shingle_cap as usize * POSTING_ENTRY {
-                let head: Vec<u64> = list.chunks_exact(POSTING_ENTRY).take(COMMON_HEAD).map(|e| read_u64(&e[..8])).collect();
+                let head: Vec<u64> = list
+                    .chunks_exact(POSTING_ENTRY)
+                    .take(COMMON_HEAD)
+                    .map(|e| read_u64(&e[..8]))
+                    .collect();
                 heads.extend_from_slice(&head);
                 n_common += 1;
                 if self.common.len() < COMMON_SET_LIMIT {
@@ -597,11 +761,16 @@ impl Writer<'_> {
             }
             for e in list.chunks_exact(POSTING_ENTRY) {
                 let b = read_u64(&e[..8]);
-                let entry = shared.entry(b).or_insert((0, e[8], u16::from_be_bytes([e[9], e[10]])));
+                let entry = shared
+                    .entry(b)
+                    .or_insert((0, e[8], u16::from_be_bytes([e[9], e[10]])));
                 entry.0 += 1;
             }
         }
-        let mut cands: Vec<(u64, u32, u8, u16)> = shared.into_iter().map(|(b, (n, l, c))| (b, n, l, c)).collect();
+        let mut cands: Vec<(u64, u32, u8, u16)> = shared
+            .into_iter()
+            .map(|(b, (n, l, c))| (b, n, l, c))
+            .collect();
         cands.sort_unstable_by_key(|c| c.0);
         // My posting values at each coarser level.
         let mut at_level = [0u32; 65];
@@ -631,7 +800,9 @@ impl Writer<'_> {
                 let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
                 let n = n as f64;
                 let union = (mine + theirs - n).max(n);
-                reachable(n / union, union) || reachable(n / theirs.max(n), theirs) || reachable(n / mine.max(n), mine)
+                reachable(n / union, union)
+                    || reachable(n / theirs.max(n), theirs)
+                    || reachable(n / mine.max(n), mine)
             })
             .map(|c| c.0)
             .collect();
@@ -646,19 +817,34 @@ impl Writer<'_> {
         let ecf = self.index.cf(cf::EDGES);
         let scf = self.index.cf(cf::SKETCHES);
         // Their sketches in one batched read, compared without unpacking.
-        for (b, res) in passing.iter().zip(self.index.db().batched_multi_get_cf(scf, skeys.iter(), true)) {
+        for (b, res) in passing.iter().zip(self.index.db().batched_multi_get_cf(
+            scf,
+            skeys.iter(),
+            true,
+        )) {
             let Some(packed) = res? else { continue };
             let Some(blevel) = codec::packed_level(&packed) else {
-                return Err(IndexError::Corruption { cf: cf::SKETCHES, comment: format!("bad sketch of doc {b}") });
+                return Err(IndexError::Corruption {
+                    cf: cf::SKETCHES,
+                    comment: format!("bad sketch of doc {b}"),
+                });
             };
             let level = blevel.max(sketch.level);
-            let e = estimate_sorted(codec::packed_values_at(&packed, level), sketch.at_level(level));
-            let (r, c_b_in_d, c_d_in_b) = (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
+            let e = estimate_sorted(
+                codec::packed_values_at(&packed, level),
+                sketch.at_level(level),
+            );
+            let (r, c_b_in_d, c_d_in_b) =
+                (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
             if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
                 let mut k = [0u8; 16];
                 k[..8].copy_from_slice(&b.to_be_bytes());
                 k[8..].copy_from_slice(&d.to_be_bytes());
-                let edge = EdgeInfo { resemblance: r as f32, contain_lo_in_hi: c_b_in_d as f32, contain_hi_in_lo: c_d_in_b as f32 };
+                let edge = EdgeInfo {
+                    resemblance: r as f32,
+                    contain_lo_in_hi: c_b_in_d as f32,
+                    contain_hi_in_lo: c_d_in_b as f32,
+                };
                 batch.put_cf(ecf, k, encode(&edge));
                 self.summary.edges += 1;
                 self.sweep.edges += 1;

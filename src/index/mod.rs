@@ -12,7 +12,9 @@ pub mod unionfind;
 
 use std::path::{Path, PathBuf};
 
-use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, DB,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
@@ -53,8 +55,22 @@ pub mod cf {
     /// Root ‖ doc id → (cluster listing).
     pub const MEMBERS: &str = "members";
     /// Every column family, in creation order.
-    pub const ALL: &[&str] =
-        &[META, SWEEPS, FILES, FINGERPRINTS, PAYLOADS, DOCS, SKETCHES, POSTINGS, CAPTURES, DOC_CAPTURES, URL_LAST, EDGES, PARENTS, MEMBERS];
+    pub const ALL: &[&str] = &[
+        META,
+        SWEEPS,
+        FILES,
+        FINGERPRINTS,
+        PAYLOADS,
+        DOCS,
+        SKETCHES,
+        POSTINGS,
+        CAPTURES,
+        DOC_CAPTURES,
+        URL_LAST,
+        EDGES,
+        PARENTS,
+        MEMBERS,
+    ];
 }
 
 /// The parameters an index is built with; data made with other values cannot be mixed.
@@ -96,7 +112,13 @@ impl IndexParams {
         macro_rules! cmp {
             ($f:ident, $section:literal) => {
                 if self.$f != other.$f {
-                    d.push(format!("{}.{} is {:?} in the index but {:?} in the configuration", $section, stringify!($f), self.$f, other.$f));
+                    d.push(format!(
+                        "{}.{} is {:?} in the index but {:?} in the configuration",
+                        $section,
+                        stringify!($f),
+                        self.$f,
+                        other.$f
+                    ));
                 }
             };
         }
@@ -177,7 +199,16 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
     let mut t = BlockBasedOptions::default();
     t.set_block_cache(cache);
     t.set_cache_index_and_filter_blocks(true);
-    if matches!(name, cf::POSTINGS | cf::FINGERPRINTS | cf::PAYLOADS | cf::SKETCHES | cf::DOCS | cf::PARENTS | cf::URL_LAST) {
+    if matches!(
+        name,
+        cf::POSTINGS
+            | cf::FINGERPRINTS
+            | cf::PAYLOADS
+            | cf::SKETCHES
+            | cf::DOCS
+            | cf::PARENTS
+            | cf::URL_LAST
+    ) {
         // Point lookups, most of them misses for new content: full-key bloom filters, in
         // the SST files and in the memtable (a miss then costs no skip-list search).
         t.set_bloom_filter(10.0, false);
@@ -199,7 +230,9 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
         // of a cache-missing walk down a 100 MB skip list (measured: the writer spent a
         // third of its time there).
         o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(8));
-        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList { bucket_count: 1 << 18 });
+        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList {
+            bucket_count: 1 << 18,
+        });
     }
     o
 }
@@ -224,8 +257,10 @@ impl Index {
         db_opts.set_db_write_buffer_size(config.index.write_buffer_mb << 20);
         // One writer thread; required by the hashed memtable of postings.
         db_opts.set_allow_concurrent_memtable_write(false);
-        let descriptors: Vec<ColumnFamilyDescriptor> =
-            cf::ALL.iter().map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache, cap))).collect();
+        let descriptors: Vec<ColumnFamilyDescriptor> = cf::ALL
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache, cap)))
+            .collect();
         if exists {
             let present = DB::list_cf(&Options::default(), path)?;
             if !present.iter().any(|c| c == cf::META) {
@@ -235,18 +270,32 @@ impl Index {
         let db = DB::open_cf_descriptors(&db_opts, path, descriptors)?;
         let meta = db.cf_handle(cf::META).expect("meta column family");
         let version = db.get_cf(meta, b"schema_version")?;
-        let index = Index { db, path: path.to_path_buf(), params: params.clone(), counters: Default::default() };
+        let index = Index {
+            db,
+            path: path.to_path_buf(),
+            params: params.clone(),
+            counters: Default::default(),
+        };
         // A directory RocksDB created but that never got our meta (a first run killed
         // in between) is empty: initialize it. Anything else without a version is not ours.
         let empty = cf::ALL.iter().all(|n| {
             let mut ro = rocksdb::ReadOptions::default();
             ro.set_total_order_seek(true);
-            index.db.iterator_cf_opt(index.cf(n), ro, rocksdb::IteratorMode::Start).next().is_none()
+            index
+                .db
+                .iterator_cf_opt(index.cf(n), ro, rocksdb::IteratorMode::Start)
+                .next()
+                .is_none()
         });
         match version {
-            None if exists && !(create && empty) => return Err(IndexError::NotOurs(path.to_path_buf())),
+            None if exists && !(create && empty) => {
+                return Err(IndexError::NotOurs(path.to_path_buf()))
+            }
             None => {
-                index.set_counters(Counters { next_doc: 1, threshold: config.cluster.threshold });
+                index.set_counters(Counters {
+                    next_doc: 1,
+                    threshold: config.cluster.threshold,
+                });
                 let meta = index.cf(cf::META);
                 let mut b = rocksdb::WriteBatch::default();
                 b.put_cf(meta, b"schema_version", SCHEMA_VERSION.to_be_bytes());
@@ -255,14 +304,26 @@ impl Index {
                 index.db.write(b)?;
             }
             Some(v) => {
-                let found = u32::from_be_bytes(v.as_slice().try_into().map_err(|_| IndexError::NotOurs(path.to_path_buf()))?);
+                let found = u32::from_be_bytes(
+                    v.as_slice()
+                        .try_into()
+                        .map_err(|_| IndexError::NotOurs(path.to_path_buf()))?,
+                );
                 if found != SCHEMA_VERSION {
-                    return Err(IndexError::Version { path: path.to_path_buf(), found });
+                    return Err(IndexError::Version {
+                        path: path.to_path_buf(),
+                        found,
+                    });
                 }
-                let stored: IndexParams = index.get_value(cf::META, b"params")?.ok_or(IndexError::NotOurs(path.to_path_buf()))?;
+                let stored: IndexParams = index
+                    .get_value(cf::META, b"params")?
+                    .ok_or(IndexError::NotOurs(path.to_path_buf()))?;
                 let diffs = stored.differences(&params);
                 if !diffs.is_empty() {
-                    return Err(IndexError::Params { path: path.to_path_buf(), diffs });
+                    return Err(IndexError::Params {
+                        path: path.to_path_buf(),
+                        diffs,
+                    });
                 }
                 index.set_counters(index.get_value(cf::META, b"counters")?.unwrap_or_default());
             }
@@ -286,17 +347,28 @@ impl Index {
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
-        self.db.cf_handle(name).expect("column families are created at open")
+        self.db
+            .cf_handle(name)
+            .expect("column families are created at open")
     }
 
     pub(crate) fn db(&self) -> &DB {
         &self.db
     }
 
-    pub(crate) fn get_value<T: serde::de::DeserializeOwned>(&self, cf_name: &'static str, key: &[u8]) -> Result<Option<T>> {
+    pub(crate) fn get_value<T: serde::de::DeserializeOwned>(
+        &self,
+        cf_name: &'static str,
+        key: &[u8],
+    ) -> Result<Option<T>> {
         match self.db.get_cf(self.cf(cf_name), key)? {
             None => Ok(None),
-            Some(v) => decode(&v).map(Some).map_err(|comment| IndexError::Corruption { cf: cf_name, comment }),
+            Some(v) => decode(&v)
+                .map(Some)
+                .map_err(|comment| IndexError::Corruption {
+                    cf: cf_name,
+                    comment,
+                }),
         }
     }
 
@@ -309,7 +381,14 @@ impl Index {
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
         match self.db.get_cf(self.cf(cf::SKETCHES), u64_key(doc))? {
             None => Ok(None),
-            Some(v) => codec::unpack_sketch(&v).map(Some).map_err(|comment| IndexError::Corruption { cf: cf::SKETCHES, comment }),
+            Some(v) => {
+                codec::unpack_sketch(&v)
+                    .map(Some)
+                    .map_err(|comment| IndexError::Corruption {
+                        cf: cf::SKETCHES,
+                        comment,
+                    })
+            }
         }
     }
 
@@ -321,10 +400,19 @@ impl Index {
     /// Every sweep, by id.
     pub fn sweeps(&self) -> Result<Vec<(u32, SweepInfo)>> {
         let mut out = Vec::new();
-        for item in self.db.iterator_cf(self.cf(cf::SWEEPS), rocksdb::IteratorMode::Start) {
+        for item in self
+            .db
+            .iterator_cf(self.cf(cf::SWEEPS), rocksdb::IteratorMode::Start)
+        {
             let (k, v) = item?;
-            let id = u32::from_be_bytes(k[..4].try_into().map_err(|_| IndexError::Corruption { cf: cf::SWEEPS, comment: "short key".into() })?);
-            let info: SweepInfo = decode(&v).map_err(|comment| IndexError::Corruption { cf: cf::SWEEPS, comment })?;
+            let id = u32::from_be_bytes(k[..4].try_into().map_err(|_| IndexError::Corruption {
+                cf: cf::SWEEPS,
+                comment: "short key".into(),
+            })?);
+            let info: SweepInfo = decode(&v).map_err(|comment| IndexError::Corruption {
+                cf: cf::SWEEPS,
+                comment,
+            })?;
             out.push((id, info));
         }
         Ok(out)
@@ -337,7 +425,14 @@ impl Index {
             .iter()
             .map(|n| {
                 let c = self.cf(n);
-                (*n, self.db.property_int_value_cf(c, "rocksdb.total-sst-files-size").ok().flatten().unwrap_or(0))
+                (
+                    *n,
+                    self.db
+                        .property_int_value_cf(c, "rocksdb.total-sst-files-size")
+                        .ok()
+                        .flatten()
+                        .unwrap_or(0),
+                )
             })
             .collect()
     }

@@ -22,13 +22,22 @@ pub enum ExportFormat {
 
 /// Writes every capture in key order (SURT, then timestamp), optionally of one sweep.
 /// Returns the number of lines.
-pub fn export(index: &Index, format: ExportFormat, sweep: Option<u32>, out: &mut dyn Write) -> std::io::Result<u64> {
+pub fn export(
+    index: &Index,
+    format: ExportFormat,
+    sweep: Option<u32>,
+    out: &mut dyn Write,
+) -> std::io::Result<u64> {
     let mut n = 0u64;
     let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
     let to_io = |e: IndexError| std::io::Error::other(e.to_string());
-    for item in index.db().iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start) {
+    for item in index
+        .db()
+        .iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start)
+    {
         let (k, v) = item.map_err(|e| std::io::Error::other(e.to_string()))?;
-        let (surt, ts) = split_capture_key(&k).ok_or_else(|| std::io::Error::other("corrupt capture key"))?;
+        let (surt, ts) =
+            split_capture_key(&k).ok_or_else(|| std::io::Error::other("corrupt capture key"))?;
         let c: CaptureInfo = decode(&v).map_err(std::io::Error::other)?;
         if sweep.is_some_and(|s| s != c.sweep) {
             continue;
@@ -134,7 +143,11 @@ pub fn stats(index: &Index) -> Result<Stats> {
     for item in db.iterator_cf(index.cf(cf::PARENTS), rocksdb::IteratorMode::Start) {
         let (k, v) = item?;
         let doc = super::codec::read_u64(&k);
-        let (parent, size, min) = (super::codec::read_u64(&v[..8]), super::codec::read_u64(&v[8..16]), super::codec::read_u64(&v[16..24]));
+        let (parent, size, min) = (
+            super::codec::read_u64(&v[..8]),
+            super::codec::read_u64(&v[8..16]),
+            super::codec::read_u64(&v[16..24]),
+        );
         let n = unionfind::Node { parent, size, min };
         if n.parent == doc && n.size > 1 {
             roots.push((n.min, n.size));
@@ -158,7 +171,11 @@ pub fn stats(index: &Index) -> Result<Stats> {
         threshold: index.counters().threshold,
         column_families: sizes.into_iter().map(|(n, b)| (n.to_string(), b)).collect(),
         bytes,
-        bytes_per_doc: if docs == 0 { 0.0 } else { bytes as f64 / docs as f64 },
+        bytes_per_doc: if docs == 0 {
+            0.0
+        } else {
+            bytes as f64 / docs as f64
+        },
     })
 }
 
@@ -174,7 +191,9 @@ pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
     let r = unionfind::rebuild(index, threshold)?;
     let mut c = index.counters();
     c.threshold = threshold;
-    index.db().put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
+    index
+        .db()
+        .put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
     index.set_counters(c);
     Ok(r)
 }

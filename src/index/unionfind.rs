@@ -31,15 +31,25 @@ fn pack(n: &Node) -> [u8; 24] {
 }
 
 fn unpack(b: &[u8]) -> Node {
-    Node { parent: read_u64(&b[..8]), size: read_u64(&b[8..16]), min: read_u64(&b[16..24]) }
+    Node {
+        parent: read_u64(&b[..8]),
+        size: read_u64(&b[8..16]),
+        min: read_u64(&b[16..24]),
+    }
 }
 
 /// The node of a doc as stored.
 pub fn node(index: &Index, doc: u64) -> Result<Node> {
-    Ok(match index.db().get_cf(index.cf(cf::PARENTS), u64_key(doc))? {
-        Some(v) if v.len() == 24 => unpack(&v),
-        _ => Node { parent: doc, size: 1, min: doc },
-    })
+    Ok(
+        match index.db().get_cf(index.cf(cf::PARENTS), u64_key(doc))? {
+            Some(v) if v.len() == 24 => unpack(&v),
+            _ => Node {
+                parent: doc,
+                size: 1,
+                min: doc,
+            },
+        },
+    )
 }
 
 /// The root of a doc's cluster and the root's node.
@@ -52,7 +62,10 @@ pub fn find(index: &Index, doc: u64) -> Result<(u64, Node)> {
         }
         x = n.parent;
     }
-    Err(super::IndexError::Corruption { cf: cf::PARENTS, comment: format!("parent chain from doc {doc} does not end") })
+    Err(super::IndexError::Corruption {
+        cf: cf::PARENTS,
+        comment: format!("parent chain from doc {doc} does not end"),
+    })
 }
 
 /// Cluster id (smallest member) and size of a doc's cluster.
@@ -72,7 +85,10 @@ fn members_key(root: u64, doc: u64) -> [u8; 16] {
 pub fn members_of_root(index: &Index, root: u64) -> Result<Vec<u64>> {
     let mut out = Vec::new();
     let prefix = root.to_be_bytes();
-    for item in index.db().iterator_cf(index.cf(cf::MEMBERS), rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward)) {
+    for item in index.db().iterator_cf(
+        index.cf(cf::MEMBERS),
+        rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+    ) {
         let (k, _) = item?;
         if k.len() != 16 || k[..8] != prefix {
             break;
@@ -126,13 +142,37 @@ pub fn join(index: &Index, batch: &mut WriteBatch, x: u64, targets: &[u64]) -> R
                 batch.put_cf(members, members_key(root, m), []);
             }
         }
-        batch.put_cf(parents, u64_key(q), pack(&Node { parent: root, size: qn.size, min: qn.min }));
+        batch.put_cf(
+            parents,
+            u64_key(q),
+            pack(&Node {
+                parent: root,
+                size: qn.size,
+                min: qn.min,
+            }),
+        );
         size += qn.size;
         min = min.min(qn.min);
     }
     batch.put_cf(members, members_key(root, x), []);
-    batch.put_cf(parents, u64_key(x), pack(&Node { parent: root, size: 1, min: x }));
-    batch.put_cf(parents, u64_key(root), pack(&Node { parent: root, size, min }));
+    batch.put_cf(
+        parents,
+        u64_key(x),
+        pack(&Node {
+            parent: root,
+            size: 1,
+            min: x,
+        }),
+    );
+    batch.put_cf(
+        parents,
+        u64_key(root),
+        pack(&Node {
+            parent: root,
+            size,
+            min,
+        }),
+    );
     // Path compression for the docs just looked at.
     for &t in targets {
         if t != root && !roots.iter().any(|(r, _)| *r == t) {
@@ -171,7 +211,10 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
     for item in db.iterator_cf(index.cf(cf::EDGES), rocksdb::IteratorMode::Start) {
         let (k, v) = item?;
         let e: super::codec::EdgeInfo =
-            super::codec::decode(&v).map_err(|comment| super::IndexError::Corruption { cf: cf::EDGES, comment })?;
+            super::codec::decode(&v).map_err(|comment| super::IndexError::Corruption {
+                cf: cf::EDGES,
+                comment,
+            })?;
         if (e.resemblance as f64) < threshold {
             continue;
         }
@@ -210,7 +253,15 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
         }
         n_clusters += 1;
         for &d in &m {
-            batch.put_cf(pcf, u64_key(d), pack(&Node { parent: r, size: if d == r { m.len() as u64 } else { 1 }, min: r }));
+            batch.put_cf(
+                pcf,
+                u64_key(d),
+                pack(&Node {
+                    parent: r,
+                    size: if d == r { m.len() as u64 } else { 1 },
+                    min: r,
+                }),
+            );
             batch.put_cf(mcf, members_key(r, d), []);
         }
         if batch.len() > 100_000 {

@@ -22,7 +22,10 @@ pub struct HttpResponse {
 impl HttpResponse {
     /// First header value by name, case-insensitive.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The media type without parameters, lower-cased.
@@ -38,7 +41,12 @@ impl HttpResponse {
 
 /// `text/html; charset=UTF-8` → `text/html`.
 pub fn media_type(content_type: &str) -> String {
-    content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+    content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// `text/html; charset="utf-8"` → `utf-8`.
@@ -69,7 +77,9 @@ pub fn parse_response(block: &[u8], cap: usize) -> Option<HttpResponse> {
         Some((h, b)) => (&block[..h], &block[b..]),
         None => (block, &block[block.len()..]),
     };
-    let mut lines = head.split(|b| *b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let mut lines = head
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
     let status_line = lines.next()?;
     let status = String::from_utf8_lossy(status_line)
         .split_whitespace()
@@ -95,27 +105,39 @@ pub fn parse_response(block: &[u8], cap: usize) -> Option<HttpResponse> {
             ));
         }
     }
-    let mut resp = HttpResponse { status, headers, ..Default::default() };
-    let chunked = resp.header("Transfer-Encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let mut resp = HttpResponse {
+        status,
+        headers,
+        ..Default::default()
+    };
+    let chunked = resp
+        .header("Transfer-Encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
     let mut payload = if chunked {
         match dechunk(body) {
             Some(p) => p,
             None => {
-                resp.warnings.push("invalid chunked encoding; payload kept as stored".into());
+                resp.warnings
+                    .push("invalid chunked encoding; payload kept as stored".into());
                 body.to_vec()
             }
         }
     } else {
         body.to_vec()
     };
-    if let Some(enc) = resp.header("Content-Encoding").map(|e| e.trim().to_ascii_lowercase()) {
+    if let Some(enc) = resp
+        .header("Content-Encoding")
+        .map(|e| e.trim().to_ascii_lowercase())
+    {
         if !enc.is_empty() && enc != "identity" && !payload.is_empty() {
             match decode_content(&enc, &payload, cap) {
                 Ok((decoded, cut)) => {
                     payload = decoded;
                     resp.over_cap |= cut;
                 }
-                Err(e) => resp.warnings.push(format!("Content-Encoding {enc}: {e}; payload kept as stored")),
+                Err(e) => resp.warnings.push(format!(
+                    "Content-Encoding {enc}: {e}; payload kept as stored"
+                )),
             }
         }
     }
@@ -181,18 +203,26 @@ pub fn decode_content(encoding: &str, data: &[u8], cap: usize) -> Result<(Vec<u8
     let mut out = Vec::new();
     let limit = cap as u64 + 1;
     let res = match encoding {
-        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(data).take(limit).read_to_end(&mut out),
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(data)
+            .take(limit)
+            .read_to_end(&mut out),
         "deflate" => {
             // Servers send zlib-wrapped or raw deflate under this name.
-            let r = flate2::read::ZlibDecoder::new(data).take(limit).read_to_end(&mut out);
+            let r = flate2::read::ZlibDecoder::new(data)
+                .take(limit)
+                .read_to_end(&mut out);
             if r.is_err() {
                 out.clear();
-                flate2::read::DeflateDecoder::new(data).take(limit).read_to_end(&mut out)
+                flate2::read::DeflateDecoder::new(data)
+                    .take(limit)
+                    .read_to_end(&mut out)
             } else {
                 r
             }
         }
-        "br" => brotli_decompressor::Decompressor::new(data, 4096).take(limit).read_to_end(&mut out),
+        "br" => brotli_decompressor::Decompressor::new(data, 4096)
+            .take(limit)
+            .read_to_end(&mut out),
         other => return Err(format!("unknown content coding {other:?}")),
     };
     match res {

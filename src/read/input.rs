@@ -79,7 +79,10 @@ impl Decompressed {
     }
 
     /// Wraps any reader (tests, stdin).
-    pub fn from_reader(mut r: Box<dyn Read + Send>, compressed_len: u64) -> io::Result<(Self, Compression)> {
+    pub fn from_reader(
+        mut r: Box<dyn Read + Send>,
+        compressed_len: u64,
+    ) -> io::Result<(Self, Compression)> {
         // Sniff the first bytes, however the source hands them out, then put them back.
         let mut first = Vec::with_capacity(4);
         while first.len() < 4 {
@@ -106,13 +109,28 @@ impl Decompressed {
             ));
         }
         let (source, compression) = if head.starts_with(&GZIP_MAGIC) {
-            (Source::Gzip { decoder: Some(GzDecoder::new(raw)), trailing: None }, Compression::Gzip)
+            (
+                Source::Gzip {
+                    decoder: Some(GzDecoder::new(raw)),
+                    trailing: None,
+                },
+                Compression::Gzip,
+            )
         } else {
             (Source::Plain(raw), Compression::None)
         };
         let mut members = VecDeque::new();
         members.push_back((0, 0));
-        Ok((Decompressed { source, produced: 0, members, damage: None, compressed_len }, compression))
+        Ok((
+            Decompressed {
+                source,
+                produced: 0,
+                members,
+                damage: None,
+                compressed_len,
+            },
+            compression,
+        ))
     }
 
     /// Compressed offset of the member holding decompressed position `pos`, and whether
@@ -130,16 +148,24 @@ impl Decompressed {
     pub fn compressed_position(&self) -> u64 {
         match &self.source {
             Source::Plain(r) => raw_position(r),
-            Source::Gzip { decoder: Some(d), .. } => raw_position(d.get_ref()),
-            Source::Gzip { trailing: Some(r), .. } => raw_position(r),
+            Source::Gzip {
+                decoder: Some(d), ..
+            } => raw_position(d.get_ref()),
+            Source::Gzip {
+                trailing: Some(r), ..
+            } => raw_position(r),
             Source::Gzip { .. } => self.compressed_len,
         }
     }
 
     fn read_gzip(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            let Source::Gzip { decoder, trailing } = &mut self.source else { unreachable!() };
-            let Some(d) = decoder.as_mut() else { return Ok(0) };
+            let Source::Gzip { decoder, trailing } = &mut self.source else {
+                unreachable!()
+            };
+            let Some(d) = decoder.as_mut() else {
+                return Ok(0);
+            };
             let member_start = self.members.back().map(|m| m.1).unwrap_or(0);
             match d.read(buf) {
                 Ok(0) if buf.is_empty() => return Ok(0),
@@ -150,7 +176,10 @@ impl Decompressed {
                     let next = match raw.fill_buf() {
                         Ok(b) => b,
                         Err(e) => {
-                            self.damage = Some(InputError { offset: at, message: format!("read error: {e}") });
+                            self.damage = Some(InputError {
+                                offset: at,
+                                message: format!("read error: {e}"),
+                            });
                             return Ok(0);
                         }
                     };
@@ -167,7 +196,11 @@ impl Decompressed {
                     // Padding of zeros or whitespace after the last member is harmless.
                     let mut rest = Vec::new();
                     let _ = (&mut raw).take(1 << 16).read_to_end(&mut rest);
-                    if rest.iter().all(|b| matches!(b, 0 | b'\r' | b'\n' | b' ' | b'\t')) && rest.len() < 1 << 16 {
+                    if rest
+                        .iter()
+                        .all(|b| matches!(b, 0 | b'\r' | b'\n' | b' ' | b'\t'))
+                        && rest.len() < 1 << 16
+                    {
                         *trailing = Some(raw);
                         return Ok(0);
                     }

@@ -48,19 +48,27 @@ pub struct Record {
 impl Record {
     /// First value of a named field, case-insensitive.
     pub fn field(&self, name: &str) -> Option<&[u8]> {
-        self.fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+        self.fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
     }
 
     /// A field as text (lossy), trimmed.
     pub fn field_str(&self, name: &str) -> Option<String> {
-        self.field(name).map(|v| String::from_utf8_lossy(v).trim().to_string()).filter(|s| !s.is_empty())
+        self.field(name)
+            .map(|v| String::from_utf8_lossy(v).trim().to_string())
+            .filter(|s| !s.is_empty())
     }
 
     /// The target URI without the `<…>` some writers (wget ≤ 1.19) put around it.
     pub fn target_uri(&self) -> Option<String> {
         self.field_str("WARC-Target-URI").map(|u| {
             let u = u.trim();
-            u.strip_prefix('<').and_then(|s| s.strip_suffix('>')).unwrap_or(u).to_string()
+            u.strip_prefix('<')
+                .and_then(|s| s.strip_suffix('>'))
+                .unwrap_or(u)
+                .to_string()
         })
     }
 }
@@ -109,14 +117,19 @@ pub struct RecordReader {
 impl RecordReader {
     /// Opens a WARC or ARC file, plain or gzip; `cap` bounds the bytes kept per block.
     pub fn open(path: &Path, cap: usize) -> Result<Self, ReadError> {
-        let (stream, compression) = Decompressed::open(path).map_err(|e| ReadError { offset: 0, message: e.to_string() })?;
+        let (stream, compression) = Decompressed::open(path).map_err(|e| ReadError {
+            offset: 0,
+            message: e.to_string(),
+        })?;
         Ok(Self::new(stream, compression, cap))
     }
 
     /// Reads from any byte source (tests, stdin).
     pub fn from_reader(r: Box<dyn Read + Send>, cap: usize) -> Result<Self, ReadError> {
-        let (stream, compression) =
-            Decompressed::from_reader(r, 0).map_err(|e| ReadError { offset: 0, message: e.to_string() })?;
+        let (stream, compression) = Decompressed::from_reader(r, 0).map_err(|e| ReadError {
+            offset: 0,
+            message: e.to_string(),
+        })?;
         Ok(Self::new(stream, compression, cap))
     }
 
@@ -154,18 +167,27 @@ impl RecordReader {
 
     fn fill(&mut self) -> Result<&[u8], ReadError> {
         let pos = self.pos;
-        self.stream.fill_buf().map_err(|e| ReadError { offset: pos, message: format!("read error: {e}") })
+        self.stream.fill_buf().map_err(|e| ReadError {
+            offset: pos,
+            message: format!("read error: {e}"),
+        })
     }
 
     /// At least `n` bytes ahead (fewer only at the end of the stream).
     fn peek(&mut self, n: usize) -> Result<&[u8], ReadError> {
         let pos = self.pos;
-        self.stream.peek(n).map_err(|e| ReadError { offset: pos, message: format!("read error: {e}") })
+        self.stream.peek(n).map_err(|e| ReadError {
+            offset: pos,
+            message: format!("read error: {e}"),
+        })
     }
 
     /// Damage below the record layer (gzip), if any, as a ReadError.
     fn input_damage(&mut self) -> Option<ReadError> {
-        self.stream.get_mut().damage.take().map(|d| ReadError { offset: d.offset, message: d.message })
+        self.stream.get_mut().damage.take().map(|d| ReadError {
+            offset: d.offset,
+            message: d.message,
+        })
     }
 
     /// Reads one line (up to LF, which is dropped with any CR) into `self.line`.
@@ -174,7 +196,10 @@ impl RecordReader {
         self.line.clear();
         loop {
             let pos = self.pos;
-            let buf = self.stream.fill_buf().map_err(|e| ReadError { offset: pos, message: format!("read error: {e}") })?;
+            let buf = self.stream.fill_buf().map_err(|e| ReadError {
+                offset: pos,
+                message: format!("read error: {e}"),
+            })?;
             if buf.is_empty() {
                 return Ok(!self.line.is_empty());
             }
@@ -183,7 +208,10 @@ impl RecordReader {
                 None => (buf.len(), false),
             };
             if self.line.len() + take > MAX_LINE {
-                return Err(ReadError { offset: pos, message: format!("header line longer than {MAX_LINE} bytes") });
+                return Err(ReadError {
+                    offset: pos,
+                    message: format!("header line longer than {MAX_LINE} bytes"),
+                });
             }
             self.line.extend_from_slice(&buf[..take]);
             self.consume(take);
@@ -206,7 +234,10 @@ impl RecordReader {
             if buf.is_empty() {
                 return Ok((seen, total));
             }
-            let n = buf.iter().take_while(|b| matches!(b, b'\r' | b'\n' | 0)).count();
+            let n = buf
+                .iter()
+                .take_while(|b| matches!(b, b'\r' | b'\n' | 0))
+                .count();
             if n == 0 {
                 return Ok((seen, total));
             }
@@ -269,7 +300,9 @@ impl RecordReader {
         } else if self.format == Format::Unknown && looks_like_arc_v1_line(&first) {
             // An ARC file without its filedesc header (cut from a larger file).
             self.format = Format::Arc { major: 1 };
-            self.warnings.push(format!("ARC file without a filedesc:// header at offset {offset}"));
+            self.warnings.push(format!(
+                "ARC file without a filedesc:// header at offset {offset}"
+            ));
             self.read_arc(&first, 1, start, offset)
         } else {
             Err(ReadError {
@@ -289,7 +322,9 @@ impl RecordReader {
         if !matches!(&version[5..], "0.17" | "0.18" | "1.0" | "1.1") {
             return Err(ReadError {
                 offset,
-                message: format!("unsupported WARC version {version:?} (supported: WARC/0.17, 0.18, 1.0, 1.1)"),
+                message: format!(
+                    "unsupported WARC version {version:?} (supported: WARC/0.17, 0.18, 1.0, 1.1)"
+                ),
             });
         }
         if self.format == Format::Unknown {
@@ -301,28 +336,42 @@ impl RecordReader {
         block.extend_from_slice(b"\r\n");
         loop {
             if !self.read_line()? {
-                return Err(ReadError { offset, message: "file ends inside a WARC header block".into() });
+                return Err(ReadError {
+                    offset,
+                    message: "file ends inside a WARC header block".into(),
+                });
             }
             if self.line.is_empty() {
                 break;
             }
             if block.len() + self.line.len() > MAX_HEADER_BYTES {
-                return Err(ReadError { offset, message: format!("WARC header block over {MAX_HEADER_BYTES} bytes") });
+                return Err(ReadError {
+                    offset,
+                    message: format!("WARC header block over {MAX_HEADER_BYTES} bytes"),
+                });
             }
             block.extend_from_slice(&self.line);
             block.extend_from_slice(b"\r\n");
         }
         let fields = parse_fields(&block);
-        let length_field = fields.iter().find(|(n, _)| n.eq_ignore_ascii_case("Content-Length")).map(|(_, v)| v);
+        let length_field = fields
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("Content-Length"))
+            .map(|(_, v)| v);
         let declared_length = match length_field.filter(|v| !v.is_empty()) {
             None => {
-                self.warnings.push(format!("record at offset {offset} has no Content-Length; taken as 0"));
+                self.warnings.push(format!(
+                    "record at offset {offset} has no Content-Length; taken as 0"
+                ));
                 0
             }
-            Some(v) => std::str::from_utf8(v).ok().and_then(|s| s.trim().parse::<u64>().ok()).ok_or_else(|| ReadError {
-                offset,
-                message: format!("Content-Length is not a number: {}", quote(v)),
-            })?,
+            Some(v) => std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.trim().parse::<u64>().ok())
+                .ok_or_else(|| ReadError {
+                    offset,
+                    message: format!("Content-Length is not a number: {}", quote(v)),
+                })?,
         };
         let kind = fields
             .iter()
@@ -347,7 +396,10 @@ impl RecordReader {
             // A gzip member broke inside this record: the record is not delivered.
             return Err(ReadError {
                 offset: d.offset,
-                message: format!("{} (inside the record that starts at offset {offset})", d.message),
+                message: format!(
+                    "{} (inside the record that starts at offset {offset})",
+                    d.message
+                ),
             });
         }
         let short = got < declared_length;
@@ -359,7 +411,11 @@ impl RecordReader {
             // before the next record (other readers skip it too): skip that line, say so.
             let next = self.peek(16)?;
             let is_next_record = next.is_empty()
-                || if arc { has_known_scheme(next) } else { next.len() >= 5 && is_warc_magic(next) };
+                || if arc {
+                    has_known_scheme(next)
+                } else {
+                    next.len() >= 5 && is_warc_magic(next)
+                };
             if !is_next_record {
                 let at = self.pos;
                 self.read_line()?;
@@ -371,7 +427,11 @@ impl RecordReader {
                 skipped_line = true;
             }
         }
-        let sep_ok = if arc { sep == b"\n" || sep == b"\r\n" } else { sep == b"\r\n\r\n" || sep == b"\n\n" };
+        let sep_ok = if arc {
+            sep == b"\n" || sep == b"\r\n"
+        } else {
+            sep == b"\r\n\r\n" || sep == b"\n\n"
+        };
         let at_end = self.fill()?.is_empty();
         if short {
             self.warnings.push(format!(
@@ -388,7 +448,10 @@ impl RecordReader {
         // offset (and so this record's compressed length) is known.
         let _ = self.fill()?;
         let length = if self.stream.get_mut().damage.is_some() || self.fill()?.is_empty() {
-            self.stream.get_ref().compressed_position().saturating_sub(offset)
+            self.stream
+                .get_ref()
+                .compressed_position()
+                .saturating_sub(offset)
         } else {
             let next = self.pos;
             self.file_offset(next).saturating_sub(offset)
@@ -408,7 +471,12 @@ impl RecordReader {
         })
     }
 
-    fn read_arc_filedesc(&mut self, first: &[u8], start: u64, offset: u64) -> Result<Record, ReadError> {
+    fn read_arc_filedesc(
+        &mut self,
+        first: &[u8],
+        start: u64,
+        offset: u64,
+    ) -> Result<Record, ReadError> {
         let parts = split_ws(first);
         let length = match parse_len(parts.last().copied(), offset) {
             Ok(l) => l,
@@ -440,14 +508,36 @@ impl RecordReader {
         };
         self.format = Format::Arc { major };
         let fields = vec![
-            ("WARC-Target-URI".to_string(), parts.first().copied().unwrap_or_default().to_vec()),
-            ("WARC-Date".to_string(), parts.get(2).copied().unwrap_or_default().to_vec()),
-            ("Content-Type".to_string(), parts.get(3).copied().unwrap_or_default().to_vec()),
+            (
+                "WARC-Target-URI".to_string(),
+                parts.first().copied().unwrap_or_default().to_vec(),
+            ),
+            (
+                "WARC-Date".to_string(),
+                parts.get(2).copied().unwrap_or_default().to_vec(),
+            ),
+            (
+                "Content-Type".to_string(),
+                parts.get(3).copied().unwrap_or_default().to_vec(),
+            ),
         ];
-        self.finish(format!("ARC/{major}"), "arc_header".into(), fields, length, start, offset)
+        self.finish(
+            format!("ARC/{major}"),
+            "arc_header".into(),
+            fields,
+            length,
+            start,
+            offset,
+        )
     }
 
-    fn read_arc(&mut self, first: &[u8], major: u8, start: u64, offset: u64) -> Result<Record, ReadError> {
+    fn read_arc(
+        &mut self,
+        first: &[u8],
+        major: u8,
+        start: u64,
+        offset: u64,
+    ) -> Result<Record, ReadError> {
         let parts = split_ws(first);
         // v1: URL IP DATE MIME LENGTH; v2: URL IP DATE MIME CODE CHECKSUM LOCATION OFFSET FILENAME LENGTH.
         // URLs may hold spaces, so fields are taken from the right.
@@ -482,7 +572,10 @@ impl RecordReader {
         }
         let mut date = parts[n - tail + 1];
         if date.len() < 8 || !date.iter().all(u8::is_ascii_digit) {
-            self.warnings.push(format!("ARC record at offset {offset} has no valid date ({}); left undated", quote(date)));
+            self.warnings.push(format!(
+                "ARC record at offset {offset} has no valid date ({}); left undated",
+                quote(date)
+            ));
             date = b"";
         }
         let fields = vec![
@@ -491,7 +584,14 @@ impl RecordReader {
             ("WARC-Date".to_string(), date.to_vec()),
             ("Content-Type".to_string(), parts[n - tail + 2].to_vec()),
         ];
-        self.finish(format!("ARC/{major}"), "response".into(), fields, length, start, offset)
+        self.finish(
+            format!("ARC/{major}"),
+            "response".into(),
+            fields,
+            length,
+            start,
+            offset,
+        )
     }
 }
 
@@ -538,21 +638,45 @@ fn looks_like_arc_v1_line(line: &[u8]) -> bool {
 /// ARC header lines start with a URL; a line that does not is misframed.
 fn has_known_scheme(url: &[u8]) -> bool {
     const SCHEMES: &[&[u8]] = &[
-        b"http:", b"https:", b"ftp:", b"dns:", b"filedesc:", b"file:", b"mailto:", b"rtsp:", b"mms:", b"whois:",
-        b"gopher:", b"urn:", b"news:", b"nntp:", b"telnet:", b"wais:", b"prospero:",
+        b"http:",
+        b"https:",
+        b"ftp:",
+        b"dns:",
+        b"filedesc:",
+        b"file:",
+        b"mailto:",
+        b"rtsp:",
+        b"mms:",
+        b"whois:",
+        b"gopher:",
+        b"urn:",
+        b"news:",
+        b"nntp:",
+        b"telnet:",
+        b"wais:",
+        b"prospero:",
     ];
-    SCHEMES.iter().any(|s| url.len() >= s.len() && url[..s.len()].eq_ignore_ascii_case(s))
+    SCHEMES
+        .iter()
+        .any(|s| url.len() >= s.len() && url[..s.len()].eq_ignore_ascii_case(s))
 }
 
 fn split_ws(line: &[u8]) -> Vec<&[u8]> {
-    line.split(|b| *b == b' ' || *b == b'\t').filter(|p| !p.is_empty()).collect()
+    line.split(|b| *b == b' ' || *b == b'\t')
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 fn parse_len(v: Option<&[u8]>, offset: u64) -> Result<u64, ReadError> {
-    v.and_then(|v| std::str::from_utf8(v).ok()).and_then(|s| s.trim().parse().ok()).ok_or_else(|| ReadError {
-        offset,
-        message: format!("record length is not a number: {}", quote(v.unwrap_or_default())),
-    })
+    v.and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| ReadError {
+            offset,
+            message: format!(
+                "record length is not a number: {}",
+                quote(v.unwrap_or_default())
+            ),
+        })
 }
 
 /// Named fields of a WARC header block (first line included). The `warc` crate's parser
@@ -560,7 +684,10 @@ fn parse_len(v: Option<&[u8]>, offset: u64) -> Result<u64, ReadError> {
 fn parse_fields(block: &[u8]) -> Vec<Field> {
     if let Ok((rest, (_, fields, _))) = warc::parser::headers(block) {
         if rest.is_empty() {
-            return fields.into_iter().map(|(n, v)| (n.to_string(), trim(v).to_vec())).collect();
+            return fields
+                .into_iter()
+                .map(|(n, v)| (n.to_string(), trim(v).to_vec()))
+                .collect();
         }
     }
     let mut out: Vec<Field> = Vec::new();
@@ -588,8 +715,15 @@ fn parse_fields(block: &[u8]) -> Vec<Field> {
 }
 
 fn trim(v: &[u8]) -> &[u8] {
-    let s = v.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(v.len());
-    let e = v.iter().rposition(|b| !b.is_ascii_whitespace()).map(|i| i + 1).unwrap_or(s);
+    let s = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map(|i| i + 1)
+        .unwrap_or(s);
     &v[s..e.max(s)]
 }
 
@@ -621,7 +755,6 @@ pub fn read_all(path: &Path, cap: usize) -> (Vec<Record>, Option<ReadError>) {
     }
 }
 
-
 /// A read buffer that can guarantee a look-ahead of several bytes (a `BufReader` only
 /// promises one), so decisions about what comes next never depend on where a buffer
 /// happens to end.
@@ -637,7 +770,13 @@ impl PeekReader {
     const CAPACITY: usize = 256 * 1024;
 
     fn new(inner: Decompressed) -> Self {
-        PeekReader { inner, buf: vec![0; Self::CAPACITY], start: 0, end: 0, eof: false }
+        PeekReader {
+            inner,
+            buf: vec![0; Self::CAPACITY],
+            start: 0,
+            end: 0,
+            eof: false,
+        }
     }
 
     fn get_mut(&mut self) -> &mut Decompressed {

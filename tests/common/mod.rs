@@ -23,12 +23,18 @@ pub fn corpus() -> Option<PathBuf> {
 
 /// Runs the `tidemark` binary.
 pub fn tidemark(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tidemark")).args(args).output().expect("run tidemark")
+    Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .output()
+        .expect("run tidemark")
 }
 
 /// Runs the `tidemark-gen` binary.
 pub fn tidemark_gen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tidemark-gen")).args(args).output().expect("run tidemark-gen")
+    Command::new(env!("CARGO_BIN_EXE_tidemark-gen"))
+        .args(args)
+        .output()
+        .expect("run tidemark-gen")
 }
 
 /// Lines of stdout parsed as JSON.
@@ -53,7 +59,11 @@ pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
         &seed.to_string(),
         "--json",
     ]);
-    assert!(out.status.success(), "tidemark-gen failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tidemark-gen failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The .warc.gz files of sweep `n` (1-based) in a generated directory, sorted.
@@ -69,5 +79,6 @@ pub fn sweep_files(dir: &Path, n: usize) -> Vec<PathBuf> {
 
 /// The ground truth of sweep `n`.
 pub fn truth(dir: &Path, n: usize) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join(format!("sweep-{n:02}.truth.json"))).unwrap()).unwrap()
+    serde_json::from_slice(&std::fs::read(dir.join(format!("sweep-{n:02}.truth.json"))).unwrap())
+        .unwrap()
 }

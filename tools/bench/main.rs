@@ -20,7 +20,10 @@ use tidemark::sketch::SketchParams;
 use tidemark::synth::{generate, parse_size, GenOptions};
 
 #[derive(Parser, Debug)]
-#[command(name = "tidemark-bench", about = "Measure read and read+canonicalize+sketch throughput against zcat")]
+#[command(
+    name = "tidemark-bench",
+    about = "Measure read and read+canonicalize+sketch throughput against zcat"
+)]
 struct Args {
     /// Corpus directory; generated here when it holds no .warc.gz yet.
     #[arg(long, default_value = "bench-out")]
@@ -53,7 +56,9 @@ fn warc_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -80,10 +85,19 @@ fn best(repeat: usize, mut f: impl FnMut() -> u64) -> (f64, u64) {
 }
 
 fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
-    let opts = ScanOptions { threads, params: SketchParams::default(), record_cap: 16 << 20, keep_text: false, read_only };
+    let opts = ScanOptions {
+        threads,
+        params: SketchParams::default(),
+        record_cap: 16 << 20,
+        keep_text: false,
+        read_only,
+    };
     let mut bytes = 0u64;
     scan_files(files, &opts, |ev| {
-        if let ScanEvent::FileEnd { bytes: b, error, .. } = ev {
+        if let ScanEvent::FileEnd {
+            bytes: b, error, ..
+        } = ev
+        {
             assert!(error.is_none(), "damaged benchmark file: {error:?}");
             bytes += b;
         }
@@ -95,8 +109,15 @@ fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
 fn zcat(files: &[PathBuf]) -> f64 {
     let t = Instant::now();
     for f in files {
-        let st = Command::new("sh").arg("-c").arg(format!("zcat '{}' > /dev/null", f.display())).status();
-        assert!(st.is_ok_and(|s| s.success()), "zcat failed on {}", f.display());
+        let st = Command::new("sh")
+            .arg("-c")
+            .arg(format!("zcat '{}' > /dev/null", f.display()))
+            .status();
+        assert!(
+            st.is_ok_and(|s| s.success()),
+            "zcat failed on {}",
+            f.display()
+        );
     }
     t.elapsed().as_secs_f64()
 }
@@ -113,7 +134,11 @@ fn huge_records(dir: &Path) -> Vec<serde_json::Value> {
                 body.extend_from_slice(format!("w{} ", (i * 2_654_435_761) % 50_000).as_bytes());
                 i += 1;
             }
-            let mut block = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+            let mut block = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
             block.extend_from_slice(&body);
             let head = format!(
                 "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://example.com/{mb}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
@@ -134,7 +159,18 @@ fn huge_records(dir: &Path) -> Vec<serde_json::Value> {
 
 fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_dir() && p.file_name().unwrap().to_string_lossy().starts_with("sweep-")).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.is_dir()
+                        && p.file_name()
+                            .unwrap()
+                            .to_string_lossy()
+                            .starts_with("sweep-")
+                })
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -142,7 +178,12 @@ fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
 
 fn bench_ingest(a: &Args) -> ExitCode {
     if sweep_dirs(&a.dir).is_empty() {
-        eprintln!("generating {} sweeps of {} pages into {} …", a.sweeps, a.pages, a.dir.display());
+        eprintln!(
+            "generating {} sweeps of {} pages into {} …",
+            a.sweeps,
+            a.pages,
+            a.dir.display()
+        );
         let mut opts = GenOptions::for_size(a.dir.clone(), 13_000 * a.pages as u64, a.sweeps, 2026);
         opts.pages = a.pages;
         if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
@@ -150,26 +191,45 @@ fn bench_ingest(a: &Args) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let exe = std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("tidemark"))).expect("tidemark beside tidemark-bench");
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
+        .expect("tidemark beside tidemark-bench");
     let db = a.dir.join("bench.db");
     let _ = std::fs::remove_dir_all(&db);
     let mut rows = Vec::new();
-    println!("{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}", "sweep", "pages", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB");
+    println!(
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
+        "sweep", "pages", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
+    );
     for dir in sweep_dirs(&a.dir) {
         let files = warc_files(&dir);
         let t_zcat = zcat(&files);
         let label = dir.file_name().unwrap().to_string_lossy().to_string();
         let mut cmd = Command::new(&exe);
-        cmd.arg("--db").arg(&db).arg("ingest").arg("--sweep").arg(&label).arg("--json").args(&files);
+        cmd.arg("--db")
+            .arg(&db)
+            .arg("ingest")
+            .arg("--sweep")
+            .arg(&label)
+            .arg("--json")
+            .args(&files);
         let t = Instant::now();
         let out = cmd.output().expect("run tidemark ingest");
         let secs = t.elapsed().as_secs_f64();
         if !out.status.success() {
-            eprintln!("tidemark-bench: ingest failed: {}", String::from_utf8_lossy(&out.stderr));
+            eprintln!(
+                "tidemark-bench: ingest failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             return ExitCode::from(1);
         }
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let mb = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum::<u64>() as f64 / 1e6;
+        let mb = files
+            .iter()
+            .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+            .sum::<u64>() as f64
+            / 1e6;
         let warc_mb = v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
         let row = json!({
             "sweep": label, "captures": v["captures"], "new_docs": v["new_docs"], "known_docs": v["known_docs"],
@@ -189,7 +249,12 @@ fn bench_ingest(a: &Args) -> ExitCode {
         );
         rows.push(row);
     }
-    let st = Command::new(&exe).arg("--db").arg(&db).args(["stats", "--json"]).output().expect("run tidemark stats");
+    let st = Command::new(&exe)
+        .arg("--db")
+        .arg(&db)
+        .args(["stats", "--json"])
+        .output()
+        .expect("run tidemark stats");
     let stats: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap_or_default();
     println!(
         "index: {} docs, {} captures, {:.1} MB on disk, {:.0} bytes per doc",
@@ -199,7 +264,10 @@ fn bench_ingest(a: &Args) -> ExitCode {
         stats["bytes_per_doc"].as_f64().unwrap_or(0.0)
     );
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&json!({"sweeps": rows, "stats": stats})).unwrap());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"sweeps": rows, "stats": stats})).unwrap()
+        );
     }
     ExitCode::SUCCESS
 }
@@ -210,11 +278,19 @@ fn main() -> ExitCode {
         return bench_ingest(&a);
     }
     let mut files = warc_files(&a.dir);
-    files.retain(|f| !f.file_name().unwrap().to_string_lossy().starts_with("huge-"));
+    files.retain(|f| {
+        !f.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("huge-")
+    });
     if files.is_empty() {
         eprintln!("generating {} into {} …", a.size, a.dir.display());
         let Some(bytes) = parse_size(&a.size) else {
-            eprintln!("tidemark-bench: --size must look like 600MB or 2GB, not {:?}", a.size);
+            eprintln!(
+                "tidemark-bench: --size must look like 600MB or 2GB, not {:?}",
+                a.size
+            );
             return ExitCode::from(2);
         };
         let opts = GenOptions::for_size(a.dir.clone(), bytes, 1, 2026);
@@ -224,15 +300,30 @@ fn main() -> ExitCode {
         }
         files = warc_files(&a.dir);
     }
-    let compressed: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    eprintln!("measuring {} files, {:.1} MB gzip …", files.len(), compressed as f64 / 1e6);
-    let t_zcat = (0..a.repeat.max(1)).map(|_| zcat(&files)).fold(f64::MAX, f64::min);
+    let compressed: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    eprintln!(
+        "measuring {} files, {:.1} MB gzip …",
+        files.len(),
+        compressed as f64 / 1e6
+    );
+    let t_zcat = (0..a.repeat.max(1))
+        .map(|_| zcat(&files))
+        .fold(f64::MAX, f64::min);
     let (t_read, bytes) = best(a.repeat, || scan(&files, 1, true));
     let (t_one, _) = best(a.repeat, || scan(&files, 1, false));
     let (t_all, _) = best(a.repeat, || scan(&files, cores, false));
     let mb = bytes as f64 / 1e6;
-    let huge = if a.huge { huge_records(&a.dir) } else { Vec::new() };
+    let huge = if a.huge {
+        huge_records(&a.dir)
+    } else {
+        Vec::new()
+    };
     let result = json!({
         "files": files.len(), "warc_mb": mb, "gzip_mb": compressed as f64 / 1e6, "cores": cores,
         "zcat": {"seconds": t_zcat, "mb_per_s": mb / t_zcat},
@@ -244,11 +335,38 @@ fn main() -> ExitCode {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&result).unwrap());
     } else {
-        println!("corpus: {} files, {:.1} MB WARC in {:.1} MB gzip; {} cores", files.len(), mb, compressed as f64 / 1e6, cores);
-        println!("{:<40} {:>8} {:>10} {:>9}", "stage", "seconds", "MB/s", "× zcat");
-        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "zcat FILE > /dev/null", t_zcat, mb / t_zcat, 1.0);
-        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "read + parse (1 reader)", t_read, mb / t_read, t_read / t_zcat);
-        println!("{:<40} {:>8.2} {:>10.1} {:>9.2}", "read + canonicalize + sketch, 1 worker", t_one, mb / t_one, t_one / t_zcat);
+        println!(
+            "corpus: {} files, {:.1} MB WARC in {:.1} MB gzip; {} cores",
+            files.len(),
+            mb,
+            compressed as f64 / 1e6,
+            cores
+        );
+        println!(
+            "{:<40} {:>8} {:>10} {:>9}",
+            "stage", "seconds", "MB/s", "× zcat"
+        );
+        println!(
+            "{:<40} {:>8.2} {:>10.1} {:>9.2}",
+            "zcat FILE > /dev/null",
+            t_zcat,
+            mb / t_zcat,
+            1.0
+        );
+        println!(
+            "{:<40} {:>8.2} {:>10.1} {:>9.2}",
+            "read + parse (1 reader)",
+            t_read,
+            mb / t_read,
+            t_read / t_zcat
+        );
+        println!(
+            "{:<40} {:>8.2} {:>10.1} {:>9.2}",
+            "read + canonicalize + sketch, 1 worker",
+            t_one,
+            mb / t_one,
+            t_one / t_zcat
+        );
         println!(
             "{:<40} {:>8.2} {:>10.1} {:>9.2}",
             format!("read + canonicalize + sketch, {cores} workers"),
@@ -257,7 +375,11 @@ fn main() -> ExitCode {
             t_all / t_zcat
         );
         for h in &huge {
-            println!("one {:>3} MB record: {:.1} MB/s", h["record_mb"], h["mb_per_s"].as_f64().unwrap_or(0.0));
+            println!(
+                "one {:>3} MB record: {:.1} MB/s",
+                h["record_mb"],
+                h["mb_per_s"].as_f64().unwrap_or(0.0)
+            );
         }
     }
     ExitCode::SUCCESS

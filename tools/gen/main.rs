@@ -47,7 +47,10 @@ struct Args {
 fn main() -> ExitCode {
     let a = Args::parse();
     let Ok(start) = chrono::NaiveDate::parse_from_str(&a.start, "%Y-%m-%d") else {
-        eprintln!("tidemark-gen: --start must be YYYY-MM-DD, not {:?}", a.start);
+        eprintln!(
+            "tidemark-gen: --start must be YYYY-MM-DD, not {:?}",
+            a.start
+        );
         return ExitCode::from(2);
     };
     let bytes = match &a.size {
