@@ -19,12 +19,10 @@ use crate::sketch::SketchParams;
 /// One analyzed record; `record.block` is emptied after analysis unless kept.
 #[derive(Debug)]
 pub struct Scanned {
-    /// The record (block dropped unless `keep_blocks`).
+    /// The record (its block dropped after analysis).
     pub record: Record,
     /// Its analysis.
     pub capture: Capture,
-    /// The canonical text, when `keep_text` is set.
-    pub text: Option<String>,
 }
 
 /// What the caller is told, in input order.
@@ -64,8 +62,6 @@ pub struct ScanOptions {
     pub params: SketchParams,
     /// Record cap in bytes.
     pub record_cap: usize,
-    /// Keep canonical texts in the output.
-    pub keep_text: bool,
     /// Skip analysis (read and frame only) — for measuring the reader alone.
     pub read_only: bool,
 }
@@ -204,26 +200,19 @@ pub fn scan_files_with_skip(
                         .items
                         .into_iter()
                         .map(|mut record| {
-                            let (capture, text) = if opts.read_only {
-                                (Capture::basic(&record), None)
+                            let capture = if opts.read_only {
+                                Capture::basic(&record)
                             } else {
-                                let c = analyze_unless_known(
+                                analyze_unless_known(
                                     &record,
                                     &opts.params,
                                     opts.record_cap,
                                     &mut scratch,
                                     known,
-                                );
-                                let text = (opts.keep_text && c.sketch.is_some())
-                                    .then(|| scratch.canon().text.clone());
-                                (c, text)
+                                )
                             };
                             record.block = Vec::new();
-                            Scanned {
-                                record,
-                                capture,
-                                text,
-                            }
+                            Scanned { record, capture }
                         })
                         .collect();
                     if done_tx

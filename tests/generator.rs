@@ -66,7 +66,6 @@ fn scan_sweep(files: &[std::path::PathBuf]) -> HashMap<String, Seen> {
         threads: 2,
         params: SketchParams::default(),
         record_cap: 16 << 20,
-        keep_text: false,
         read_only: false,
     };
     let mut map = HashMap::new();

@@ -57,7 +57,6 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         threads: g.config.threads(),
         params: g.config.sketch_params(),
         record_cap: g.config.ingest.record_cap,
-        keep_text: false,
         read_only: false,
     };
     // Sketch of every 200 capture, per sweep and URL.

@@ -41,7 +41,6 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
         threads: g.config.threads(),
         params: g.config.sketch_params(),
         record_cap: g.config.ingest.record_cap,
-        keep_text: false,
         read_only: false,
     };
     let mut out = stdout();

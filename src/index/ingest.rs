@@ -292,7 +292,6 @@ pub fn ingest(
         threads: opts.threads,
         params: w.index_params_sketch(),
         record_cap: opts.record_cap,
-        keep_text: false,
         read_only: false,
     };
     let mut failure: Option<IndexError> = None;

@@ -89,7 +89,6 @@ fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
         threads,
         params: SketchParams::default(),
         record_cap: 16 << 20,
-        keep_text: false,
         read_only,
     };
     let mut bytes = 0u64;
