@@ -72,6 +72,8 @@ pub struct IngestConfig {
     pub threads: usize,
     /// Bytes of one record kept for analysis.
     pub record_cap: usize,
+    /// MiB of postings of new docs held in memory before they are written.
+    pub postings_buffer_mb: usize,
 }
 
 impl Default for Config {

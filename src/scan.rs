@@ -16,18 +16,20 @@ use crate::capture::{analyze_unless_known, Capture, Scratch};
 use crate::read::{ReadError, Record, RecordReader};
 use crate::sketch::SketchParams;
 
-/// One analyzed record; `record.block` is emptied after analysis unless kept.
+/// One analyzed record; `record.block` is emptied after analysis.
 #[derive(Debug)]
-pub struct Scanned {
+pub struct Scanned<P = ()> {
     /// The record (its block dropped after analysis).
     pub record: Record,
     /// Its analysis.
     pub capture: Capture,
+    /// What the caller's `prepare` made of it on the worker (e.g. index lookups).
+    pub prepared: Option<P>,
 }
 
 /// What the caller is told, in input order.
 #[derive(Debug)]
-pub enum ScanEvent {
+pub enum ScanEvent<P = ()> {
     /// A file is about to be read.
     FileStart {
         /// Index in the input list.
@@ -38,7 +40,7 @@ pub enum ScanEvent {
         /// Index in the input list.
         file: usize,
         /// The record and its analysis.
-        scanned: Box<Scanned>,
+        scanned: Box<Scanned<P>>,
     },
     /// The file was read to its end or to its first damage.
     FileEnd {
@@ -75,10 +77,10 @@ struct Batch {
     start: bool,
 }
 
-struct Done {
+struct Done<P> {
     seq: u64,
     file: usize,
-    items: Vec<Scanned>,
+    items: Vec<Scanned<P>>,
     end: Option<(u64, u64, Option<ReadError>)>,
     start: bool,
 }
@@ -89,23 +91,25 @@ const BATCH_BYTES: usize = 4 << 20;
 /// Scans `files` in order, calling `on_event` for every file and record in input order.
 /// `on_event` returning false stops the scan early.
 pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, on_event: impl FnMut(ScanEvent) -> bool) {
-    scan_files_with_skip(files, &[], opts, &|_| false, on_event)
+    scan_files_with_skip(files, &[], opts, &|_| false, &|_| None::<()>, on_event)
 }
 
 /// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
-/// ingest; `FileEnd.records` still counts every record of the file), and not
-/// canonicalizing responses whose payload digest `known` recognizes.
-pub fn scan_files_with_skip(
+/// ingest; `FileEnd.records` still counts every record of the file), not canonicalizing
+/// responses whose payload digest `known` recognizes, and running `prepare` on each
+/// analysis on the worker (work the caller would otherwise do on its own thread).
+pub fn scan_files_with_skip<P: Send>(
     files: &[PathBuf],
     skip: &[u64],
     opts: &ScanOptions,
     known: &(dyn Fn(&str) -> bool + Sync),
-    mut on_event: impl FnMut(ScanEvent) -> bool,
+    prepare: &(dyn Fn(&Capture) -> Option<P> + Sync),
+    mut on_event: impl FnMut(ScanEvent<P>) -> bool,
 ) {
     let threads = opts.threads.max(1);
     let in_flight = 4 * threads + 2;
     let (work_tx, work_rx) = bounded::<Batch>(2 * threads);
-    let (done_tx, done_rx) = unbounded::<Done>();
+    let (done_tx, done_rx) = unbounded::<Done<P>>();
     let (token_tx, token_rx) = bounded::<()>(in_flight);
     for _ in 0..in_flight {
         token_tx.send(()).expect("token channel has room");
@@ -212,7 +216,12 @@ pub fn scan_files_with_skip(
                                 )
                             };
                             record.block = Vec::new();
-                            Scanned { record, capture }
+                            let prepared = prepare(&capture);
+                            Scanned {
+                                record,
+                                capture,
+                                prepared,
+                            }
                         })
                         .collect();
                     if done_tx
@@ -233,7 +242,7 @@ pub fn scan_files_with_skip(
         drop(work_rx);
         drop(done_tx);
         // In-order delivery on the caller's thread.
-        let mut pending: BTreeMap<u64, Done> = BTreeMap::new();
+        let mut pending: BTreeMap<u64, Done<P>> = BTreeMap::new();
         let mut next = 0u64;
         let mut stopped = false;
         'outer: for d in &done_rx {

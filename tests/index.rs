@@ -217,6 +217,10 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
     };
     let clean_sweeps = sw(&clean);
     let mut rng = tidemark::synth::Rng::new(99);
+    // Even rounds write postings every few dozen new docs instead of once per sweep, so
+    // kills also land between spills and inside them.
+    let small_buffer = work.path().join("small-buffer.toml");
+    std::fs::write(&small_buffer, "[ingest]\npostings_buffer_mb = 1\n").unwrap();
     let (mut kills, mut runs, mut round) = (0, 0, 0);
     while kills < 20 {
         round += 1;
@@ -225,13 +229,11 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
         for k in 1..=sweeps {
             loop {
                 runs += 1;
-                let mut args: Vec<String> = vec![
-                    "--db".into(),
-                    s(&crashy),
-                    "ingest".into(),
-                    "--sweep".into(),
-                    format!("sweep-{k}"),
-                ];
+                let mut args: Vec<String> = vec!["--db".into(), s(&crashy)];
+                if round % 2 == 0 {
+                    args.extend(["--config".into(), s(&small_buffer)]);
+                }
+                args.extend(["ingest".into(), "--sweep".into(), format!("sweep-{k}")]);
                 args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
                 let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
                     .args(&args)

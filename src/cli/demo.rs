@@ -97,6 +97,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             date: Some(sw.date.clone()),
             threads: g.config.threads(),
             record_cap: g.config.ingest.record_cap,
+            postings_buffer_mb: g.config.ingest.postings_buffer_mb,
         };
         let s = tidemark::index::ingest::ingest(&mut index, &sw.files, &opts, |_| {})?;
         if !quiet {

@@ -24,6 +24,7 @@ use super::codec::{
     self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo,
     POSTING_ENTRY,
 };
+use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, COMMON_HEAD};
 use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::capture::Capture;
 use crate::read::Record;
@@ -42,6 +43,8 @@ pub struct IngestOptions {
     pub threads: usize,
     /// Record cap.
     pub record_cap: usize,
+    /// Memory for postings not stored yet, in MiB.
+    pub postings_buffer_mb: usize,
 }
 
 /// A file's damage.
@@ -151,27 +154,6 @@ pub fn split_capture_key(k: &[u8]) -> Option<(&str, &str)> {
     Some((surt, ts))
 }
 
-fn posting_entry(doc: u64, level: u8, count: u16) -> [u8; POSTING_ENTRY] {
-    let mut e = [0u8; POSTING_ENTRY];
-    e[..8].copy_from_slice(&doc.to_be_bytes());
-    e[8] = level;
-    e[9..11].copy_from_slice(&count.to_be_bytes());
-    e
-}
-
-/// The values of a sketch that go into postings: those ≡ 0 mod 2^ℓ for the smallest
-/// ℓ ≥ the sketch's level that leaves fewer than 2P of them.
-pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
-    let mut level = s.level;
-    loop {
-        let vals: Vec<u64> = s.at_level(level).collect();
-        if (vals.len() as u64) < 2 * posting_target as u64 || level >= 63 {
-            return (level, vals);
-        }
-        level += 1;
-    }
-}
-
 struct Writer<'a> {
     index: &'a Index,
     sweep_id: u32,
@@ -179,18 +161,13 @@ struct Writer<'a> {
     summary: IngestSummary,
     /// Per input file: (name, identity, sweep file number, state).
     files: Vec<(String, [u8; 16], u16, FileState)>,
-    /// Posting values whose lists are over the cap (boilerplate), as seen in the index,
-    /// with the first docs of their lists.
-    common: HashMap<u64, Vec<u64>>,
+    /// Over-cap posting values (boilerplate), shared with the workers' lookups.
+    over_cap: &'a OverCap,
+    /// Postings of docs not stored yet.
+    fresh: Fresh,
+    /// Spill the fresh postings when they hold more than this many bytes.
+    fresh_budget: usize,
 }
-
-/// Most common posting values remembered.
-const COMMON_SET_LIMIT: usize = 1 << 18;
-
-/// Docs remembered from the head of each over-cap posting list: a doc made mostly of
-/// over-cap values (a member of a family larger than the cap) is compared with these,
-/// so such families keep growing as one cluster.
-const COMMON_HEAD: usize = 8;
 
 /// Ingests `files` into sweep `opts.sweep`.
 pub fn ingest(
@@ -280,9 +257,12 @@ pub fn ingest(
             .db()
             .put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
     }
+    let over_cap = OverCap::default();
     let mut w = Writer {
         index,
-        common: Default::default(),
+        over_cap: &over_cap,
+        fresh: Fresh::load(index)?,
+        fresh_budget: opts.postings_buffer_mb << 20,
         sweep_id,
         sweep,
         summary,
@@ -303,13 +283,27 @@ pub fn ingest(
     let payloads = index.cf(cf::PAYLOADS);
     let db = index.db();
     let known = |digest: &str| matches!(db.get_pinned_cf(payloads, digest.as_bytes()), Ok(Some(_)));
-    scan_files_with_skip(&todo, &skips, &scan_opts, &known, |ev| {
+    // Workers also read the stored postings of new content (see `postings`), unless its
+    // canonical text is already indexed.
+    let fingerprints = index.cf(cf::FINGERPRINTS);
+    let target = index.params().posting_target;
+    let prepare = |cap: &Capture| -> Option<Lookup> {
+        let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
+        if sketch.values.is_empty()
+            || !matches!(db.get_pinned_cf(fingerprints, fp.to_be_bytes()), Ok(None))
+        {
+            return None;
+        }
+        let (_, values) = posting_values(sketch, target);
+        postings::lookup(index, &values, &over_cap).ok()
+    };
+    scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
             ScanEvent::Record { file, scanned } => {
                 let sc = *scanned;
                 done_bytes = file_base + sc.record.offset + sc.record.length;
-                let r = w.record(file, &sc.record, &sc.capture);
+                let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
                 if w.summary.records % 256 == 0 {
                     progress(Progress {
                         records: w.summary.records,
@@ -338,6 +332,7 @@ pub fn ingest(
     if let Some(e) = failure {
         return Err(e);
     }
+    w.fresh.spill(index, index.counters().next_doc)?;
     // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
     w.index.flush()?;
     progress(Progress {
@@ -365,12 +360,18 @@ impl Writer<'_> {
     }
 
     /// Commits one record: its capture (if it is one) and the file's resume point.
-    fn record(&mut self, file: usize, rec: &Record, cap: &Capture) -> Result<()> {
+    fn record(
+        &mut self,
+        file: usize,
+        rec: &Record,
+        cap: &Capture,
+        prepared: Option<Lookup>,
+    ) -> Result<()> {
         self.summary.records += 1;
         self.sweep.records += 1;
         let mut batch = WriteBatch::default();
         let record_no = self.files[file].3.records;
-        self.capture(&mut batch, file, record_no, rec, cap)?;
+        self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
         let st = &mut self.files[file].3;
         st.records += 1;
         batch.put_cf(
@@ -384,6 +385,10 @@ impl Writer<'_> {
             encode(&self.sweep),
         );
         self.index.db().write(batch)?;
+        if self.fresh.memory() > self.fresh_budget {
+            self.fresh
+                .spill(self.index, self.index.counters().next_doc)?;
+        }
         Ok(())
     }
 
@@ -411,6 +416,7 @@ impl Writer<'_> {
         record_no: u64,
         rec: &Record,
         cap: &Capture,
+        prepared: Option<Lookup>,
     ) -> Result<()> {
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
@@ -448,7 +454,7 @@ impl Writer<'_> {
                         self.sweep.known_docs += 1;
                     }
                     None => {
-                        let d = self.new_doc(batch, sketch, cap, &ts)?;
+                        let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
                         batch.put_cf(self.index.cf(cf::FINGERPRINTS), fpk, u64_key(d));
                         doc = Some(d);
                     }
@@ -679,6 +685,7 @@ impl Writer<'_> {
         sketch: &Sketch,
         cap: &Capture,
         ts: &str,
+        prepared: Option<Lookup>,
     ) -> Result<u64> {
         let counters = self.index.counters();
         let d = counters.next_doc;
@@ -722,43 +729,47 @@ impl Writer<'_> {
         let p = self.index.params().clone();
         let threshold = self.index.counters().threshold;
         let (plevel, pvals) = posting_values(sketch, p.posting_target);
-        // Candidates: docs sharing posting values, counted.
-        let db = self.index.db();
-        let pcf = self.index.cf(cf::POSTINGS);
-        // Values known to be over the cap are neither looked up nor appended to (the
-        // merge operator would drop the entry anyway): same index, far fewer reads.
-        let keys: Vec<[u8; 8]> = pvals
-            .iter()
-            .filter(|v| !self.common.contains_key(v))
-            .map(|v| u64_key(*v))
-            .collect();
+        // Candidates: docs sharing posting values, counted. The stored lists come from
+        // the worker's lookup when it saw the current mark, else are read now; the fresh
+        // entries complete them.
+        let lookup = match prepared {
+            Some(l) if l.mark == self.fresh.mark() => l,
+            _ => postings::lookup(self.index, &pvals, self.over_cap)?,
+        };
+        let cap_bytes = p.common_shingle_cap as usize * POSTING_ENTRY;
         let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
         let mut heads: Vec<u64> = Vec::new();
-        let mut n_common = pvals.len() - keys.len();
-        for v in &pvals {
-            if let Some(h) = self.common.get(v) {
-                heads.extend_from_slice(h);
-            }
-        }
-        for (k, res) in keys
-            .iter()
-            .zip(db.batched_multi_get_cf(pcf, keys.iter(), true))
-        {
-            let Some(list) = res? else { continue };
-            if list.len() > p.common_shingle_cap as usize * POSTING_ENTRY {
-                let head: Vec<u64> = list
-                    .chunks_exact(POSTING_ENTRY)
-                    .take(COMMON_HEAD)
-                    .map(|e| read_u64(&e[..8]))
-                    .collect();
-                heads.extend_from_slice(&head);
-                n_common += 1;
-                if self.common.len() < COMMON_SET_LIMIT {
-                    self.common.insert(read_u64(k), head);
+        let mut n_common = 0usize;
+        // Values whose lists are over the cap take no more entries (the merge operator
+        // would drop them anyway): same index, less to store.
+        let mut over = vec![false; pvals.len()];
+        for (i, (v, stored)) in pvals.iter().zip(&lookup.lists).enumerate() {
+            let fresh = self.fresh.entries(*v);
+            let list: &[u8] = match stored {
+                Stored::Over(head) => {
+                    heads.extend_from_slice(head);
+                    n_common += 1;
+                    over[i] = true;
+                    continue;
                 }
+                Stored::Absent => &[],
+                Stored::List(l) => l,
+            };
+            if list.len() + fresh.len() > cap_bytes {
+                let head = list
+                    .chunks_exact(POSTING_ENTRY)
+                    .chain(fresh.chunks_exact(POSTING_ENTRY))
+                    .take(COMMON_HEAD)
+                    .map(|e| read_u64(&e[..8]));
+                heads.extend(head);
+                n_common += 1;
+                over[i] = true;
                 continue;
             }
-            for e in list.chunks_exact(POSTING_ENTRY) {
+            for e in list
+                .chunks_exact(POSTING_ENTRY)
+                .chain(fresh.chunks_exact(POSTING_ENTRY))
+            {
                 let b = read_u64(&e[..8]);
                 let entry = shared
                     .entry(b)
@@ -855,14 +866,16 @@ impl Writer<'_> {
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.summary.unions += unions;
         self.sweep.unions += unions;
-        let entry = posting_entry(d, plevel, (pvals.len().min(u16::MAX as usize)) as u16);
-        let pcf = self.index.cf(cf::POSTINGS);
-        // Over-cap lists would drop the entry anyway: not appending is the same index.
-        for k in &keys {
-            if !self.common.contains_key(&read_u64(k)) {
-                batch.merge_cf(pcf, k, entry);
-            }
-        }
+        self.fresh.add_some(
+            d,
+            plevel,
+            pvals.len(),
+            pvals
+                .iter()
+                .zip(&over)
+                .filter(|(_, o)| !**o)
+                .map(|(v, _)| *v),
+        );
         Ok(d)
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod codec;
 pub mod ingest;
+pub mod postings;
 pub mod query;
 pub mod unionfind;
 
@@ -22,7 +23,7 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::{decode, encode, read_u64, u64_key, DocInfo, SweepInfo};
 
 /// Version of the on-disk layout this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Column family names.
 pub mod cf {
@@ -192,6 +193,7 @@ pub struct Index {
     path: PathBuf,
     params: IndexParams,
     counters: std::sync::Mutex<Counters>,
+    cache: Cache,
 }
 
 fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
@@ -224,15 +226,9 @@ fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
         o.set_merge_operator_associative("tidemark-postings-v1", move |_k, existing, ops| {
             Some(codec::merge_postings(existing, &mut ops.iter(), cap))
         });
-        o.set_write_buffer_size(64 << 20);
-        // Keys are the 8-byte values themselves and are only ever looked up, never
-        // scanned in order: a hashed memtable makes each append and lookup O(1) instead
-        // of a cache-missing walk down a 100 MB skip list (measured: the writer spent a
-        // third of its time there).
-        o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(8));
-        o.set_memtable_factory(rocksdb::MemtableFactory::HashLinkList {
-            bucket_count: 1 << 18,
-        });
+        // Written only by ingesting sorted files (see `postings`), never through the
+        // memtable.
+        o.set_write_buffer_size(4 << 20);
     }
     o
 }
@@ -275,6 +271,7 @@ impl Index {
             path: path.to_path_buf(),
             params: params.clone(),
             counters: Default::default(),
+            cache: cache.clone(),
         };
         // A directory RocksDB created but that never got our meta (a first run killed
         // in between) is empty: initialize it. Anything else without a version is not ours.
@@ -344,6 +341,15 @@ impl Index {
     /// Counters (next doc id, current threshold).
     pub fn counters(&self) -> Counters {
         self.counters.lock().expect("counters lock").clone()
+    }
+
+    /// Options of the `postings` column family (for writing its files).
+    pub(crate) fn postings_options(&self) -> Options {
+        cf_options(
+            cf::POSTINGS,
+            &self.cache,
+            self.params.common_shingle_cap as usize,
+        )
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
