@@ -4,6 +4,9 @@ mod cli;
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     cli::run()
 }

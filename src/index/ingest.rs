@@ -13,7 +13,7 @@
 //! shares enough values; pairs at or above the edge floor become edges, pairs at or
 //! above the threshold join clusters.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use rocksdb::WriteBatch;
@@ -24,7 +24,7 @@ use super::codec::{
     self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo,
     POSTING_ENTRY,
 };
-use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, COMMON_HEAD};
+use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::capture::Capture;
 use crate::read::Record;
@@ -737,7 +737,7 @@ impl Writer<'_> {
             _ => postings::lookup(self.index, &pvals, self.over_cap)?,
         };
         let cap_bytes = p.common_shingle_cap as usize * POSTING_ENTRY;
-        let mut shared: HashMap<u64, (u32, u8, u16)> = HashMap::new();
+        let mut shared: U64Map<(u32, u8, u16)> = U64Map::default();
         let mut heads: Vec<u64> = Vec::new();
         let mut n_common = 0usize;
         // Values whose lists are over the cap take no more entries (the merge operator

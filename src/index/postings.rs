@@ -19,6 +19,7 @@
 //! sketches of docs from the mark on: [`Fresh::load`] rebuilds them.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::RwLock;
 
 use rocksdb::{IngestExternalFileOptions, ReadOptions, SstFileWriter};
@@ -38,6 +39,30 @@ pub const COMMON_HEAD: usize = 8;
 
 /// Over-cap values remembered (with their heads).
 const OVER_CAP_LIMIT: usize = 1 << 18;
+
+/// Hasher for keys that are already well-mixed 64-bit values (sketch values) or small
+/// integers (doc ids): one multiply instead of SipHash, which the writer felt.
+#[derive(Default)]
+pub struct U64Hasher(u64);
+
+impl Hasher for U64Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ *b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by u64 with [`U64Hasher`].
+pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
 
 /// One posting entry: doc, its posting level, its number of posting values.
 pub fn entry(doc: u64, level: u8, count: u16) -> [u8; POSTING_ENTRY] {
@@ -85,7 +110,7 @@ pub struct Lookup {
 /// keep their first entries, so what is over the cap once stays so, with the same head:
 /// shared by all threads without changing any answer.
 #[derive(Default)]
-pub struct OverCap(RwLock<HashMap<u64, Vec<u64>>>);
+pub struct OverCap(RwLock<U64Map<Vec<u64>>>);
 
 impl OverCap {
     fn get(&self, v: u64) -> Option<Vec<u64>> {
@@ -152,7 +177,7 @@ fn heads_of(list: &[u8]) -> Vec<u64> {
 #[derive(Default)]
 pub struct Fresh {
     mark: u64,
-    lists: HashMap<u64, Vec<u8>>,
+    lists: U64Map<Vec<u8>>,
     entries: usize,
 }
 
@@ -237,20 +262,21 @@ impl Fresh {
         db.flush_wal(false)?;
         let path = index.path().join("postings-spill.sst");
         let _ = std::fs::remove_file(&path);
-        let opts = index.postings_options();
+        // Uncompressed: the file lands in level 0 and is compacted down (to zstd) later.
+        let mut opts = index.postings_options();
+        opts.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
-        let mut keys: Vec<u64> = self.lists.keys().copied().collect();
-        keys.sort_unstable();
-        for k in keys {
-            w.merge(u64_key(k), &self.lists[&k])?;
+        let mut lists: Vec<(u64, Vec<u8>)> = std::mem::take(&mut self.lists).into_iter().collect();
+        lists.sort_unstable_by_key(|(k, _)| *k);
+        for (k, list) in &lists {
+            w.merge(u64_key(*k), list)?;
         }
         w.put(MARK_KEY, u64_key(next_doc))?;
         w.finish()?;
         let mut io = IngestExternalFileOptions::default();
         io.set_move_files(true);
         db.ingest_external_file_cf_opts(index.cf(cf::POSTINGS), &io, vec![&path])?;
-        self.lists = HashMap::new();
         self.entries = 0;
         self.mark = next_doc;
         Ok(())

@@ -19,6 +19,10 @@ use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
 use tidemark::sketch::SketchParams;
 use tidemark::synth::{generate, parse_size, GenOptions};
 
+// The same allocator as the `tidemark` binary, so in-process figures match it.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tidemark-bench",
