@@ -22,6 +22,16 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// Reading and workers.
     pub ingest: IngestConfig,
+    /// Queries.
+    pub query: QueryConfig,
+}
+
+/// `[query]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryConfig {
+    /// Least estimated resemblance for `whereis` to follow content to a new URL.
+    pub move_floor: f64,
 }
 
 /// `[index]`
@@ -128,6 +138,12 @@ impl Config {
             return Err(format!(
                 "cluster thresholds must satisfy 0 <= edge_floor ({}) <= threshold ({}) <= 1",
                 c.edge_floor, c.threshold
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.query.move_floor) {
+            return Err(format!(
+                "query.move_floor must be between 0 and 1, not {}",
+                self.query.move_floor
             ));
         }
         if c.posting_target == 0 || c.common_shingle_cap == 0 {

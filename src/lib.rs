@@ -11,7 +11,8 @@
 //! | per-record analysis | [`capture`] | [`capture::Capture`], [`capture::analyze`] |
 //! | per-file scanning on all cores | [`scan`] | [`scan::scan_files`] |
 //! | URL keys (SURT) | [`url`] | [`url::surt`] |
-//! | the index: ingest, clusters, queries | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
+//! | the index: ingest, postings, clusters, export | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
+//! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
 //! | configuration | [`config`] | [`config::Config`] |
 //! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
 //!
@@ -23,6 +24,7 @@ pub mod canon;
 pub mod capture;
 pub mod config;
 pub mod index;
+pub mod query;
 pub mod read;
 pub mod scan;
 pub mod sketch;

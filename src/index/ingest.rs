@@ -146,6 +146,23 @@ pub fn capture_key(surt: &str, ts: &str, sweep: u32, file_no: u16, record: u32) 
     k
 }
 
+/// The host part of a SURT key (through its `)`), or the whole key.
+pub fn host_of_surt(surt: &str) -> &str {
+    match surt.find(')') {
+        Some(i) => &surt[..=i],
+        None => surt,
+    }
+}
+
+/// `host_sweeps` key: host SURT ‖ 0x00 ‖ sweep u32.
+pub fn host_sweep_key(host: &str, sweep: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(host.len() + 5);
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&sweep.to_be_bytes());
+    k
+}
+
 /// Splits a capture key into (SURT, timestamp).
 pub fn split_capture_key(k: &[u8]) -> Option<(&str, &str)> {
     let z = k.iter().position(|b| *b == 0)?;
@@ -167,6 +184,8 @@ struct Writer<'a> {
     fresh: Fresh,
     /// Spill the fresh postings when they hold more than this many bytes.
     fresh_budget: usize,
+    /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
+    hosts_seen: std::collections::HashSet<String>,
 }
 
 /// Ingests `files` into sweep `opts.sweep`.
@@ -263,6 +282,7 @@ pub fn ingest(
         over_cap: &over_cap,
         fresh: Fresh::load(index)?,
         fresh_budget: opts.postings_buffer_mb << 20,
+        hosts_seen: Default::default(),
         sweep_id,
         sweep,
         summary,
@@ -434,6 +454,16 @@ impl Writer<'_> {
             self.sweep.date = ts.clone();
         }
         let key_surt = surt(&url);
+        let host = host_of_surt(&key_surt);
+        if !self.hosts_seen.contains(host) {
+            // Idempotent: a resumed run may write it again.
+            batch.put_cf(
+                self.index.cf(cf::HOST_SWEEPS),
+                host_sweep_key(host, self.sweep_id),
+                [],
+            );
+            self.hosts_seen.insert(host.to_string());
+        }
         let status = cap.status;
         let ok = status.is_none_or(|s| (200..300).contains(&s));
         // The content: known, revisited, or new.
@@ -866,16 +896,16 @@ impl Writer<'_> {
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.summary.unions += unions;
         self.sweep.unions += unions;
-        self.fresh.add_some(
+        self.fresh.add(
             d,
             plevel,
             pvals.len(),
             pvals
                 .iter()
                 .zip(&over)
-                .filter(|(_, o)| !**o)
-                .map(|(v, _)| *v),
-        );
-        Ok(d)
+                .zip(&lookup.lists)
+                .filter(|((_, o), _)| !**o)
+                .map(|((v, _), st)| (*v, matches!(st, Stored::Absent))),
+        );        Ok(d)
     }
 }

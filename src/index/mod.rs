@@ -55,6 +55,8 @@ pub mod cf {
     pub const PARENTS: &str = "parents";
     /// Root ‖ doc id → (cluster listing).
     pub const MEMBERS: &str = "members";
+    /// Host SURT ‖ 0x00 ‖ sweep id → (which sweeps captured a host: "vanished" URLs).
+    pub const HOST_SWEEPS: &str = "host_sweeps";
     /// Every column family, in creation order.
     pub const ALL: &[&str] = &[
         META,
@@ -71,6 +73,7 @@ pub mod cf {
         EDGES,
         PARENTS,
         MEMBERS,
+        HOST_SWEEPS,
     ];
 }
 

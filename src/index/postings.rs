@@ -177,7 +177,8 @@ fn heads_of(list: &[u8]) -> Vec<u64> {
 #[derive(Default)]
 pub struct Fresh {
     mark: u64,
-    lists: U64Map<Vec<u8>>,
+    /// Value → (no stored list existed when the first entry came, entries).
+    lists: U64Map<(bool, Vec<u8>)>,
     entries: usize,
 }
 
@@ -210,7 +211,8 @@ impl Fresh {
                 continue;
             }
             let (level, values) = posting_values(&sketch, target);
-            fresh.add(doc, level, &values);
+            // Whether a stored list exists is not known here: written as merge operands.
+            fresh.add(doc, level, values.len(), values.iter().map(|v| (*v, false)));
         }
         Ok(fresh)
     }
@@ -222,25 +224,30 @@ impl Fresh {
 
     /// Fresh entries of value `v`.
     pub fn entries(&self, v: u64) -> &[u8] {
-        self.lists.get(&v).map(|l| l.as_slice()).unwrap_or_default()
+        self.lists
+            .get(&v)
+            .map(|(_, l)| l.as_slice())
+            .unwrap_or_default()
     }
 
-    /// Adds `doc` (posting level `level`) under each of `values`.
-    pub fn add(&mut self, doc: u64, level: u8, values: &[u64]) {
-        self.add_some(doc, level, values.len(), values.iter().copied());
-    }
-
-    /// Adds `doc`, whose posting sample has `count` values, under `values` (a subset).
-    pub fn add_some(
+    /// Adds `doc`, whose posting sample has `count` values, under `values` (a subset),
+    /// each with whether the stored lists had nothing for it. Such a list is written
+    /// whole rather than as a merge operand, so compactions copy it instead of calling
+    /// the merge operator — for the great majority of values, which occur in one doc.
+    pub fn add(
         &mut self,
         doc: u64,
         level: u8,
         count: usize,
-        values: impl Iterator<Item = u64>,
+        values: impl Iterator<Item = (u64, bool)>,
     ) {
         let e = entry(doc, level, count.min(u16::MAX as usize) as u16);
-        for v in values {
-            self.lists.entry(v).or_default().extend_from_slice(&e);
+        for (v, absent) in values {
+            self.lists
+                .entry(v)
+                .or_insert_with(|| (absent, Vec::new()))
+                .1
+                .extend_from_slice(&e);
             self.entries += 1;
         }
     }
@@ -267,10 +274,15 @@ impl Fresh {
         opts.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
-        let mut lists: Vec<(u64, Vec<u8>)> = std::mem::take(&mut self.lists).into_iter().collect();
+        let mut lists: Vec<(u64, (bool, Vec<u8>))> =
+            std::mem::take(&mut self.lists).into_iter().collect();
         lists.sort_unstable_by_key(|(k, _)| *k);
-        for (k, list) in &lists {
-            w.merge(u64_key(*k), list)?;
+        for (k, (absent, list)) in &lists {
+            if *absent {
+                w.put(u64_key(*k), list)?;
+            } else {
+                w.merge(u64_key(*k), list)?;
+            }
         }
         w.put(MARK_KEY, u64_key(next_doc))?;
         w.finish()?;

@@ -46,6 +46,27 @@ pub struct Record {
 }
 
 impl Record {
+    /// A bare document (an HTML or text file) as a `resource` record, so it can be
+    /// analyzed like a captured page.
+    pub fn document(bytes: &[u8]) -> Record {
+        Record {
+            offset: 0,
+            length: bytes.len() as u64,
+            stream_offset: 0,
+            version: "WARC/1.1".into(),
+            kind: "resource".into(),
+            fields: vec![
+                ("WARC-Type".into(), b"resource".to_vec()),
+                ("Content-Type".into(), b"text/html".to_vec()),
+            ],
+            declared_length: bytes.len() as u64,
+            block: bytes.to_vec(),
+            over_cap: false,
+            short: false,
+            warnings: Vec::new(),
+        }
+    }
+
     /// First value of a named field, case-insensitive.
     pub fn field(&self, name: &str) -> Option<&[u8]> {
         self.fields

@@ -1,0 +1,91 @@
+//! The near-duplicate cluster of a URL's content: its docs, each with its URLs and dates.
+
+use serde::Serialize;
+
+use super::{iso_date, Searcher};
+use crate::index::{unionfind, IndexError, Result};
+
+/// One URL of a member doc.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MemberUrl {
+    /// URL.
+    pub url: String,
+    /// First capture of this doc at this URL.
+    pub first: String,
+    /// Last capture of this doc at this URL.
+    pub last: String,
+    /// Captures of this doc at this URL.
+    pub captures: u64,
+}
+
+/// One member doc.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Member {
+    /// Doc id.
+    pub doc: u64,
+    /// `<title>` of the doc.
+    pub title: Option<String>,
+    /// Where it was captured.
+    pub urls: Vec<MemberUrl>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Cluster {
+    /// The URL asked about.
+    pub url: String,
+    /// The doc of its latest capture with content.
+    pub doc: u64,
+    /// Cluster id (its smallest doc id).
+    pub cluster: u64,
+    /// Number of docs.
+    pub size: u64,
+    /// Members, by doc id.
+    pub members: Vec<Member>,
+}
+
+/// The cluster of the content of `url`'s latest capture with content; `limit` members at
+/// most (the size is always the whole cluster's).
+pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
+    let caps = s.captures(url)?;
+    let Some(last) = caps.iter().rev().find(|c| c.info.doc.is_some()) else {
+        return Err(IndexError::Invalid(if caps.is_empty() {
+            format!("{url} was never captured")
+        } else {
+            format!("{url} has no capture with text content, so no cluster")
+        }));
+    };
+    let doc = last.info.doc.expect("found with a doc");
+    let (cluster, size) = unionfind::cluster_of(s.index, doc)?;
+    let mut members = Vec::new();
+    for d in unionfind::cluster_members(s.index, doc)?.into_iter().take(limit) {
+        let mut urls: Vec<MemberUrl> = Vec::new();
+        for c in s.doc_captures(d)? {
+            let date = iso_date(&c.timestamp);
+            match urls.iter_mut().find(|u| u.url == c.info.url) {
+                Some(u) => {
+                    u.last = date;
+                    u.captures += 1;
+                }
+                None => urls.push(MemberUrl {
+                    url: c.info.url.clone(),
+                    first: date.clone(),
+                    last: date,
+                    captures: 1,
+                }),
+            }
+        }
+        members.push(Member {
+            doc: d,
+            title: s.index.doc(d)?.and_then(|i| i.title),
+            urls,
+        });
+    }
+    Ok(Cluster {
+        url: url.to_string(),
+        doc,
+        cluster,
+        size,
+        members,
+    })
+}

@@ -1,0 +1,214 @@
+//! Queries: what users come for. Each is a library call that the CLI command of the same
+//! name prints, human-readable or as JSON.
+//!
+//! | question | call |
+//! |---|---|
+//! | where is this page now? (lost and found) | [`whereis::whereis`] |
+//! | how did this URL change over time? | [`history::history`] |
+//! | which pages resemble or contain this one? | [`similar::similar`] |
+//! | which docs are near-duplicates of this URL's content? | [`cluster::cluster`] |
+//!
+//! A [`Searcher`] holds what repeated queries share (sweep dates, the over-cap posting
+//! values); open it once and ask many questions.
+
+pub mod cluster;
+pub mod history;
+pub mod similar;
+pub mod whereis;
+
+use std::collections::HashMap;
+
+use crate::index::codec::{decode, CaptureInfo};
+use crate::index::ingest::{host_of_surt, split_capture_key};
+use crate::index::postings::{Fresh, OverCap};
+use crate::index::{cf, Index, IndexError, Result};
+use crate::sketch::Sketch;
+use crate::url::surt;
+
+/// One capture of a URL, as stored.
+#[derive(Debug, Clone)]
+pub struct CaptureRow {
+    /// SURT key.
+    pub surt: String,
+    /// 14-digit timestamp.
+    pub timestamp: String,
+    /// The stored capture.
+    pub info: CaptureInfo,
+}
+
+impl CaptureRow {
+    /// 2xx (or no HTTP status, e.g. a `resource` record).
+    pub fn ok(&self) -> bool {
+        self.info.status.is_none_or(|s| (200..300).contains(&s))
+    }
+
+    /// A 3xx with a target.
+    pub fn redirect(&self) -> Option<&str> {
+        match self.info.status {
+            Some(s) if (300..400).contains(&s) => self.info.redirect.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Shared state for queries over one index.
+pub struct Searcher<'a> {
+    pub(crate) index: &'a Index,
+    /// Sweep id → (label, date).
+    pub(crate) sweeps: HashMap<u32, (String, String)>,
+    pub(crate) over_cap: OverCap,
+    /// Postings of docs an interrupted ingest did not store yet.
+    pub(crate) fresh: Fresh,
+}
+
+impl<'a> Searcher<'a> {
+    /// Prepares queries over `index`.
+    pub fn new(index: &'a Index) -> Result<Searcher<'a>> {
+        let sweeps = index
+            .sweeps()?
+            .into_iter()
+            .map(|(id, s)| (id, (s.label, s.date)))
+            .collect();
+        Ok(Searcher {
+            index,
+            sweeps,
+            over_cap: OverCap::default(),
+            fresh: Fresh::load(index)?,
+        })
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        self.index
+    }
+
+    /// Label of a sweep id.
+    pub fn sweep_label(&self, id: u32) -> String {
+        self.sweeps
+            .get(&id)
+            .map(|(l, _)| l.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every capture of the URL (SURT-canonicalized), oldest first.
+    pub fn captures(&self, url: &str) -> Result<Vec<CaptureRow>> {
+        self.captures_of_surt(&surt(url))
+    }
+
+    /// Every capture under a SURT key, oldest first.
+    pub fn captures_of_surt(&self, key: &str) -> Result<Vec<CaptureRow>> {
+        let mut prefix = key.as_bytes().to_vec();
+        prefix.push(0);
+        let db = self.index.db();
+        let mut out = Vec::new();
+        for item in db.iterator_cf(
+            self.index.cf(cf::CAPTURES),
+            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+        ) {
+            let (k, v) = item?;
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let Some((s, ts)) = split_capture_key(&k) else {
+                continue;
+            };
+            out.push(CaptureRow {
+                surt: s.to_string(),
+                timestamp: ts.to_string(),
+                info: decode_capture(&v)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every capture of a doc (any URL), oldest first.
+    pub fn doc_captures(&self, doc: u64) -> Result<Vec<CaptureRow>> {
+        let db = self.index.db();
+        let prefix = doc.to_be_bytes();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for item in db.iterator_cf(
+            self.index.cf(cf::DOC_CAPTURES),
+            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+        ) {
+            let (k, v) = item?;
+            if !k.starts_with(&prefix) || k.len() < 8 + 14 + 10 {
+                break;
+            }
+            // doc ‖ ts ‖ sweep ‖ file ‖ record → SURT ‖ 0 ‖ ts ‖ sweep ‖ file ‖ record.
+            let mut ck = v.to_vec();
+            ck.push(0);
+            ck.extend_from_slice(&k[8..]);
+            keys.push(ck);
+        }
+        let ccf = self.index.cf(cf::CAPTURES);
+        let mut out = Vec::with_capacity(keys.len());
+        for (k, v) in keys.iter().zip(db.batched_multi_get_cf(ccf, keys.iter(), false)) {
+            let Some(v) = v? else { continue };
+            let Some((s, ts)) = split_capture_key(k) else {
+                continue;
+            };
+            out.push(CaptureRow {
+                surt: s.to_string(),
+                timestamp: ts.to_string(),
+                info: decode_capture(&v)?,
+            });
+        }
+        out.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.surt.cmp(&b.surt)));
+        Ok(out)
+    }
+
+    /// Sweep ids in which any URL of the SURT key's host was captured, ascending.
+    pub fn host_sweeps(&self, key: &str) -> Result<Vec<u32>> {
+        let host = host_of_surt(key);
+        let mut prefix = host.as_bytes().to_vec();
+        prefix.push(0);
+        let mut out = Vec::new();
+        for item in self.index.db().iterator_cf(
+            self.index.cf(cf::HOST_SWEEPS),
+            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
+        ) {
+            let (k, _) = item?;
+            if !k.starts_with(&prefix) || k.len() != prefix.len() + 4 {
+                break;
+            }
+            out.push(u32::from_be_bytes(
+                k[prefix.len()..].try_into().expect("4 bytes"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// A doc's sketch.
+    pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
+        self.index.sketch(doc)
+    }
+}
+
+fn decode_capture(v: &[u8]) -> Result<CaptureInfo> {
+    decode(v).map_err(|comment| IndexError::Corruption {
+        cf: cf::CAPTURES,
+        comment,
+    })
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of a 14-digit timestamp (as given when it is not one).
+pub fn iso_date(ts: &str) -> String {
+    if ts.len() == 14 && ts.bytes().all(|b| b.is_ascii_digit()) {
+        format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &ts[..4],
+            &ts[4..6],
+            &ts[6..8],
+            &ts[8..10],
+            &ts[10..12],
+            &ts[12..14]
+        )
+    } else {
+        ts.to_string()
+    }
+}
+
+/// Rounds a float for output (3 decimals), so JSON is stable and readable.
+pub(crate) fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

@@ -1,0 +1,282 @@
+//! On-the-fly resemblance (the paper's second approach): sketch a document, count the
+//! docs that share its posting values, estimate resemblance and containment from their
+//! sketches, sort, threshold. Works for documents that were never ingested.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{iso_date, round3, Searcher};
+use crate::capture::{analyze, Scratch};
+use crate::index::codec::{self, read_u64, u64_key, POSTING_ENTRY};
+use crate::index::postings::{self, posting_values, Stored};
+use crate::index::{cf, IndexError, Result};
+use crate::read::{Record, RecordReader};
+use crate::sketch::{estimate_sorted, Sketch, SketchParams};
+use crate::url::surt;
+
+/// A doc that resembles (or contains) the input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DocMatch {
+    /// Doc id.
+    pub doc: u64,
+    /// Estimated resemblance to the input.
+    pub resemblance: f64,
+    /// Estimated containment of the input in the doc.
+    pub containment: f64,
+    /// Estimated containment of the doc in the input.
+    pub contained: f64,
+}
+
+/// Docs whose estimated resemblance to `sketch` — or, with `by_containment`, containment
+/// of `sketch` in them — reaches `floor`, best first (ties: lower doc id first).
+pub fn similar_docs(
+    s: &Searcher,
+    sketch: &Sketch,
+    floor: f64,
+    by_containment: bool,
+) -> Result<Vec<DocMatch>> {
+    if sketch.values.is_empty() {
+        return Ok(Vec::new());
+    }
+    let index = s.index;
+    let p = index.params();
+    let (_, values) = posting_values(sketch, p.posting_target);
+    let lookup = postings::lookup(index, &values, &s.over_cap)?;
+    let cap_bytes = p.common_shingle_cap as usize * POSTING_ENTRY;
+    let mut shared: HashMap<u64, u32> = HashMap::new();
+    let mut heads = Vec::new();
+    let mut n_over = 0usize;
+    for (v, stored) in values.iter().zip(&lookup.lists) {
+        let fresh = s.fresh.entries(*v);
+        let list: &[u8] = match stored {
+            Stored::Over(h) => {
+                heads.extend_from_slice(h);
+                n_over += 1;
+                continue;
+            }
+            Stored::Absent => &[],
+            Stored::List(l) => l,
+        };
+        if list.len() + fresh.len() > cap_bytes {
+            n_over += 1;
+            continue;
+        }
+        for e in list
+            .chunks_exact(POSTING_ENTRY)
+            .chain(fresh.chunks_exact(POSTING_ENTRY))
+        {
+            *shared.entry(read_u64(&e[..8])).or_default() += 1;
+        }
+    }
+    let mut cands: Vec<u64> = shared.keys().copied().collect();
+    // Mostly boilerplate: the first docs of the over-cap lists too (as ingest does).
+    if 2 * n_over >= values.len() {
+        cands.extend(heads);
+    }
+    cands.sort_unstable();
+    cands.dedup();
+    let keys: Vec<[u8; 8]> = cands.iter().map(|d| u64_key(*d)).collect();
+    let mut out = Vec::new();
+    let scf = index.cf(cf::SKETCHES);
+    for (d, res) in cands
+        .iter()
+        .zip(index.db().batched_multi_get_cf(scf, keys.iter(), true))
+    {
+        let Some(packed) = res? else { continue };
+        let Some(level) = codec::packed_level(&packed) else {
+            return Err(IndexError::Corruption {
+                cf: cf::SKETCHES,
+                comment: format!("bad sketch of doc {d}"),
+            });
+        };
+        let level = level.max(sketch.level);
+        let e = estimate_sorted(codec::packed_values_at(&packed, level), sketch.at_level(level));
+        // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
+        let m = DocMatch {
+            doc: *d,
+            resemblance: e.resemblance,
+            containment: e.containment_b_in_a,
+            contained: e.containment_a_in_b,
+        };
+        let key = if by_containment {
+            m.containment
+        } else {
+            m.resemblance
+        };
+        if key >= floor {
+            out.push(m);
+        }
+    }
+    out.sort_by(|a, b| {
+        let (ka, kb) = if by_containment {
+            (a.containment, b.containment)
+        } else {
+            (a.resemblance, b.resemblance)
+        };
+        kb.total_cmp(&ka).then(a.doc.cmp(&b.doc))
+    });
+    Ok(out)
+}
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A URL in the index: the content of its latest capture with content.
+    Url(String),
+    /// A file: an HTML (or text) document, or a WARC/ARC file whose first response is used.
+    File(std::path::PathBuf),
+}
+
+/// Options of [`similar`].
+#[derive(Debug, Clone)]
+pub struct SimilarOptions {
+    /// Smallest resemblance (or containment) reported.
+    pub threshold: f64,
+    /// Rank by containment of the input in the candidate (pages that contain it).
+    pub containment: bool,
+    /// Most results.
+    pub limit: usize,
+}
+
+/// One similar page.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SimilarPage {
+    /// URL carrying the doc.
+    pub url: String,
+    /// Its latest capture of that doc.
+    pub date: String,
+    /// Doc id.
+    pub doc: u64,
+    /// Estimated resemblance to the input.
+    pub resemblance: f64,
+    /// Estimated containment of the input in it.
+    pub containment: f64,
+}
+
+/// The answer of [`similar`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Similar {
+    /// The input: the URL, or the file's path.
+    pub input: String,
+    /// The input's doc, when it is in the index.
+    pub doc: Option<u64>,
+    /// Distinct shingles of the input.
+    pub shingles: u32,
+    /// Matching pages, best first.
+    pub results: Vec<SimilarPage>,
+}
+
+/// Pages that resemble (or contain) the input, best first. A URL that was never
+/// captured with content is an [`IndexError::Invalid`] naming it.
+pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Similar> {
+    let (name, own_doc, sketch, exclude) = match input {
+        Input::Url(u) => {
+            let caps = s.captures(u)?;
+            let Some(last) = caps.iter().rev().find(|c| c.info.doc.is_some()) else {
+                return Err(IndexError::Invalid(if caps.is_empty() {
+                    format!("{u} was never captured (nothing to compare; try --file)")
+                } else {
+                    format!("{u} has no capture with text content to compare")
+                }));
+            };
+            let d = last.info.doc.expect("found with a doc");
+            let Some(sk) = s.sketch(d)? else {
+                return Err(IndexError::Corruption {
+                    cf: cf::SKETCHES,
+                    comment: format!("doc {d} has no sketch"),
+                });
+            };
+            (u.clone(), Some(d), sk, Some(surt(u)))
+        }
+        Input::File(p) => {
+            let sk = sketch_file(s, p)?;
+            (p.display().to_string(), None, sk, None)
+        }
+    };
+    let docs = similar_docs(s, &sketch, opts.threshold, opts.containment)?;
+    let mut results = Vec::new();
+    'docs: for m in docs {
+        // Each URL of the doc once, with its latest capture of it.
+        let mut by_url: Vec<(String, String, String)> = Vec::new();
+        for c in s.doc_captures(m.doc)? {
+            if exclude.as_deref() == Some(c.surt.as_str()) {
+                continue;
+            }
+            match by_url.iter_mut().find(|(k, _, _)| *k == c.surt) {
+                Some(e) => {
+                    e.1 = c.timestamp.clone();
+                    e.2 = c.info.url.clone();
+                }
+                None => by_url.push((c.surt.clone(), c.timestamp.clone(), c.info.url.clone())),
+            }
+        }
+        for (_, ts, url) in by_url {
+            if results.len() >= opts.limit {
+                break 'docs;
+            }
+            results.push(SimilarPage {
+                url,
+                date: iso_date(&ts),
+                doc: m.doc,
+                resemblance: round3(m.resemblance),
+                containment: round3(m.containment),
+            });
+        }
+    }
+    Ok(Similar {
+        input: name,
+        doc: own_doc,
+        shingles: sketch.shingles,
+        results,
+    })
+}
+
+/// Sketches a file with the index's parameters: a WARC/ARC file (its first response or
+/// resource with text), or else the file's bytes as an HTML/text document.
+pub fn sketch_file(s: &Searcher, path: &Path) -> Result<Sketch> {
+    let p = s.index.params();
+    let params = SketchParams {
+        shingle_width: p.shingle_width,
+        seed: p.seed,
+        sample_target: p.sample_target,
+    };
+    let cap = 16 << 20;
+    let bytes = std::fs::read(path)
+        .map_err(|e| IndexError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+    let mut scratch = Scratch::default();
+    if looks_like_archive(&bytes) {
+        let reader = RecordReader::open(path, cap)
+            .map_err(|e| IndexError::Invalid(format!("{}: {e}", path.display())))?;
+        for r in reader {
+            let rec = r.map_err(|e| IndexError::Invalid(format!("{}: {e}", path.display())))?;
+            let c = analyze(&rec, &params, cap, &mut scratch);
+            if let Some(sk) = c.sketch.filter(|sk| !sk.values.is_empty()) {
+                return Ok(sk);
+            }
+        }
+        return Err(IndexError::Invalid(format!(
+            "{}: no record with text content to compare",
+            path.display()
+        )));
+    }
+    let rec = Record::document(&bytes);
+    let c = analyze(&rec, &params, cap, &mut scratch);
+    match c.sketch {
+        Some(sk) if !sk.values.is_empty() => Ok(sk),
+        _ => Err(IndexError::Invalid(format!(
+            "{}: too little text to compare (fewer than {} words)",
+            path.display(),
+            p.shingle_width
+        ))),
+    }
+}
+
+fn looks_like_archive(b: &[u8]) -> bool {
+    b.starts_with(&[0x1f, 0x8b])
+        || b.starts_with(b"WARC/")
+        || b.starts_with(b"filedesc://")
+        || b.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+        || b.starts_with(b"BZh")
+}

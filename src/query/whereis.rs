@@ -1,0 +1,236 @@
+//! Lost and found: a moved page's newest URL.
+//!
+//! From the URL's own captures: a latest capture that is a 3xx is followed (redirect
+//! evidence, loops detected); a latest capture with content, still captured by the
+//! latest sweep of its host, is where the page is (`alive`). When the URL went away (an
+//! error status, or later sweeps of its host no longer capture it) the page's last
+//! content is looked up on the fly ([`super::similar::similar_docs`]) and every URL that
+//! first appears after it and carries a doc resembling it at or above the move floor is
+//! a candidate successor: the best by resemblance (then the newest) wins, and the search
+//! goes on from there, since a page may move more than once. The move floor sits below
+//! the clustering threshold because pages are often edited as they move.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::similar::similar_docs;
+use super::{iso_date, round3, CaptureRow, Searcher};
+use crate::index::Result;
+
+/// What became of a URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The URL's own latest capture is its newest place.
+    Alive,
+    /// A newer URL carries its content.
+    Moved,
+    /// It ends in an error or stopped being captured, and no newer URL carries its content.
+    Gone,
+    /// Never captured.
+    Unknown,
+}
+
+/// One step of evidence.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Evidence {
+    /// `redirect`, `content` or `same-url`.
+    pub kind: &'static str,
+    /// The URL this step leads to.
+    pub url: String,
+    /// Date of the capture that shows it.
+    pub date: String,
+    /// Estimated resemblance (content steps), 1.0 for a redirect to the same content.
+    pub resemblance: Option<f64>,
+}
+
+/// A successor that lost to the one chosen.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Alternative {
+    /// Candidate URL.
+    pub url: String,
+    /// Its first capture carrying the content.
+    pub date: String,
+    /// Estimated resemblance to the content that left.
+    pub resemblance: f64,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WhereIs {
+    /// The URL asked about.
+    pub url: String,
+    /// What became of it.
+    pub status: Status,
+    /// Where its content is now (for `gone`: the last URL that carried it).
+    pub newest_url: Option<String>,
+    /// Latest capture of `newest_url`.
+    pub newest_date: Option<String>,
+    /// The steps from the URL to `newest_url`.
+    pub evidence: Vec<Evidence>,
+    /// Runners-up of the content steps.
+    pub alternatives: Vec<Alternative>,
+    /// How sure the content steps are: the chosen successor's resemblance minus its
+    /// runner-up's (or the move floor's, with no runner-up); the smallest over the steps.
+    /// Absent when no content step was needed.
+    pub margin: Option<f64>,
+}
+
+/// Options of [`whereis`].
+#[derive(Debug, Clone, Copy)]
+pub struct WhereisOptions {
+    /// Least resemblance for a content move.
+    pub move_floor: f64,
+}
+
+/// Hops followed at most (redirects and moves together).
+const MAX_HOPS: usize = 32;
+
+/// Where the page at `url` is now.
+pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs> {
+    let mut out = WhereIs {
+        url: url.to_string(),
+        status: Status::Unknown,
+        newest_url: None,
+        newest_date: None,
+        evidence: Vec::new(),
+        alternatives: Vec::new(),
+        margin: None,
+    };
+    let mut visited: HashSet<String> = HashSet::new();
+    let mut cur_url = url.to_string();
+    let mut cur_caps = s.captures(url)?;
+    if cur_caps.is_empty() {
+        return Ok(out);
+    }
+    for _ in 0..MAX_HOPS {
+        let key = cur_caps[0].surt.clone();
+        if !visited.insert(key.clone()) {
+            // A loop of redirects or moves: the page is where the loop was entered.
+            break;
+        }
+        let last = cur_caps.last().expect("non-empty").clone();
+        let last_content = cur_caps.iter().rev().find(|c| c.info.doc.is_some()).cloned();
+        out.newest_url = Some(last.info.url.clone());
+        out.newest_date = Some(iso_date(&last.timestamp));
+        if let Some(target) = last.redirect() {
+            out.evidence.push(Evidence {
+                kind: "redirect",
+                url: target.to_string(),
+                date: iso_date(&last.timestamp),
+                resemblance: None,
+            });
+            let next = s.captures(target)?;
+            if next.is_empty() {
+                // Redirected to a URL never captured: that is still its newest place.
+                out.status = Status::Moved;
+                out.newest_url = Some(target.to_string());
+                return Ok(out);
+            }
+            cur_url = target.to_string();
+            cur_caps = next;
+            continue;
+        }
+        let vanished = vanished(s, &key, &last)?;
+        if last.ok() && !vanished {
+            out.status = if out.evidence.is_empty() {
+                Status::Alive
+            } else {
+                out.evidence.push(Evidence {
+                    kind: "same-url",
+                    url: cur_url.clone(),
+                    date: iso_date(&last.timestamp),
+                    resemblance: None,
+                });
+                Status::Moved
+            };
+            return Ok(out);
+        }
+        // The URL went away: where did its last content go?
+        let Some(content) = last_content else {
+            break;
+        };
+        match successor(s, &content, &visited, opts)? {
+            Some((best, alts)) => {
+                let runner_up = alts.first().map_or(opts.move_floor, |a| a.resemblance);
+                let margin = best.resemblance - runner_up;
+                out.margin = Some(round3(out.margin.map_or(margin, |m: f64| m.min(margin))));
+                out.evidence.push(Evidence {
+                    kind: "content",
+                    url: best.url.clone(),
+                    date: best.date.clone(),
+                    resemblance: Some(round3(best.resemblance)),
+                });
+                out.alternatives.extend(alts.into_iter().map(|mut a| {
+                    a.resemblance = round3(a.resemblance);
+                    a
+                }));
+                cur_caps = s.captures(&best.url)?;
+                cur_url = best.url;
+                if cur_caps.is_empty() {
+                    break;
+                }
+            }
+            None => {
+                // Nowhere: the last URL that carried it, and when.
+                out.newest_url = Some(content.info.url.clone());
+                out.newest_date = Some(iso_date(&content.timestamp));
+                break;
+            }
+        }
+    }
+    out.status = Status::Gone;
+    Ok(out)
+}
+
+/// Later sweeps of the URL's host captured other URLs but not this one.
+fn vanished(s: &Searcher, key: &str, last: &CaptureRow) -> Result<bool> {
+    Ok(s.host_sweeps(key)?.iter().any(|sw| *sw > last.info.sweep))
+}
+
+/// The best URL that first appears after `content` left and carries a doc resembling it.
+fn successor(
+    s: &Searcher,
+    content: &CaptureRow,
+    visited: &HashSet<String>,
+    opts: WhereisOptions,
+) -> Result<Option<(Alternative, Vec<Alternative>)>> {
+    let doc = content.info.doc.expect("content capture");
+    let Some(sketch) = s.sketch(doc)? else {
+        return Ok(None);
+    };
+    let mut found: Vec<(Alternative, u32)> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for m in similar_docs(s, &sketch, opts.move_floor, false)?.into_iter().take(64) {
+        for c in s.doc_captures(m.doc)? {
+            if visited.contains(&c.surt) || !seen.insert(c.surt.clone()) {
+                continue;
+            }
+            // Only URLs that first appear after the content left its old one: a mirror
+            // that was there all along is not where the page went.
+            let first = s.captures_of_surt(&c.surt)?;
+            let Some(f) = first.first() else { continue };
+            if f.info.sweep <= content.info.sweep {
+                continue;
+            }
+            found.push((
+                Alternative {
+                    url: c.info.url.clone(),
+                    date: iso_date(&c.timestamp),
+                    resemblance: m.resemblance,
+                },
+                c.info.sweep,
+            ));
+        }
+    }
+    // Best resemblance; then the earliest to appear (the move, not a later copy); then URL.
+    found.sort_by(|(a, sa), (b, sb)| {
+        b.resemblance
+            .total_cmp(&a.resemblance)
+            .then(sa.cmp(sb))
+            .then(a.url.cmp(&b.url))
+    });
+    let mut it = found.into_iter().map(|(a, _)| a);
+    Ok(it.next().map(|best| (best, it.take(4).collect())))
+}
