@@ -96,6 +96,32 @@ fn strip_www(host: &str) -> &str {
     host
 }
 
+/// Checks that a URL given on a command line can be a page's address: an optional
+/// http(s) scheme, a host, no spaces. Says what was expected when it cannot.
+pub fn check(url: &str) -> Result<(), String> {
+    let u = url.trim();
+    let rest = u
+        .strip_prefix("http://")
+        .or_else(|| u.strip_prefix("https://"))
+        .or_else(|| u.strip_prefix("HTTP://"))
+        .or_else(|| u.strip_prefix("HTTPS://"))
+        .unwrap_or(u);
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or(host);
+    if u.is_empty()
+        || u.chars().any(char::is_whitespace)
+        || (rest.contains("://"))
+        || host.is_empty()
+        || host.starts_with(['.', ':'])
+        || !host.chars().any(|c| c.is_alphanumeric())
+    {
+        return Err(format!(
+            "{url:?} is not a URL: expected http(s)://host/path (the scheme may be left out)"
+        ));
+    }
+    Ok(())
+}
+
 /// The host of a URL (lower-case, without `www.` and port), for per-host figures.
 pub fn host(url: &str) -> String {
     let s = surt(url);

@@ -4,6 +4,7 @@
 mod demo;
 mod index_cmds;
 mod inspect;
+mod query_cmds;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,8 +28,10 @@ pub const EXIT_USAGE: u8 = 2;
     about = "Incremental crawl-sweep indexer: near-duplicate clusters and page histories from WARC sweeps",
     long_about = "tidemark reads crawl sweeps (WARC/ARC files) into an embedded index of shingle \
 sketches, dated URLs and near-duplicate clusters (Broder et al., Syntactic Clustering of the Web, 1997).",
-    after_help = "Exit status: 0 success; 1 an input file was damaged (everything readable was still \
-reported) or an operation failed; 2 bad arguments or configuration."
+    after_help = "Exit status: 0 success (also `whereis` of a URL never captured: status unknown); \
+1 an input file was damaged (everything readable was still reported), an operation failed, or a \
+queried URL is not in the index; 2 bad arguments (e.g. an unparseable URL) or configuration, or an \
+index that is missing or of another schema or parameters."
 )]
 pub struct Cli {
     /// Index directory (default: [index] path in the configuration).
@@ -60,6 +63,18 @@ pub enum Command {
     Stats(index_cmds::JsonArg),
     /// Rebuild clusters from stored edges at another threshold, without reading WARCs.
     Recluster(index_cmds::ReclusterArgs),
+    /// Where a page is now: alive, moved (to its newest URL, by redirects or by content),
+    /// gone, or unknown; with the evidence and the runners-up.
+    Whereis(query_cmds::UrlArgs),
+    /// Every capture of a URL in date order, with the change from the previous one
+    /// (new, identical, changed with its resemblance, redirect, gone) and where its
+    /// content went.
+    History(query_cmds::UrlArgs),
+    /// Pages that resemble a URL's content or a file (HTML, text or WARC), by sketch
+    /// estimates; with --containment, pages that contain it.
+    Similar(query_cmds::SimilarArgs),
+    /// The near-duplicate cluster of a URL's content: its docs, their URLs and dates.
+    Cluster(query_cmds::ClusterArgs),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -107,6 +122,10 @@ pub fn run() -> ExitCode {
         Command::Sweeps(a) => index_cmds::run_sweeps(&globals, a),
         Command::Stats(a) => index_cmds::run_stats(&globals, a),
         Command::Recluster(a) => index_cmds::run_recluster(&globals, a),
+        Command::Whereis(a) => query_cmds::run_whereis(&globals, a),
+        Command::History(a) => query_cmds::run_history(&globals, a),
+        Command::Similar(a) => query_cmds::run_similar(&globals, a),
+        Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
         Command::Demo(a) => demo::run(&globals, a),
     };
     match result {

@@ -906,6 +906,7 @@ impl Writer<'_> {
                 .zip(&lookup.lists)
                 .filter(|((_, o), _)| !**o)
                 .map(|((v, _), st)| (*v, matches!(st, Stored::Absent))),
-        );        Ok(d)
+        );
+        Ok(d)
     }
 }

@@ -182,6 +182,9 @@ pub enum IndexError {
     /// A request the index cannot honour.
     #[error("{0}")]
     Invalid(String),
+    /// What a query needs is not in the index (e.g. a URL never captured).
+    #[error("{0}")]
+    NotFound(String),
     /// RocksDB failed.
     #[error("RocksDB: {0}")]
     Db(#[from] rocksdb::Error),

@@ -49,7 +49,7 @@ pub struct Cluster {
 pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
     let caps = s.captures(url)?;
     let Some(last) = caps.iter().rev().find(|c| c.info.doc.is_some()) else {
-        return Err(IndexError::Invalid(if caps.is_empty() {
+        return Err(IndexError::NotFound(if caps.is_empty() {
             format!("{url} was never captured")
         } else {
             format!("{url} has no capture with text content, so no cluster")
@@ -58,7 +58,10 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
     let doc = last.info.doc.expect("found with a doc");
     let (cluster, size) = unionfind::cluster_of(s.index, doc)?;
     let mut members = Vec::new();
-    for d in unionfind::cluster_members(s.index, doc)?.into_iter().take(limit) {
+    for d in unionfind::cluster_members(s.index, doc)?
+        .into_iter()
+        .take(limit)
+    {
         let mut urls: Vec<MemberUrl> = Vec::new();
         for c in s.doc_captures(d)? {
             let date = iso_date(&c.timestamp);

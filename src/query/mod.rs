@@ -142,7 +142,10 @@ impl<'a> Searcher<'a> {
         }
         let ccf = self.index.cf(cf::CAPTURES);
         let mut out = Vec::with_capacity(keys.len());
-        for (k, v) in keys.iter().zip(db.batched_multi_get_cf(ccf, keys.iter(), false)) {
+        for (k, v) in keys
+            .iter()
+            .zip(db.batched_multi_get_cf(ccf, keys.iter(), false))
+        {
             let Some(v) = v? else { continue };
             let Some((s, ts)) = split_capture_key(k) else {
                 continue;

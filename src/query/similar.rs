@@ -92,7 +92,10 @@ pub fn similar_docs(
             });
         };
         let level = level.max(sketch.level);
-        let e = estimate_sorted(codec::packed_values_at(&packed, level), sketch.at_level(level));
+        let e = estimate_sorted(
+            codec::packed_values_at(&packed, level),
+            sketch.at_level(level),
+        );
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
         let m = DocMatch {
             doc: *d,
@@ -127,6 +130,8 @@ pub enum Input {
     Url(String),
     /// A file: an HTML (or text) document, or a WARC/ARC file whose first response is used.
     File(std::path::PathBuf),
+    /// A doc of the index (e.g. an older version of a page, from `history`).
+    Doc(u64),
 }
 
 /// Options of [`similar`].
@@ -175,7 +180,7 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
         Input::Url(u) => {
             let caps = s.captures(u)?;
             let Some(last) = caps.iter().rev().find(|c| c.info.doc.is_some()) else {
-                return Err(IndexError::Invalid(if caps.is_empty() {
+                return Err(IndexError::NotFound(if caps.is_empty() {
                     format!("{u} was never captured (nothing to compare; try --file)")
                 } else {
                     format!("{u} has no capture with text content to compare")
@@ -193,6 +198,12 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
         Input::File(p) => {
             let sk = sketch_file(s, p)?;
             (p.display().to_string(), None, sk, None)
+        }
+        Input::Doc(d) => {
+            let Some(sk) = s.sketch(*d)? else {
+                return Err(IndexError::NotFound(format!("no doc {d} in the index")));
+            };
+            (format!("doc {d}"), Some(*d), sk, None)
         }
     };
     let docs = similar_docs(s, &sketch, opts.threshold, opts.containment)?;

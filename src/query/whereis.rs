@@ -111,7 +111,11 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
             break;
         }
         let last = cur_caps.last().expect("non-empty").clone();
-        let last_content = cur_caps.iter().rev().find(|c| c.info.doc.is_some()).cloned();
+        let last_content = cur_caps
+            .iter()
+            .rev()
+            .find(|c| c.info.doc.is_some())
+            .cloned();
         out.newest_url = Some(last.info.url.clone());
         out.newest_date = Some(iso_date(&last.timestamp));
         if let Some(target) = last.redirect() {
@@ -202,7 +206,10 @@ fn successor(
     };
     let mut found: Vec<(Alternative, u32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for m in similar_docs(s, &sketch, opts.move_floor, false)?.into_iter().take(64) {
+    for m in similar_docs(s, &sketch, opts.move_floor, false)?
+        .into_iter()
+        .take(64)
+    {
         for c in s.doc_captures(m.doc)? {
             if visited.contains(&c.surt) || !seen.insert(c.surt.clone()) {
                 continue;

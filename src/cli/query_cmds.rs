@@ -1,0 +1,299 @@
+//! `tidemark whereis`, `history`, `similar`, `cluster`: thin printers over [`tidemark::query`].
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tidemark::index::Index;
+use tidemark::query::history::history;
+use tidemark::query::similar::{similar, Input, SimilarOptions};
+use tidemark::query::whereis::{whereis, Status, WhereisOptions};
+use tidemark::query::{cluster::cluster, Searcher};
+
+use super::{stdout, Globals, EXIT_OK, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub struct UrlArgs {
+    /// The URL (any form of it: scheme, `www.`, case and trailing slash do not matter).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SimilarArgs {
+    /// A URL in the index (its latest content is compared).
+    #[arg(
+        value_name = "URL",
+        required_unless_present_any = ["file", "doc"],
+        conflicts_with_all = ["file", "doc"]
+    )]
+    pub url: Option<String>,
+    /// Compare a doc of the index (e.g. an older version, from `history`).
+    #[arg(long, value_name = "N", conflicts_with = "file")]
+    pub doc: Option<u64>,
+    /// Compare a file instead: an HTML or text document, or a WARC/ARC file (its first
+    /// record with text). Need not be in the index.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Least resemblance (or containment, with --containment) to report.
+    #[arg(long, value_name = "T", default_value_t = 0.5)]
+    pub threshold: f64,
+    /// Rank by containment of the input in each page: pages that contain it (quotes,
+    /// excerpts, pages that grew around it).
+    #[arg(long)]
+    pub containment: bool,
+    /// Most results.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ClusterArgs {
+    /// The URL whose latest content's cluster to list.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Most members listed (the size is always the whole cluster's).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open(g: &Globals) -> anyhow::Result<Index> {
+    Ok(Index::open(&g.config.index.path, &g.config, false)?)
+}
+
+fn check_url(cmd: &str, url: &str) -> Option<u8> {
+    match tidemark::url::check(url) {
+        Ok(()) => None,
+        Err(e) => {
+            eprintln!("tidemark {cmd}: {e}");
+            Some(EXIT_USAGE)
+        }
+    }
+}
+
+fn where_opts(g: &Globals) -> WhereisOptions {
+    WhereisOptions {
+        move_floor: g.config.query.move_floor,
+    }
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
+    if let Some(code) = check_url("whereis", &a.url) {
+        return Ok(code);
+    }
+    let index = open(g)?;
+    let s = Searcher::new(&index)?;
+    let w = whereis(&s, &a.url, where_opts(g))?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &w)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    let status = match w.status {
+        Status::Alive => "alive",
+        Status::Moved => "moved",
+        Status::Gone => "gone",
+        Status::Unknown => "unknown (never captured)",
+    };
+    writeln!(out, "{}  {status}", w.url)?;
+    if let Some(u) = &w.newest_url {
+        let what = if w.status == Status::Gone {
+            "last seen at"
+        } else {
+            "newest URL"
+        };
+        writeln!(out, "  {what}: {u}  ({})", opt(&w.newest_date))?;
+    }
+    for e in &w.evidence {
+        let r = e
+            .resemblance
+            .map(|r| format!("  resemblance {r:.2}"))
+            .unwrap_or_default();
+        writeln!(out, "  {:<9} -> {}  {}{r}", e.kind, e.url, e.date)?;
+    }
+    if let Some(m) = w.margin {
+        writeln!(out, "  margin over the runner-up: {m:.2}")?;
+    }
+    for alt in &w.alternatives {
+        writeln!(
+            out,
+            "  also: {}  {}  resemblance {:.2}",
+            alt.url, alt.date, alt.resemblance
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn run_history(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
+    if let Some(code) = check_url("history", &a.url) {
+        return Ok(code);
+    }
+    let index = open(g)?;
+    let s = Searcher::new(&index)?;
+    let h = history(&s, &a.url, where_opts(g))?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &h)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    if h.captures.is_empty() {
+        writeln!(out, "{}: never captured", h.url)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(out, "{}", h.url)?;
+    writeln!(
+        out,
+        "{:<21} {:<12} {:>6} {:>8}  change",
+        "date", "sweep", "status", "doc"
+    )?;
+    for v in &h.captures {
+        let mut change = v.change.to_string();
+        if v.change == "changed" {
+            if let Some(r) = v.resemblance_to_previous {
+                change = format!("changed (resemblance {r:.2})");
+            }
+        }
+        if let Some(t) = &v.redirect_to {
+            change = format!("redirect -> {t}");
+        }
+        if let Some(m) = &v.moved_to {
+            change = format!("{change}; content moved to {m}");
+        }
+        writeln!(
+            out,
+            "{:<21} {:<12} {:>6} {:>8}  {change}",
+            v.date,
+            v.sweep,
+            opt(&v.status),
+            opt(&v.doc)
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
+    if !(0.0..=1.0).contains(&a.threshold) {
+        eprintln!(
+            "tidemark similar: --threshold must be between 0 and 1, not {}",
+            a.threshold
+        );
+        return Ok(EXIT_USAGE);
+    }
+    let input = match (&a.url, &a.file) {
+        _ if a.doc.is_some() => Input::Doc(a.doc.expect("checked")),
+        (Some(u), None) => {
+            if let Some(code) = check_url("similar", u) {
+                return Ok(code);
+            }
+            Input::Url(u.clone())
+        }
+        (None, Some(f)) => {
+            if !f.is_file() {
+                eprintln!("tidemark similar: no such file: {}", f.display());
+                return Ok(EXIT_USAGE);
+            }
+            Input::File(f.clone())
+        }
+        _ => {
+            eprintln!("tidemark similar: give a URL, --file PATH or --doc N");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let index = open(g)?;
+    let s = Searcher::new(&index)?;
+    let opts = SimilarOptions {
+        threshold: a.threshold,
+        containment: a.containment,
+        limit: a.limit,
+    };
+    let r = similar(&s, &input, &opts)?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &r.results)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(
+        out,
+        "{} ({} shingles): {} pages",
+        r.input,
+        r.shingles,
+        r.results.len()
+    )?;
+    writeln!(
+        out,
+        "{:>10} {:>11} {:>8}  {:<21} url",
+        "resemblance", "containment", "doc", "date"
+    )?;
+    for p in &r.results {
+        writeln!(
+            out,
+            "{:>10.3} {:>11.3} {:>8}  {:<21} {}",
+            p.resemblance, p.containment, p.doc, p.date, p.url
+        )?;
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
+    if let Some(code) = check_url("cluster", &a.url) {
+        return Ok(code);
+    }
+    let index = open(g)?;
+    let s = Searcher::new(&index)?;
+    let c = cluster(&s, &a.url, a.limit)?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &c)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(
+        out,
+        "{}: doc {}, cluster {} of {} doc{}",
+        c.url,
+        c.doc,
+        c.cluster,
+        c.size,
+        if c.size == 1 { "" } else { "s" }
+    )?;
+    for m in &c.members {
+        let title = m.title.as_deref().unwrap_or("");
+        writeln!(out, "  doc {}  {title}", m.doc)?;
+        for u in &m.urls {
+            writeln!(
+                out,
+                "    {}  {} .. {}  ({} capture{})",
+                u.url,
+                u.first,
+                u.last,
+                u.captures,
+                if u.captures == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    if (c.members.len() as u64) < c.size {
+        writeln!(
+            out,
+            "  … {} more (use --limit)",
+            c.size - c.members.len() as u64
+        )?;
+    }
+    Ok(EXIT_OK)
+}
