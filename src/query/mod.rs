@@ -215,3 +215,34 @@ pub fn iso_date(ts: &str) -> String {
 pub(crate) fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
+
+/// Up to `n` distinct URLs of the index spread evenly over its capture keys (every k-th
+/// key), for benchmarks and spot checks. Deterministic.
+pub fn sample_urls(index: &Index, n: usize) -> Result<Vec<String>> {
+    let ccf = index.cf(cf::CAPTURES);
+    let total = index
+        .db()
+        .property_int_value_cf(ccf, "rocksdb.estimate-num-keys")?
+        .unwrap_or(0)
+        .max(1);
+    let step = (total as usize / n.max(1)).max(1);
+    let mut out: Vec<String> = Vec::with_capacity(n);
+    for (i, item) in index
+        .db()
+        .iterator_cf(ccf, rocksdb::IteratorMode::Start)
+        .enumerate()
+    {
+        if i % step != 0 {
+            continue;
+        }
+        let (_, v) = item?;
+        let c = decode_capture(&v)?;
+        if out.last() != Some(&c.url) {
+            out.push(c.url);
+        }
+        if out.len() >= n {
+            break;
+        }
+    }
+    Ok(out)
+}

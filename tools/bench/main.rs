@@ -54,6 +54,16 @@ struct Args {
     /// Sweeps for --ingest.
     #[arg(long, default_value_t = 4)]
     sweeps: usize,
+    /// Measure query latency instead, on the index at --db: whereis, history and similar
+    /// as library calls on --samples URLs spread over the index; median and p99.
+    #[arg(long)]
+    queries: bool,
+    /// Index for --queries.
+    #[arg(long, value_name = "DIR")]
+    db: Option<PathBuf>,
+    /// URLs sampled for --queries.
+    #[arg(long, default_value_t = 2000)]
+    samples: usize,
 }
 
 fn warc_files(dir: &Path) -> Vec<PathBuf> {
@@ -280,6 +290,9 @@ fn main() -> ExitCode {
     if a.ingest {
         return bench_ingest(&a);
     }
+    if a.queries {
+        return bench_queries(&a);
+    }
     let mut files = warc_files(&a.dir);
     files.retain(|f| {
         !f.file_name()
@@ -386,4 +399,98 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Per-call latency of the queries on an existing index.
+fn bench_queries(a: &Args) -> ExitCode {
+    use tidemark::query::{history::history, similar, whereis, Searcher};
+    let Some(db) = &a.db else {
+        eprintln!("tidemark-bench --queries: give --db DIR (e.g. the index `--ingest` leaves in DIR/bench.db)");
+        return ExitCode::from(2);
+    };
+    let config = tidemark::config::Config::default();
+    let index = match tidemark::index::Index::open(db, &config, false) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("tidemark-bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let run = || -> Result<serde_json::Value, tidemark::index::IndexError> {
+        let t = Instant::now();
+        let s = Searcher::new(&index)?;
+        let open_ms = t.elapsed().as_secs_f64() * 1e3;
+        let urls = tidemark::query::sample_urls(&index, a.samples)?;
+        let wopts = whereis::WhereisOptions {
+            move_floor: config.query.move_floor,
+        };
+        let sopts = similar::SimilarOptions {
+            threshold: 0.5,
+            containment: false,
+            limit: 20,
+        };
+        // Warm the block cache once, as a long-running service would be.
+        for u in &urls {
+            whereis::whereis(&s, u, wopts)?;
+        }
+        let mut times: Vec<(&str, Vec<f64>)> = vec![
+            ("whereis", Vec::new()),
+            ("history", Vec::new()),
+            ("similar", Vec::new()),
+        ];
+        let mut bytes = Vec::new();
+        for u in &urls {
+            let t = Instant::now();
+            whereis::whereis(&s, u, wopts)?;
+            times[0].1.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            let h = history(&s, u, wopts)?;
+            times[1].1.push(t.elapsed().as_secs_f64() * 1e3);
+            if let Some(d) = h.captures.iter().rev().find_map(|c| c.doc) {
+                let t = Instant::now();
+                similar::similar(&s, &similar::Input::Url(u.clone()), &sopts)?;
+                times[2].1.push(t.elapsed().as_secs_f64() * 1e3);
+                if let Some(info) = index.doc(d)? {
+                    bytes.push(info.bytes as f64);
+                }
+            }
+        }
+        bytes.sort_by(f64::total_cmp);
+        let mut out = serde_json::Map::new();
+        let captures: u64 = index.sweeps()?.iter().map(|(_, s)| s.captures).sum();
+        println!("index: {captures} captures; {} URLs sampled", urls.len());
+        out.insert("captures".into(), json!(captures));
+        out.insert("urls".into(), json!(urls.len()));
+        out.insert("open_ms".into(), json!(open_ms));
+        out.insert(
+            "median_page_bytes".into(),
+            json!(bytes.get(bytes.len() / 2).copied().unwrap_or(0.0)),
+        );
+        println!("{:<8} {:>6} {:>10} {:>10} {:>10}", "query", "calls", "median ms", "p99 ms", "max ms");
+        for (name, mut t) in times {
+            t.sort_by(f64::total_cmp);
+            let q = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize];
+            println!(
+                "{name:<8} {:>6} {:>10.3} {:>10.3} {:>10.3}",
+                t.len(),
+                q(0.5),
+                q(0.99),
+                q(1.0)
+            );
+            out.insert(name.into(), json!({"calls": t.len(), "median_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0)}));
+        }
+        Ok(serde_json::Value::Object(out))
+    };
+    match run() {
+        Ok(v) => {
+            if a.json {
+                println!("{v}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tidemark-bench: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
