@@ -21,7 +21,7 @@ fn queries(c: &mut Criterion) {
         return;
     };
     let config = Config::default();
-    let index = Index::open(std::path::Path::new(&db), &config, false).expect("open the index");
+    let index = Index::open_read_only(std::path::Path::new(&db), &config).expect("open the index");
     let s = Searcher::new(&index).expect("searcher");
     let urls = sample_urls(&index, 1000).expect("sample URLs");
     let wopts = WhereisOptions {
@@ -41,7 +41,7 @@ fn queries(c: &mut Criterion) {
         b.iter(|| whereis(&s, next(), wopts).expect("whereis"))
     });
     c.bench_function("history", |b| {
-        b.iter(|| history(&s, next(), wopts).expect("history"))
+        b.iter(|| history(&s, next(), wopts, false).expect("history"))
     });
     let with_content: Vec<&String> = urls
         .iter()

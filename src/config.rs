@@ -44,6 +44,8 @@ pub struct IndexConfig {
     pub block_cache_mb: usize,
     /// Memtable budget in MiB.
     pub write_buffer_mb: usize,
+    /// Store each new doc's canonical text (zstd with a trained dictionary) for diffs.
+    pub store_texts: bool,
 }
 
 /// `[sketch]`

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crossbeam_channel::{bounded, unbounded};
 
+use crate::canon::Canon;
 use crate::capture::{analyze_unless_known, Capture, Scratch};
 use crate::read::{ReadError, Record, RecordReader};
 use crate::sketch::SketchParams;
@@ -91,19 +92,20 @@ const BATCH_BYTES: usize = 4 << 20;
 /// Scans `files` in order, calling `on_event` for every file and record in input order.
 /// `on_event` returning false stops the scan early.
 pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, on_event: impl FnMut(ScanEvent) -> bool) {
-    scan_files_with_skip(files, &[], opts, &|_| false, &|_| None::<()>, on_event)
+    scan_files_with_skip(files, &[], opts, &|_| false, &|_, _| None::<()>, on_event)
 }
 
 /// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
 /// ingest; `FileEnd.records` still counts every record of the file), not canonicalizing
 /// responses whose payload digest `known` recognizes, and running `prepare` on each
-/// analysis on the worker (work the caller would otherwise do on its own thread).
+/// analysis on the worker (work the caller would otherwise do on its own thread); it
+/// also gets the canonical form, which is that record's when `text_fingerprint` is set.
 pub fn scan_files_with_skip<P: Send>(
     files: &[PathBuf],
     skip: &[u64],
     opts: &ScanOptions,
     known: &(dyn Fn(&str) -> bool + Sync),
-    prepare: &(dyn Fn(&Capture) -> Option<P> + Sync),
+    prepare: &(dyn Fn(&Capture, &Canon) -> Option<P> + Sync),
     mut on_event: impl FnMut(ScanEvent<P>) -> bool,
 ) {
     let threads = opts.threads.max(1);
@@ -216,7 +218,7 @@ pub fn scan_files_with_skip<P: Send>(
                                 )
                             };
                             record.block = Vec::new();
-                            let prepared = prepare(&capture);
+                            let prepared = prepare(&capture, scratch.canon());
                             Scanned {
                                 record,
                                 capture,

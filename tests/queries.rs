@@ -86,7 +86,7 @@ fn expected_place(dir: &Path, from_sweep: usize, to: &str) -> Option<String> {
 #[test]
 fn whereis_finds_every_moved_page() {
     let (dir, db) = corpus();
-    let index = Index::open(db, &Config::default(), false).unwrap();
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
     let searcher = Searcher::new(&index).unwrap();
     let (mut total, mut right) = (0, 0);
     let mut wrong = Vec::new();
@@ -164,7 +164,7 @@ fn whereis_finds_every_moved_page() {
 #[test]
 fn pages_that_stay_are_alive_and_deleted_ones_are_gone() {
     let (dir, db) = corpus();
-    let index = Index::open(db, &Config::default(), false).unwrap();
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
     let searcher = Searcher::new(&index).unwrap();
     let last = truth(dir, SWEEPS);
     // URLs captured with 200 in the last sweep are alive.
@@ -208,13 +208,13 @@ fn pages_that_stay_are_alive_and_deleted_ones_are_gone() {
 #[test]
 fn history_reports_edits_with_their_resemblance() {
     let (dir, db) = corpus();
-    let index = Index::open(db, &Config::default(), false).unwrap();
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
     let searcher = Searcher::new(&index).unwrap();
     let (mut n, mut close, mut worst) = (0, 0, 0.0f64);
     for k in 2..=SWEEPS {
         for e in truth(dir, k)["edits"].as_array().unwrap() {
             let url = e["url"].as_str().unwrap();
-            let h = history(&searcher, url, opts()).unwrap();
+            let h = history(&searcher, url, opts(), false).unwrap();
             let v = h
                 .captures
                 .iter()
@@ -244,7 +244,7 @@ fn history_reports_edits_with_their_resemblance() {
 #[test]
 fn similar_finds_every_mirror() {
     let (dir, db) = corpus();
-    let index = Index::open(db, &Config::default(), false).unwrap();
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
     let searcher = Searcher::new(&index).unwrap();
     let mut groups = 0;
     let mut lowest = 1.0f64;
@@ -257,7 +257,7 @@ fn similar_finds_every_mirror() {
                 .map(|u| u.as_str().unwrap())
                 .collect();
             // The original as it was in that sweep (it may have been edited since).
-            let h = history(&searcher, urls[0], opts()).unwrap();
+            let h = history(&searcher, urls[0], opts(), false).unwrap();
             let then = h
                 .captures
                 .iter()
@@ -387,4 +387,106 @@ fn commands_print_json_and_refuse_bad_arguments() {
     let out = run(&["cluster", "https://nowhere.example/x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never captured"));
+}
+
+#[test]
+fn stored_texts_are_the_canonical_texts_and_diffs_show_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 300, 2, 77);
+    let config = dir.path().join("texts.toml");
+    std::fs::write(&config, "[index]\nstore_texts = true\n").unwrap();
+    let db = dir.path().join("db");
+    for k in 1..=2 {
+        let mut args = vec![
+            "--db".to_string(),
+            s(&db),
+            "--config".into(),
+            s(&config),
+            "ingest".into(),
+            "--sweep".into(),
+            format!("sweep-{k}"),
+        ];
+        args.extend(sweep_files(dir.path(), k).iter().map(|f| s(f)));
+        let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert_eq!(out.status.code(), Some(0));
+    }
+    // Every stored text is the canonical text of a record that carries the doc.
+    let index = Index::open_read_only(&db, &Config::default()).unwrap();
+    let searcher = Searcher::new(&index).unwrap();
+    let reader = tidemark::index::texts::TextReader::new(&index).unwrap();
+    let params = tidemark::sketch::SketchParams::default();
+    let mut scratch = tidemark::capture::Scratch::default();
+    let mut checked = 0;
+    for f in sweep_files(dir.path(), 2) {
+        for rec in tidemark::read::RecordReader::open(&f, 16 << 20).unwrap() {
+            let rec = rec.unwrap();
+            let cap = tidemark::capture::analyze(&rec, &params, 16 << 20, &mut scratch);
+            let (Some(url), Some(ts), Some(_)) = (&cap.url, &cap.timestamp, cap.text_fingerprint)
+            else {
+                continue;
+            };
+            let caps = searcher.captures(url).unwrap();
+            let Some(doc) = caps
+                .iter()
+                .find(|c| &c.timestamp == ts)
+                .and_then(|c| c.info.doc)
+            else {
+                continue;
+            };
+            let stored = reader.text(&index, doc).unwrap().expect("text stored");
+            assert_eq!(stored, scratch.canon().text, "{url}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "{checked}");
+    // Edits show as word diffs; a text the index did not store is said so.
+    let t = truth(dir.path(), 2);
+    let mut diffs = 0;
+    for e in t["edits"].as_array().unwrap() {
+        let url = e["url"].as_str().unwrap();
+        let out = tidemark(&["--db", &s(&db), "history", url, "--diff", "--json"]);
+        assert_eq!(out.status.code(), Some(0));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let changed: Vec<&Value> = v["captures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["change"] == "changed")
+            .collect();
+        assert_eq!(changed.len(), 1, "{url}: {v}");
+        let d = changed[0]["diff"].as_str().expect("a diff");
+        assert!(d.contains("[-") || d.contains("{+"), "{url}: {d}");
+        diffs += 1;
+    }
+    assert!(diffs >= 10, "{diffs}");
+    // An index built without texts says so instead of a diff.
+    let (cdir, cdb) = corpus();
+    let edit = truth(cdir, 2)["edits"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let plain = Index::open_read_only(cdb, &Config::default()).unwrap();
+    let h = history(&Searcher::new(&plain).unwrap(), &edit, opts(), true).unwrap();
+    let d = h
+        .captures
+        .iter()
+        .find_map(|c| c.diff.clone())
+        .expect("a changed version");
+    assert!(d.contains("not stored"), "{d}");
+}
+
+#[test]
+fn word_diff_marks_removed_and_added_words() {
+    use tidemark::query::history::word_diff;
+    assert_eq!(word_diff("a b c d", "a x c d"), "… a [-b-] {+x+} c d …");
+    assert_eq!(word_diff("a b", "a b c"), "… a b {+c+}");
+    let long_old = (0..40)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let long_new = long_old.replace("w20", "changed");
+    assert_eq!(
+        word_diff(&long_old, &long_new),
+        "… w14 w15 w16 w17 w18 w19 [-w20-] {+changed+} w21 w22 w23 w24 w25 w26 …"
+    );
 }

@@ -69,7 +69,7 @@ pub enum Command {
     /// Every capture of a URL in date order, with the change from the previous one
     /// (new, identical, changed with its resemblance, redirect, gone) and where its
     /// content went.
-    History(query_cmds::UrlArgs),
+    History(query_cmds::HistoryArgs),
     /// Pages that resemble a URL's content or a file (HTML, text or WARC), by sketch
     /// estimates; with --containment, pages that contain it.
     Similar(query_cmds::SimilarArgs),

@@ -22,6 +22,20 @@ pub struct UrlArgs {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct HistoryArgs {
+    /// The URL (any form of it: scheme, `www.`, case and trailing slash do not matter).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Show the word-level changes of each changed version (needs texts stored at
+    /// ingest: `store_texts = true` under [index] in the configuration).
+    #[arg(long)]
+    pub diff: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
 pub struct SimilarArgs {
     /// A URL in the index (its latest content is compared).
     #[arg(
@@ -66,7 +80,7 @@ pub struct ClusterArgs {
 }
 
 fn open(g: &Globals) -> anyhow::Result<Index> {
-    Ok(Index::open(&g.config.index.path, &g.config, false)?)
+    Ok(Index::open_read_only(&g.config.index.path, &g.config)?)
 }
 
 fn check_url(cmd: &str, url: &str) -> Option<u8> {
@@ -139,13 +153,13 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-pub fn run_history(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
+pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
     if let Some(code) = check_url("history", &a.url) {
         return Ok(code);
     }
     let index = open(g)?;
     let s = Searcher::new(&index)?;
-    let h = history(&s, &a.url, where_opts(g))?;
+    let h = history(&s, &a.url, where_opts(g), a.diff)?;
     let mut out = stdout();
     if a.json {
         serde_json::to_writer(&mut out, &h)?;
@@ -183,6 +197,9 @@ pub fn run_history(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
             opt(&v.status),
             opt(&v.doc)
         )?;
+        if let Some(d) = &v.diff {
+            writeln!(out, "    {d}")?;
+        }
     }
     Ok(EXIT_OK)
 }
@@ -231,10 +248,11 @@ pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
     }
     writeln!(
         out,
-        "{} ({} shingles): {} pages",
+        "{} ({} shingles): {} page{}",
         r.input,
         r.shingles,
-        r.results.len()
+        r.results.len(),
+        if r.results.len() == 1 { "" } else { "s" }
     )?;
     writeln!(
         out,

@@ -25,7 +25,9 @@ use super::codec::{
     POSTING_ENTRY,
 };
 use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
+use super::texts::{self, TextEncoder};
 use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
+use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
 use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
@@ -45,6 +47,16 @@ pub struct IngestOptions {
     pub record_cap: usize,
     /// Memory for postings not stored yet, in MiB.
     pub postings_buffer_mb: usize,
+    /// Store new docs' canonical texts.
+    pub store_texts: bool,
+}
+
+/// What a worker prepares for the writer about new content.
+pub struct Prepared {
+    /// Stored postings of its sampled values.
+    lookup: Option<Lookup>,
+    /// Its canonical text, compressed (with `store_texts`).
+    text: Option<Vec<u8>>,
 }
 
 /// A file's damage.
@@ -307,15 +319,25 @@ pub fn ingest(
     // canonical text is already indexed.
     let fingerprints = index.cf(cf::FINGERPRINTS);
     let target = index.params().posting_target;
-    let prepare = |cap: &Capture| -> Option<Lookup> {
+    // And compress its canonical text, when texts are stored.
+    let encoder = if opts.store_texts {
+        Some(TextEncoder::new(index)?)
+    } else {
+        None
+    };
+    let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
         let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
-        if sketch.values.is_empty()
-            || !matches!(db.get_pinned_cf(fingerprints, fp.to_be_bytes()), Ok(None))
-        {
+        if !matches!(db.get_pinned_cf(fingerprints, fp.to_be_bytes()), Ok(None)) {
             return None;
         }
-        let (_, values) = posting_values(sketch, target);
-        postings::lookup(index, &values, &over_cap).ok()
+        let lookup = if sketch.values.is_empty() {
+            None
+        } else {
+            let (_, values) = posting_values(sketch, target);
+            postings::lookup(index, &values, &over_cap).ok()
+        };
+        let text = encoder.as_ref().map(|e| e.encode(&canon.text));
+        Some(Prepared { lookup, text })
     };
     scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
         let r = match ev {
@@ -353,6 +375,9 @@ pub fn ingest(
         return Err(e);
     }
     w.fresh.spill(index, index.counters().next_doc)?;
+    if opts.store_texts {
+        texts::train_if_ready(index)?;
+    }
     // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
     w.index.flush()?;
     progress(Progress {
@@ -385,7 +410,7 @@ impl Writer<'_> {
         file: usize,
         rec: &Record,
         cap: &Capture,
-        prepared: Option<Lookup>,
+        prepared: Option<Prepared>,
     ) -> Result<()> {
         self.summary.records += 1;
         self.sweep.records += 1;
@@ -436,7 +461,7 @@ impl Writer<'_> {
         record_no: u64,
         rec: &Record,
         cap: &Capture,
-        prepared: Option<Lookup>,
+        prepared: Option<Prepared>,
     ) -> Result<()> {
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
@@ -715,7 +740,7 @@ impl Writer<'_> {
         sketch: &Sketch,
         cap: &Capture,
         ts: &str,
-        prepared: Option<Lookup>,
+        prepared: Option<Prepared>,
     ) -> Result<u64> {
         let counters = self.index.counters();
         let d = counters.next_doc;
@@ -751,6 +776,10 @@ impl Writer<'_> {
             u64_key(d),
             codec::pack_sketch(sketch),
         );
+        let mut prepared = prepared;
+        if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
+            batch.put_cf(self.index.cf(cf::TEXTS), u64_key(d), text);
+        }
         self.summary.new_docs += 1;
         self.sweep.new_docs += 1;
         if sketch.values.is_empty() {
@@ -762,7 +791,7 @@ impl Writer<'_> {
         // Candidates: docs sharing posting values, counted. The stored lists come from
         // the worker's lookup when it saw the current mark, else are read now; the fresh
         // entries complete them.
-        let lookup = match prepared {
+        let lookup = match prepared.and_then(|p| p.lookup) {
             Some(l) if l.mark == self.fresh.mark() => l,
             _ => postings::lookup(self.index, &pvals, self.over_cap)?,
         };

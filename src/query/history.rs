@@ -5,7 +5,78 @@ use serde::Serialize;
 
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{iso_date, round3, Searcher};
+use crate::index::texts::TextReader;
 use crate::index::Result;
+
+/// Words of unchanged context kept around each change.
+const CONTEXT_WORDS: usize = 6;
+
+/// A plain word diff (`[-old-]{+new+}`) of two canonical texts, unchanged runs cut to a
+/// few words of context.
+pub fn word_diff(old: &str, new: &str) -> String {
+    use ::similar::{Algorithm, ChangeTag, TextDiff};
+    let d = TextDiff::configure()
+        .algorithm(Algorithm::Patience)
+        .timeout(std::time::Duration::from_millis(500))
+        .diff_words(old, new);
+    // Runs of (tag, words).
+    let mut runs: Vec<(ChangeTag, Vec<&str>)> = Vec::new();
+    for ch in d.iter_all_changes() {
+        let w = ch.value();
+        if w.trim().is_empty() {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((t, v)) if *t == ch.tag() => v.push(w),
+            _ => runs.push((ch.tag(), vec![w])),
+        }
+    }
+    // Adjacent deletions and insertions become one `[-…-] {+…+}` pair.
+    let mut merged: Vec<(ChangeTag, Vec<&str>, Vec<&str>)> = Vec::new();
+    for (tag, words) in runs {
+        match (tag, merged.last_mut()) {
+            (ChangeTag::Equal, _) => merged.push((tag, words, Vec::new())),
+            (ChangeTag::Delete, Some((ChangeTag::Delete, d, _))) => d.extend(words),
+            (ChangeTag::Insert, Some((ChangeTag::Delete, _, i))) => i.extend(words),
+            (ChangeTag::Delete, _) => merged.push((ChangeTag::Delete, words, Vec::new())),
+            (ChangeTag::Insert, _) => merged.push((ChangeTag::Delete, Vec::new(), words)),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let n = merged.len();
+    for (i, (tag, words, inserted)) in merged.iter().enumerate() {
+        match tag {
+            ChangeTag::Equal => {
+                let (first, last) = (i == 0, i + 1 == n);
+                if words.len() <= 2 * CONTEXT_WORDS && !first && !last {
+                    out.push(words.join(" "));
+                } else {
+                    if !first {
+                        out.push(words[..CONTEXT_WORDS.min(words.len())].join(" "));
+                    }
+                    if words.len() > CONTEXT_WORDS || first || last {
+                        out.push("…".into());
+                    }
+                    if !last {
+                        let k = words.len().saturating_sub(CONTEXT_WORDS);
+                        out.push(words[k..].join(" "));
+                    }
+                }
+            }
+            _ => {
+                if !words.is_empty() {
+                    out.push(format!("[-{}-]", words.join(" ")));
+                }
+                if !inserted.is_empty() {
+                    out.push(format!("{{+{}+}}", inserted.join(" ")));
+                }
+            }
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out.dedup_by(|a, b| a == "…" && b == "…");
+    out.join(" ")
+}
 
 /// One capture and how it differs from the one before.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -26,6 +97,10 @@ pub struct Version {
     pub redirect_to: Option<String>,
     /// Where the content went, on the capture after which the URL stopped carrying it.
     pub moved_to: Option<String>,
+    /// With `diff`: the word-level changes from the previous version with content, as
+    /// `… context [-removed words-] {+added words+} context …` (git's plain word diff).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
 }
 
 /// The answer.
@@ -37,8 +112,14 @@ pub struct History {
     pub captures: Vec<Version>,
 }
 
-/// Every capture of `url` in date order with its change.
-pub fn history(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<History> {
+/// Every capture of `url` in date order with its change; with `diff`, the word-level
+/// changes of each `changed` version whose texts are stored (`index.store_texts`).
+pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Result<History> {
+    let texts = if diff {
+        Some(TextReader::new(s.index)?)
+    } else {
+        None
+    };
     let caps = s.captures(url)?;
     let mut out = Vec::with_capacity(caps.len());
     let mut prev_doc: Option<u64> = None;
@@ -64,6 +145,13 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<History>
         } else {
             ("changed", None)
         };
+        let mut words = None;
+        if let (Some(t), "changed", Some(old), Some(new)) = (&texts, change, prev_doc, i.doc) {
+            words = Some(match (t.text(s.index, old)?, t.text(s.index, new)?) {
+                (Some(a), Some(b)) => word_diff(&a, &b),
+                _ => "(text not stored: ingested without index.store_texts)".to_string(),
+            });
+        }
         if c.ok() && c.redirect().is_none() {
             seen_content = true;
             if i.doc.is_some() {
@@ -80,6 +168,7 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<History>
             resemblance_to_previous: r,
             redirect_to: c.redirect().map(str::to_string),
             moved_to: None,
+            diff: words,
         });
     }
     // Where it went: on the first capture after the last one with content, or on that

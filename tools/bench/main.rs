@@ -409,7 +409,7 @@ fn bench_queries(a: &Args) -> ExitCode {
         return ExitCode::from(2);
     };
     let config = tidemark::config::Config::default();
-    let index = match tidemark::index::Index::open(db, &config, false) {
+    let index = match tidemark::index::Index::open_read_only(db, &config) {
         Ok(i) => i,
         Err(e) => {
             eprintln!("tidemark-bench: {e}");
@@ -444,7 +444,7 @@ fn bench_queries(a: &Args) -> ExitCode {
             whereis::whereis(&s, u, wopts)?;
             times[0].1.push(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
-            let h = history(&s, u, wopts)?;
+            let h = history(&s, u, wopts, false)?;
             times[1].1.push(t.elapsed().as_secs_f64() * 1e3);
             if let Some(d) = h.captures.iter().rev().find_map(|c| c.doc) {
                 let t = Instant::now();
@@ -466,7 +466,10 @@ fn bench_queries(a: &Args) -> ExitCode {
             "median_page_bytes".into(),
             json!(bytes.get(bytes.len() / 2).copied().unwrap_or(0.0)),
         );
-        println!("{:<8} {:>6} {:>10} {:>10} {:>10}", "query", "calls", "median ms", "p99 ms", "max ms");
+        println!(
+            "{:<8} {:>6} {:>10} {:>10} {:>10}",
+            "query", "calls", "median ms", "p99 ms", "max ms"
+        );
         for (name, mut t) in times {
             t.sort_by(f64::total_cmp);
             let q = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize];
@@ -477,7 +480,10 @@ fn bench_queries(a: &Args) -> ExitCode {
                 q(0.99),
                 q(1.0)
             );
-            out.insert(name.into(), json!({"calls": t.len(), "median_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0)}));
+            out.insert(
+                name.into(),
+                json!({"calls": t.len(), "median_ms": q(0.5), "p99_ms": q(0.99), "max_ms": q(1.0)}),
+            );
         }
         Ok(serde_json::Value::Object(out))
     };
