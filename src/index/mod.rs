@@ -487,12 +487,6 @@ impl Index {
             .collect()
     }
 
-    #[doc(hidden)]
-    pub fn compact_postings_for_test(&self) {
-        self.db
-            .compact_range_cf(self.cf(cf::POSTINGS), None::<&[u8]>, None::<&[u8]>);
-    }
-
     /// Flushes memtables to SST files (so sizes on disk are real).
     pub fn flush(&self) -> Result<()> {
         for n in cf::ALL {
