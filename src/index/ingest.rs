@@ -31,7 +31,7 @@ use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
 use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
-use crate::sketch::{estimate, estimate_sorted, Sketch};
+use crate::sketch::{estimate, Sketch};
 use crate::url::{resolve, surt};
 
 /// What to ingest.
@@ -882,27 +882,8 @@ impl Writer<'_> {
             passing.sort_unstable();
             passing.dedup();
         }
-        let skeys: Vec<[u8; 8]> = passing.iter().map(|b| u64_key(*b)).collect();
         let ecf = self.index.cf(cf::EDGES);
-        let scf = self.index.cf(cf::SKETCHES);
-        // Their sketches in one batched read, compared without unpacking.
-        for (b, res) in passing.iter().zip(self.index.db().batched_multi_get_cf(
-            scf,
-            skeys.iter(),
-            true,
-        )) {
-            let Some(packed) = res? else { continue };
-            let Some(blevel) = codec::packed_level(&packed) else {
-                return Err(IndexError::Corruption {
-                    cf: cf::SKETCHES,
-                    comment: format!("bad sketch of doc {b}"),
-                });
-            };
-            let level = blevel.max(sketch.level);
-            let e = estimate_sorted(
-                codec::packed_values_at(&packed, level),
-                sketch.at_level(level),
-            );
+        for (b, e) in self.index.estimates(&passing, sketch)? {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
             if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
@@ -918,7 +899,7 @@ impl Writer<'_> {
                 self.summary.edges += 1;
                 self.sweep.edges += 1;
                 if r >= threshold {
-                    targets.push(*b);
+                    targets.push(b);
                 }
             }
         }

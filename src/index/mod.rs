@@ -20,7 +20,7 @@ use rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::sketch::{Sketch, SKETCH_SCHEME};
+use crate::sketch::{estimate_sorted, Estimate, Sketch, SKETCH_SCHEME};
 use codec::{decode, encode, read_u64, u64_key, DocInfo, SweepInfo};
 
 /// Version of the on-disk layout this build reads and writes.
@@ -485,6 +485,37 @@ impl Index {
                 )
             })
             .collect()
+    }
+
+    /// Estimates of `sketch` against the stored sketch of each of `docs` (ascending), read
+    /// in one batch and compared without unpacking: `(doc, estimate)` with the doc as `a`
+    /// (so `containment_a_in_b` is the doc's containment in `sketch`). Docs without a
+    /// stored sketch are left out.
+    pub fn estimates(&self, docs: &[u64], sketch: &Sketch) -> Result<Vec<(u64, Estimate)>> {
+        let keys: Vec<[u8; 8]> = docs.iter().map(|d| u64_key(*d)).collect();
+        let scf = self.cf(cf::SKETCHES);
+        let mut out = Vec::with_capacity(docs.len());
+        for (d, res) in docs
+            .iter()
+            .zip(self.db.batched_multi_get_cf(scf, keys.iter(), true))
+        {
+            let Some(packed) = res? else { continue };
+            let Some(level) = codec::packed_level(&packed) else {
+                return Err(IndexError::Corruption {
+                    cf: cf::SKETCHES,
+                    comment: format!("bad sketch of doc {d}"),
+                });
+            };
+            let level = level.max(sketch.level);
+            out.push((
+                *d,
+                estimate_sorted(
+                    codec::packed_values_at(&packed, level),
+                    sketch.at_level(level),
+                ),
+            ));
+        }
+        Ok(out)
     }
 
     /// Flushes memtables to SST files (so sizes on disk are real).

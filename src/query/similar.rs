@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use super::{iso_date, round3, Searcher};
 use crate::capture::{analyze, Scratch};
-use crate::index::codec::{self, read_u64, u64_key, POSTING_ENTRY};
+use crate::index::codec::{read_u64, POSTING_ENTRY};
 use crate::index::postings::{self, posting_values, Stored};
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
-use crate::sketch::{estimate_sorted, Sketch, SketchParams};
+use crate::sketch::{Sketch, SketchParams};
 use crate::url::surt;
 
 /// A doc that resembles (or contains) the input.
@@ -77,28 +77,11 @@ pub fn similar_docs(
     }
     cands.sort_unstable();
     cands.dedup();
-    let keys: Vec<[u8; 8]> = cands.iter().map(|d| u64_key(*d)).collect();
     let mut out = Vec::new();
-    let scf = index.cf(cf::SKETCHES);
-    for (d, res) in cands
-        .iter()
-        .zip(index.db().batched_multi_get_cf(scf, keys.iter(), true))
-    {
-        let Some(packed) = res? else { continue };
-        let Some(level) = codec::packed_level(&packed) else {
-            return Err(IndexError::Corruption {
-                cf: cf::SKETCHES,
-                comment: format!("bad sketch of doc {d}"),
-            });
-        };
-        let level = level.max(sketch.level);
-        let e = estimate_sorted(
-            codec::packed_values_at(&packed, level),
-            sketch.at_level(level),
-        );
+    for (d, e) in index.estimates(&cands, sketch)? {
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
         let m = DocMatch {
-            doc: *d,
+            doc: d,
             resemblance: e.resemblance,
             containment: e.containment_b_in_a,
             contained: e.containment_a_in_b,
