@@ -21,6 +21,13 @@ pub const EXIT_DAMAGE: u8 = 1;
 /// Exit status for bad arguments or configuration.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Exit codes of the query commands, shown in their `--help`.
+const QUERY_EXIT_HELP: &str =
+    "Exit status: 0 answered (also a URL never captured, for whereis and \
+history); 1 a URL the command needs is not in the index, or the index could not be read; 2 bad \
+arguments (e.g. an unparseable URL) or configuration, or no index at --db, or one of another \
+schema or parameters.";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "tidemark",
@@ -65,15 +72,19 @@ pub enum Command {
     Recluster(index_cmds::ReclusterArgs),
     /// Where a page is now: alive, moved (to its newest URL, by redirects or by content),
     /// gone, or unknown; with the evidence and the runners-up.
+    #[command(after_help = QUERY_EXIT_HELP)]
     Whereis(query_cmds::UrlArgs),
     /// Every capture of a URL in date order, with the change from the previous one
     /// (new, identical, changed with its resemblance, redirect, gone) and where its
     /// content went.
+    #[command(after_help = QUERY_EXIT_HELP)]
     History(query_cmds::HistoryArgs),
     /// Pages that resemble a URL's content or a file (HTML, text or WARC), by sketch
     /// estimates; with --containment, pages that contain it.
+    #[command(after_help = QUERY_EXIT_HELP)]
     Similar(query_cmds::SimilarArgs),
     /// The near-duplicate cluster of a URL's content: its docs, their URLs and dates.
+    #[command(after_help = QUERY_EXIT_HELP)]
     Cluster(query_cmds::ClusterArgs),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
