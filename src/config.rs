@@ -24,6 +24,20 @@ pub struct Config {
     pub ingest: IngestConfig,
     /// Queries.
     pub query: QueryConfig,
+    /// Reports.
+    pub report: ReportConfig,
+}
+
+/// `[report]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportConfig {
+    /// Lower bound of resemblance for `changed_minor`.
+    pub minor: f64,
+    /// Lower bound of resemblance for `changed_major` (below: `rewritten`).
+    pub major: f64,
+    /// Hosts listed in each top list.
+    pub top_hosts: usize,
 }
 
 /// `[query]`
@@ -140,6 +154,13 @@ impl Config {
             return Err(format!(
                 "cluster thresholds must satisfy 0 <= edge_floor ({}) <= threshold ({}) <= 1",
                 c.edge_floor, c.threshold
+            ));
+        }
+        let r = &self.report;
+        if !(0.0..=1.0).contains(&r.major) || !(0.0..=1.0).contains(&r.minor) || r.major > r.minor {
+            return Err(format!(
+                "report bands must satisfy 0 <= major ({}) <= minor ({}) <= 1",
+                r.major, r.minor
             ));
         }
         if !(0.0..=1.0).contains(&self.query.move_floor) {

@@ -13,6 +13,7 @@
 //! | URL keys (SURT) | [`url`] | [`url::surt`] |
 //! | the index: ingest, postings, clusters, export | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
 //! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
+//! | change-over-time reports | [`report`] | [`report::report`], [`report::Report`] |
 //! | configuration | [`config`] | [`config::Config`] |
 //! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
 //!
@@ -26,6 +27,7 @@ pub mod config;
 pub mod index;
 pub mod query;
 pub mod read;
+pub mod report;
 pub mod scan;
 pub mod sketch;
 pub mod synth;

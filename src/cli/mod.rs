@@ -5,6 +5,7 @@ mod demo;
 mod index_cmds;
 mod inspect;
 mod query_cmds;
+mod report_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -86,6 +87,9 @@ pub enum Command {
     /// The near-duplicate cluster of a URL's content: its docs, their URLs and dates.
     #[command(after_help = QUERY_EXIT_HELP)]
     Cluster(query_cmds::ClusterArgs),
+    /// How pages changed, moved, lived and died across the sweeps: per pair of sweeps,
+    /// lifetimes, change rates, top hosts; as a table, JSON, CSV or HTML with charts.
+    Report(report_cmd::ReportArgs),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -137,6 +141,7 @@ pub fn run() -> ExitCode {
         Command::History(a) => query_cmds::run_history(&globals, a),
         Command::Similar(a) => query_cmds::run_similar(&globals, a),
         Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
+        Command::Report(a) => report_cmd::run(&globals, a),
         Command::Demo(a) => demo::run(&globals, a),
     };
     match result {

@@ -1,0 +1,182 @@
+//! `tidemark report`: change over time, as a table, JSON, CSV or a self-contained HTML page.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tidemark::index::Index;
+use tidemark::report::{report, Report, ReportOptions};
+
+use super::{Globals, EXIT_OK, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// First sweep (label); default: the first.
+    #[arg(long, value_name = "LABEL")]
+    pub from: Option<String>,
+    /// Last sweep (label); default: the last.
+    #[arg(long, value_name = "LABEL")]
+    pub to: Option<String>,
+    /// Only the URLs of this host (scheme and `www.` do not matter).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// table: for a terminal; json: every figure (stable: same index, same bytes);
+    /// csv: one row per pair of sweeps; html: one self-contained page with SVG charts.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write to this file instead of standard output.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Html,
+}
+
+pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
+    if let Some(h) = &a.host {
+        if let Err(e) = tidemark::url::check(h) {
+            eprintln!("tidemark report: --host: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    }
+    let index = Index::open_read_only(&g.config.index.path, &g.config)?;
+    let r = report(
+        &index,
+        &ReportOptions {
+            from: a.from.clone(),
+            to: a.to.clone(),
+            host: a.host.clone(),
+            minor: g.config.report.minor,
+            major: g.config.report.major,
+            move_floor: g.config.query.move_floor,
+            top_hosts: g.config.report.top_hosts,
+        },
+    )?;
+    let text = match a.format {
+        Format::Json => serde_json::to_string_pretty(&r)? + "\n",
+        Format::Csv => csv(&r),
+        Format::Table => table(&r),
+        Format::Html => tidemark::report::html::page(&r),
+    };
+    match &a.out {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => {
+            let mut out = super::stdout();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn csv(r: &Report) -> String {
+    let mut s = String::from(
+        "from,to,unchanged,changed_minor,changed_major,rewritten,new,gone,redirected,moves_within_host,moves_across_hosts,mirrored\n",
+    );
+    for t in &r.transitions {
+        let u = &t.urls;
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            csv_field(&t.from),
+            csv_field(&t.to),
+            u.unchanged,
+            u.changed_minor,
+            u.changed_major,
+            u.rewritten,
+            u.new,
+            u.gone,
+            u.redirected,
+            t.moves.within_host,
+            t.moves.across_hosts,
+            t.mirrored
+        ));
+    }
+    s
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn table(r: &Report) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "{:<14} {:<15} {:>9} {:>9} {:>8} {:>8}\n",
+        "sweep", "date", "live URLs", "docs", "births", "deaths"
+    ));
+    for w in &r.sweeps {
+        s.push_str(&format!(
+            "{:<14} {:<15} {:>9} {:>9} {:>8} {:>8}\n",
+            w.label, w.date, w.urls, w.docs, w.births, w.deaths
+        ));
+    }
+    s.push('\n');
+    s.push_str(&format!(
+        "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>9}\n",
+        "sweeps",
+        "unchanged",
+        ">=0.9",
+        "0.5-0.9",
+        "rewritten",
+        "new",
+        "gone",
+        "redirected",
+        "moves in/out",
+        "mirrored"
+    ));
+    for t in &r.transitions {
+        let u = &t.urls;
+        s.push_str(&format!(
+            "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>9}\n",
+            format!("{} -> {}", t.from, t.to),
+            u.unchanged,
+            u.changed_minor,
+            u.changed_major,
+            u.rewritten,
+            u.new,
+            u.gone,
+            u.redirected,
+            format!("{}/{}", t.moves.within_host, t.moves.across_hosts),
+            t.mirrored
+        ));
+    }
+    let l = &r.lifetimes.days;
+    s.push_str(&format!(
+        "\nlifetimes (days, first to last live capture): {} URLs; min {} / p25 {} / median {} / p75 {} / max {}; {} still live\n",
+        l.count, l.min, l.p25, l.median, l.p75, l.max, r.lifetimes.still_live
+    ));
+    let c = &r.change_rate.per_day;
+    s.push_str(&format!(
+        "change rate (changes per day, Cho & Garcia-Molina, sweeps {} days apart): {} URLs; p25 {} / median {} / p75 {} / mean {}\n",
+        r.change_rate.interval_days, c.count, c.p25, c.median, c.p75, c.mean
+    ));
+    s.push_str("\nhosts by moves: ");
+    s.push_str(
+        &r.hosts
+            .iter()
+            .take(10)
+            .map(|h| format!("{} {}", h.host, h.moves))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    s.push_str("\nhosts by change rate (median per day): ");
+    s.push_str(
+        &r.hosts_by_change_rate
+            .iter()
+            .take(10)
+            .map(|h| format!("{} {}", h.host, h.change_rate_median))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    s.push('\n');
+    s
+}

@@ -1,0 +1,643 @@
+//! Change over time (the paper's "characterizing how pages change"): for each pair of
+//! consecutive sweeps, what became of every URL and where content moved; across all
+//! sweeps, how long pages live, and how often they change.
+//!
+//! Everything is computed from the index in one pass over the `captures` column family
+//! (all captures of a URL are adjacent there), plus union-find lookups for clusters and,
+//! for content that left its URL without a cluster-mate at a new URL, the on-the-fly
+//! resemblance search `whereis` uses. Time grows with the number of captures.
+//!
+//! Per transition A → B, each URL is classified by its last capture in each sweep:
+//! 2xx in A and 2xx in B: `unchanged` (same canonical text), `changed_minor`
+//! (resemblance ≥ 0.9), `changed_major` (≥ 0.5), `rewritten` (< 0.5); 2xx in A and 3xx
+//! in B: `redirected`; 2xx in A and an error or no capture in B: `gone`; not 2xx in A
+//! and 2xx in B: `new`. Content moved: a URL redirected or gone whose content appears in
+//! B under a URL first captured in B (by its redirect target, by cluster, or else by
+//! resemblance at or above the move floor), within its host or across hosts.
+
+pub mod html;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::index::codec::{decode, CaptureInfo};
+use crate::index::ingest::{host_of_surt, split_capture_key};
+use crate::index::{cf, unionfind, Index, IndexError, Result};
+use crate::query::similar::similar_docs;
+use crate::query::{round3, Searcher};
+use crate::url::surt;
+
+/// What to report on.
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// First sweep (label); default the first.
+    pub from: Option<String>,
+    /// Last sweep (label); default the last.
+    pub to: Option<String>,
+    /// Only URLs of this host (`example.com`; `www.` and scheme do not matter).
+    pub host: Option<String>,
+    /// Lower bound of `changed_minor`.
+    pub minor: f64,
+    /// Lower bound of `changed_major`.
+    pub major: f64,
+    /// Least resemblance for a move found by content.
+    pub move_floor: f64,
+    /// Hosts listed.
+    pub top_hosts: usize,
+}
+
+/// One sweep in range.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SweepRow {
+    /// Label.
+    pub label: String,
+    /// Date (14 digits).
+    pub date: String,
+    /// URLs captured with 2xx.
+    pub urls: u64,
+    /// Distinct docs of those captures.
+    pub docs: u64,
+    /// URLs live here and not in the sweep before (all live URLs in the first sweep).
+    pub births: u64,
+    /// URLs live in the sweep before and not here (0 in the first sweep).
+    pub deaths: u64,
+}
+
+/// URL counts of a transition.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct UrlCounts {
+    /// Same canonical text.
+    pub unchanged: u64,
+    /// Resemblance ≥ the minor bound.
+    pub changed_minor: u64,
+    /// Resemblance in [major, minor).
+    pub changed_major: u64,
+    /// Resemblance < the major bound.
+    pub rewritten: u64,
+    /// Not 2xx before, 2xx now.
+    pub new: u64,
+    /// 2xx before; an error or no capture now.
+    pub gone: u64,
+    /// 2xx before, 3xx now.
+    pub redirected: u64,
+}
+
+/// Content moves of a transition.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Moves {
+    /// To a new URL on the same host.
+    pub within_host: u64,
+    /// To a new URL on another host.
+    pub across_hosts: u64,
+}
+
+/// One pair of consecutive sweeps.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Transition {
+    /// Earlier sweep label.
+    pub from: String,
+    /// Later sweep label.
+    pub to: String,
+    /// What became of the URLs.
+    pub urls: UrlCounts,
+    /// Where content went.
+    pub moves: Moves,
+    /// Clusters live at two or more URLs in the later sweep.
+    pub mirrored: u64,
+}
+
+/// A distribution summary.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Distribution {
+    /// Values summarized.
+    pub count: u64,
+    /// Smallest.
+    pub min: f64,
+    /// First quartile.
+    pub p25: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub p75: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Histogram bins, ascending.
+    pub histogram: Vec<Bin>,
+}
+
+/// One histogram bin: values up to `upto` (inclusive) and above the previous bin's.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Bin {
+    /// Upper bound; `null` for the last, open bin.
+    pub upto: Option<f64>,
+    /// Values in the bin.
+    pub count: u64,
+}
+
+impl Distribution {
+    fn of(mut v: Vec<f64>, bounds: &[f64]) -> Distribution {
+        if v.is_empty() {
+            return Distribution::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+        let mut histogram: Vec<Bin> = bounds
+            .iter()
+            .map(|b| Bin {
+                upto: Some(*b),
+                count: 0,
+            })
+            .chain(std::iter::once(Bin {
+                upto: None,
+                count: 0,
+            }))
+            .collect();
+        for x in &v {
+            let i = bounds.iter().position(|b| x <= b).unwrap_or(bounds.len());
+            histogram[i].count += 1;
+        }
+        Distribution {
+            count: v.len() as u64,
+            min: round3(v[0]),
+            p25: round3(q(0.25)),
+            median: round3(q(0.5)),
+            p75: round3(q(0.75)),
+            max: round3(v[v.len() - 1]),
+            mean: round3(v.iter().sum::<f64>() / v.len() as f64),
+            histogram,
+        }
+    }
+}
+
+/// Page lifetimes: days from the first to the last 2xx capture of each URL in range.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Lifetimes {
+    /// Days, over URLs with a 2xx capture.
+    pub days: Distribution,
+    /// URLs still live in the last sweep (their lifetime is a lower bound).
+    pub still_live: u64,
+}
+
+/// Change rates (Cho & Garcia-Molina's bias-reduced estimator for Poisson change under
+/// regular visits: λ = −ln((n − X + 0.5) / (n + 0.5)) / I for X changes seen in n
+/// visits I days apart), in changes per day.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChangeRate {
+    /// Mean days between consecutive sweeps in range.
+    pub interval_days: f64,
+    /// Changes per day, over URLs with two or more 2xx captures.
+    pub per_day: Distribution,
+}
+
+/// One host.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HostRow {
+    /// Host (`example.com`).
+    pub host: String,
+    /// URLs with a 2xx capture.
+    pub urls: u64,
+    /// Content moves away from its URLs.
+    pub moves: u64,
+    /// Median change rate of its URLs (changes per day).
+    pub change_rate_median: f64,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    /// Sweeps in range, in date order.
+    pub sweeps: Vec<SweepRow>,
+    /// Consecutive pairs.
+    pub transitions: Vec<Transition>,
+    /// Page lifetimes.
+    pub lifetimes: Lifetimes,
+    /// Change rates.
+    pub change_rate: ChangeRate,
+    /// Top hosts by moves (then URLs).
+    pub hosts: Vec<HostRow>,
+    /// Top hosts by median change rate (then URLs).
+    pub hosts_by_change_rate: Vec<HostRow>,
+}
+
+/// A URL's last capture in one sweep.
+#[derive(Debug, Clone)]
+enum State {
+    Live {
+        doc: Option<u64>,
+        digest: Option<String>,
+        r_prev: Option<f32>,
+        ts: String,
+    },
+    Redirect(Option<String>),
+    Error,
+}
+
+/// Content that left its URL in a transition.
+struct Left {
+    host: String,
+    doc: u64,
+    target: Option<String>,
+}
+
+/// A URL first captured in the later sweep of a transition.
+struct Arrived {
+    surt: String,
+    host: String,
+    doc: u64,
+}
+
+fn days_between(a: &str, b: &str) -> f64 {
+    let p = |s: &str| chrono::NaiveDateTime::parse_from_str(s, "%Y%m%d%H%M%S").ok();
+    match (p(a), p(b)) {
+        (Some(x), Some(y)) => (y - x).num_seconds() as f64 / 86_400.0,
+        _ => 0.0,
+    }
+}
+
+fn host_name(host_surt: &str) -> String {
+    let h = host_surt.trim_end_matches(')');
+    let h = h.split(':').next().unwrap_or(h);
+    let mut labels: Vec<&str> = h.split(',').collect();
+    labels.reverse();
+    labels.join(".")
+}
+
+/// Builds the report.
+pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
+    let s = Searcher::new(index)?;
+    // Sweeps in date order, cut to the range.
+    let mut all: Vec<(u32, String, String)> = index
+        .sweeps()?
+        .into_iter()
+        .map(|(id, sw)| (id, sw.label, sw.date))
+        .collect();
+    all.sort_by(|a, b| a.2.cmp(&b.2).then(a.0.cmp(&b.0)));
+    let pos = |label: &Option<String>, default: usize| -> Result<usize> {
+        match label {
+            None => Ok(default),
+            Some(l) => all.iter().position(|s| &s.1 == l).ok_or_else(|| {
+                IndexError::Invalid(format!(
+                    "no sweep {l:?} in the index (sweeps: {})",
+                    all.iter()
+                        .map(|s| s.1.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }),
+        }
+    };
+    if all.is_empty() {
+        return Err(IndexError::Invalid("the index has no sweeps yet".into()));
+    }
+    let (lo, hi) = (pos(&opts.from, 0)?, pos(&opts.to, all.len() - 1)?);
+    if lo > hi {
+        return Err(IndexError::Invalid(
+            "--from must not come after --to".into(),
+        ));
+    }
+    let range = &all[lo..=hi];
+    let slot: HashMap<u32, usize> = range.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
+    let n = range.len();
+    let host_filter = opts
+        .host
+        .as_ref()
+        .map(|h| host_of_surt(&surt(h)).to_string());
+
+    let mut sweeps: Vec<SweepRow> = range
+        .iter()
+        .map(|(_, label, date)| SweepRow {
+            label: label.clone(),
+            date: date.clone(),
+            urls: 0,
+            docs: 0,
+            births: 0,
+            deaths: 0,
+        })
+        .collect();
+    let mut docs_in: Vec<HashSet<u64>> = vec![HashSet::new(); n];
+    // The doc of each URL's last 2xx capture, per sweep (for mirrors).
+    let mut live_docs: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut counts: Vec<UrlCounts> = vec![UrlCounts::default(); n.saturating_sub(1)];
+    let mut left: Vec<Vec<Left>> = (0..n.saturating_sub(1)).map(|_| Vec::new()).collect();
+    let mut arrived: Vec<Vec<Arrived>> = (0..n.saturating_sub(1)).map(|_| Vec::new()).collect();
+    let mut lifetimes = Vec::new();
+    let mut still_live = 0u64;
+    let mut rates = Vec::new();
+    // host → (URLs, rates)
+    let mut host_urls: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
+    let intervals: Vec<f64> = range
+        .windows(2)
+        .map(|w| days_between(&w[0].2, &w[1].2))
+        .collect();
+    let interval = if intervals.is_empty() {
+        0.0
+    } else {
+        intervals.iter().sum::<f64>() / intervals.len() as f64
+    };
+
+    // One URL at a time: its captures are adjacent in key order.
+    let mut cur_surt = String::new();
+    let mut first_sweep_pos: Option<usize> = None; // position in `all` of its first capture
+    let mut states: Vec<Option<State>> = vec![None; n];
+    let mut finish =
+        |surt_key: &str, first_pos: Option<usize>, states: &mut Vec<Option<State>>| -> Result<()> {
+            let host = host_of_surt(surt_key).to_string();
+            if host_filter.as_ref().is_some_and(|h| *h != host) {
+                states.iter_mut().for_each(|x| *x = None);
+                return Ok(());
+            }
+            let live: Vec<bool> = states
+                .iter()
+                .map(|x| matches!(x, Some(State::Live { .. })))
+                .collect();
+            for (i, st) in states.iter().enumerate() {
+                if let Some(State::Live { doc, .. }) = st {
+                    sweeps[i].urls += 1;
+                    if let Some(d) = doc {
+                        docs_in[i].insert(*d);
+                        live_docs[i].push(*d);
+                    }
+                    if i == 0 || !live[i - 1] {
+                        sweeps[i].births += 1;
+                    }
+                } else if i > 0 && live[i - 1] {
+                    sweeps[i].deaths += 1;
+                }
+            }
+            for i in 0..n.saturating_sub(1) {
+                let c = &mut counts[i];
+                match (&states[i], &states[i + 1]) {
+                    (
+                        Some(State::Live {
+                            doc: da,
+                            digest: ga,
+                            ..
+                        }),
+                        Some(State::Live {
+                            doc: db,
+                            digest: gb,
+                            r_prev,
+                            ..
+                        }),
+                    ) => {
+                        let same = match (da, db) {
+                            (Some(a), Some(b)) => a == b,
+                            (None, None) => ga.is_some() && ga == gb,
+                            _ => false,
+                        };
+                        if same {
+                            c.unchanged += 1;
+                        } else {
+                            let r = match (da, db, r_prev) {
+                                (Some(_), Some(_), Some(r)) => Some(*r as f64),
+                                (Some(a), Some(b), None) => match (s.sketch(*a)?, s.sketch(*b)?) {
+                                    (Some(x), Some(y)) => {
+                                        Some(crate::sketch::estimate(&x, &y).resemblance)
+                                    }
+                                    _ => None,
+                                },
+                                _ => None,
+                            };
+                            match r {
+                                Some(r) if r >= opts.minor => c.changed_minor += 1,
+                                Some(r) if r >= opts.major => c.changed_major += 1,
+                                // Changed bytes without text to compare count as rewritten.
+                                _ => c.rewritten += 1,
+                            }
+                        }
+                    }
+                    (Some(State::Live { doc, .. }), later) => {
+                        let target = match later {
+                            Some(State::Redirect(t)) => {
+                                c.redirected += 1;
+                                t.clone()
+                            }
+                            _ => {
+                                c.gone += 1;
+                                None
+                            }
+                        };
+                        if let Some(d) = doc {
+                            left[i].push(Left {
+                                host: host.clone(),
+                                doc: *d,
+                                target,
+                            });
+                        }
+                    }
+                    (_, Some(State::Live { doc, .. })) => {
+                        c.new += 1;
+                        // First captured in the later sweep: a place content can move to.
+                        if first_pos == Some(lo + i + 1) {
+                            if let Some(d) = doc {
+                                arrived[i].push(Arrived {
+                                    surt: surt_key.to_string(),
+                                    host: host.clone(),
+                                    doc: *d,
+                                });
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            // Lifetime and change rate over its 2xx captures in range.
+            let lives: Vec<(usize, &String, Option<u64>)> = states
+                .iter()
+                .enumerate()
+                .filter_map(|(i, x)| match x {
+                    Some(State::Live { ts, doc, .. }) => Some((i, ts, *doc)),
+                    _ => None,
+                })
+                .collect();
+            let entry = host_urls.entry(host.clone()).or_default();
+            if let (Some(f), Some(l)) = (lives.first(), lives.last()) {
+                entry.0 += 1;
+                lifetimes.push(days_between(f.1, l.1));
+                if l.0 == n - 1 {
+                    still_live += 1;
+                }
+                if lives.len() >= 2 && interval > 0.0 {
+                    let visits = (lives.len() - 1) as f64;
+                    let changes = lives.windows(2).filter(|w| w[0].2 != w[1].2).count() as f64;
+                    // max(0): no change at all gives ln(1) = -0.
+                    let rate =
+                        (-((visits - changes + 0.5) / (visits + 0.5)).ln() / interval).max(0.0);
+                    rates.push(rate);
+                    entry.1.push(rate);
+                }
+            }
+            states.iter_mut().for_each(|x| *x = None);
+            Ok(())
+        };
+
+    for item in index
+        .db()
+        .iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start)
+    {
+        let (k, v) = item?;
+        let Some((key_surt, ts)) = split_capture_key(&k) else {
+            continue;
+        };
+        if key_surt != cur_surt {
+            if !cur_surt.is_empty() {
+                finish(&cur_surt, first_sweep_pos, &mut states)?;
+            }
+            cur_surt = key_surt.to_string();
+            first_sweep_pos = None;
+        }
+        let c: CaptureInfo = decode(&v).map_err(|comment| IndexError::Corruption {
+            cf: cf::CAPTURES,
+            comment,
+        })?;
+        let p = all.iter().position(|s| s.0 == c.sweep);
+        first_sweep_pos = match (first_sweep_pos, p) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(&i) = slot.get(&c.sweep) else {
+            continue;
+        };
+        let st = match c.status {
+            Some(code) if (300..400).contains(&code) => State::Redirect(c.redirect.clone()),
+            Some(code) if !(200..300).contains(&code) => State::Error,
+            _ => State::Live {
+                doc: c.doc,
+                digest: c.digest.clone(),
+                r_prev: c.r_prev,
+                ts: ts.to_string(),
+            },
+        };
+        states[i] = Some(st);
+    }
+    if !cur_surt.is_empty() {
+        finish(&cur_surt, first_sweep_pos, &mut states)?;
+    }
+    drop(finish);
+
+    // Moves and mirrors per transition.
+    let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
+    let mut cluster = |d: u64| -> Result<u64> {
+        if let Some(c) = cluster_cache.get(&d) {
+            return Ok(*c);
+        }
+        let (c, _) = unionfind::cluster_of(index, d)?;
+        cluster_cache.insert(d, c);
+        Ok(c)
+    };
+    let mut host_moves: HashMap<String, u64> = HashMap::new();
+    let mut transitions = Vec::new();
+    for i in 0..n.saturating_sub(1) {
+        let mut moves = Moves::default();
+        let arr = &arrived[i];
+        let mut taken = vec![false; arr.len()];
+        let by_surt: HashMap<&str, usize> = arr
+            .iter()
+            .enumerate()
+            .map(|(j, a)| (a.surt.as_str(), j))
+            .collect();
+        let mut by_cluster: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut by_doc: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (j, a) in arr.iter().enumerate() {
+            by_cluster.entry(cluster(a.doc)?).or_default().push(j);
+            by_doc.entry(a.doc).or_default().push(j);
+        }
+        for l in &left[i] {
+            // 1. Its redirect target, when that is a new URL.
+            let mut to = l
+                .target
+                .as_ref()
+                .and_then(|t| by_surt.get(surt(t).as_str()).copied())
+                .filter(|j| !taken[*j]);
+            // 2. A new URL in its cluster (same host first).
+            if to.is_none() {
+                if let Some(js) = by_cluster.get(&cluster(l.doc)?) {
+                    to = js
+                        .iter()
+                        .copied()
+                        .filter(|j| !taken[*j])
+                        .min_by_key(|j| (arr[*j].host != l.host, *j));
+                }
+            }
+            // 3. A new URL carrying a doc that resembles it above the move floor.
+            if to.is_none() {
+                if let Some(sk) = s.sketch(l.doc)? {
+                    for m in similar_docs(&s, &sk, opts.move_floor, false)? {
+                        if let Some(j) = by_doc
+                            .get(&m.doc)
+                            .and_then(|js| js.iter().copied().find(|j| !taken[*j]))
+                        {
+                            to = Some(j);
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some(j) = to {
+                taken[j] = true;
+                if arr[j].host == l.host {
+                    moves.within_host += 1;
+                } else {
+                    moves.across_hosts += 1;
+                }
+                *host_moves.entry(l.host.clone()).or_default() += 1;
+            }
+        }
+        // Mirrored: clusters live at two or more URLs in the later sweep.
+        let mut per_cluster: HashMap<u64, u64> = HashMap::new();
+        for d in &live_docs[i + 1] {
+            *per_cluster.entry(cluster(*d)?).or_default() += 1;
+        }
+        transitions.push(Transition {
+            from: sweeps[i].label.clone(),
+            to: sweeps[i + 1].label.clone(),
+            urls: counts[i].clone(),
+            moves,
+            mirrored: per_cluster.values().filter(|c| **c >= 2).count() as u64,
+        });
+    }
+    for (i, row) in sweeps.iter_mut().enumerate() {
+        row.docs = docs_in[i].len() as u64;
+    }
+    let mut hosts: Vec<HostRow> = host_urls
+        .into_iter()
+        .map(|(h, (urls, r))| HostRow {
+            moves: host_moves.get(&h).copied().unwrap_or(0),
+            host: host_name(&h),
+            urls,
+            change_rate_median: Distribution::of(r, &[]).median,
+        })
+        .collect();
+    hosts.sort_by(|a, b| {
+        b.moves
+            .cmp(&a.moves)
+            .then(b.urls.cmp(&a.urls))
+            .then(a.host.cmp(&b.host))
+    });
+    let mut by_rate = hosts.clone();
+    by_rate.sort_by(|a, b| {
+        b.change_rate_median
+            .total_cmp(&a.change_rate_median)
+            .then(b.urls.cmp(&a.urls))
+            .then(a.host.cmp(&b.host))
+    });
+    hosts.truncate(opts.top_hosts);
+    by_rate.truncate(opts.top_hosts);
+    Ok(Report {
+        sweeps,
+        transitions,
+        lifetimes: Lifetimes {
+            days: Distribution::of(lifetimes, &[0.0, 7.0, 30.0, 90.0, 180.0, 365.0]),
+            still_live,
+        },
+        change_rate: ChangeRate {
+            interval_days: round3(interval),
+            per_day: Distribution::of(rates, &[0.0, 0.001, 0.003, 0.01, 0.03, 0.1]),
+        },
+        hosts,
+        hosts_by_change_rate: by_rate,
+    })
+}
