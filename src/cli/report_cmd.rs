@@ -130,7 +130,7 @@ fn table(r: &Report) -> String {
         "new",
         "gone",
         "redirected",
-        "moves in/out",
+        "moves w/x",
         "mirrored"
     ));
     for t in &r.transitions {
