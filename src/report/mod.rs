@@ -23,9 +23,10 @@ use serde::Serialize;
 
 use crate::index::codec::{decode, CaptureInfo};
 use crate::index::ingest::{host_of_surt, split_capture_key};
+use crate::index::postings::posting_values;
 use crate::index::{cf, unionfind, Index, IndexError, Result};
-use crate::query::similar::similar_docs;
 use crate::query::{round3, Searcher};
+use crate::sketch::{estimate, Sketch};
 use crate::url::surt;
 
 /// What to report on.
@@ -242,6 +243,62 @@ struct Left {
     target: Option<String>,
 }
 
+/// The sketches of the docs at new URLs of one transition, with an in-memory posting
+/// index over them: content that left is compared with these only, not with the
+/// whole index.
+struct ArrivalIndex {
+    sketches: Vec<Option<Sketch>>,
+    postings: HashMap<u64, Vec<usize>>,
+    target: u32,
+}
+
+impl ArrivalIndex {
+    fn new(s: &Searcher, arr: &[Arrived], target: u32) -> Result<ArrivalIndex> {
+        let mut postings: HashMap<u64, Vec<usize>> = HashMap::new();
+        let mut sketches = Vec::with_capacity(arr.len());
+        for (j, a) in arr.iter().enumerate() {
+            let sk = s.sketch(a.doc)?;
+            if let Some(sk) = &sk {
+                for v in posting_values(sk, target).1 {
+                    postings.entry(v).or_default().push(j);
+                }
+            }
+            sketches.push(sk);
+        }
+        Ok(ArrivalIndex {
+            sketches,
+            postings,
+            target,
+        })
+    }
+
+    /// The untaken arrival that resembles `sketch` most, at or above `floor`.
+    fn best_match(&self, sketch: &Sketch, floor: f64, taken: &[bool]) -> Option<usize> {
+        let mut shared: HashMap<usize, u32> = HashMap::new();
+        for v in posting_values(sketch, self.target).1 {
+            for j in self.postings.get(&v).into_iter().flatten() {
+                if !taken[*j] {
+                    *shared.entry(*j).or_default() += 1;
+                }
+            }
+        }
+        // Pages of one site share their chrome: compare only those sharing the most.
+        let mut cands: Vec<(u32, usize)> = shared.into_iter().map(|(j, n)| (n, j)).collect();
+        cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut best: Option<(f64, usize)> = None;
+        for (_, j) in cands.into_iter().take(16) {
+            let Some(other) = &self.sketches[j] else {
+                continue;
+            };
+            let r = estimate(sketch, other).resemblance;
+            if r >= floor && best.is_none_or(|(br, bj)| r > br || (r == br && j < bj)) {
+                best = Some((r, j));
+            }
+        }
+        best.map(|(_, j)| j)
+    }
+}
+
 /// A URL first captured in the later sweep of a transition.
 struct Arrived {
     surt: String,
@@ -394,9 +451,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
                             let r = match (da, db, r_prev) {
                                 (Some(_), Some(_), Some(r)) => Some(*r as f64),
                                 (Some(a), Some(b), None) => match (s.sketch(*a)?, s.sketch(*b)?) {
-                                    (Some(x), Some(y)) => {
-                                        Some(crate::sketch::estimate(&x, &y).resemblance)
-                                    }
+                                    (Some(x), Some(y)) => Some(estimate(&x, &y).resemblance),
                                     _ => None,
                                 },
                                 _ => None,
@@ -529,6 +584,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
         Ok(c)
     };
     let mut host_moves: HashMap<String, u64> = HashMap::new();
+    let target = index.params().posting_target;
     let mut transitions = Vec::new();
     for i in 0..n.saturating_sub(1) {
         let mut moves = Moves::default();
@@ -540,11 +596,10 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             .map(|(j, a)| (a.surt.as_str(), j))
             .collect();
         let mut by_cluster: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut by_doc: HashMap<u64, Vec<usize>> = HashMap::new();
         for (j, a) in arr.iter().enumerate() {
             by_cluster.entry(cluster(a.doc)?).or_default().push(j);
-            by_doc.entry(a.doc).or_default().push(j);
         }
+        let arrivals = ArrivalIndex::new(&s, arr, target)?;
         for l in &left[i] {
             // 1. Its redirect target, when that is a new URL.
             let mut to = l
@@ -562,18 +617,11 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
                         .min_by_key(|j| (arr[*j].host != l.host, *j));
                 }
             }
-            // 3. A new URL carrying a doc that resembles it above the move floor.
+            // 3. A new URL carrying a doc that resembles it above the move floor: the
+            // best of those sharing posting values with it.
             if to.is_none() {
                 if let Some(sk) = s.sketch(l.doc)? {
-                    for m in similar_docs(&s, &sk, opts.move_floor, false)? {
-                        if let Some(j) = by_doc
-                            .get(&m.doc)
-                            .and_then(|js| js.iter().copied().find(|j| !taken[*j]))
-                        {
-                            to = Some(j);
-                            break;
-                        }
-                    }
+                    to = arrivals.best_match(&sk, opts.move_floor, &taken);
                 }
             }
             if let Some(j) = to {
