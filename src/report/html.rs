@@ -268,14 +268,16 @@ td.l, th.l { text-align: left; }
         ("Hosts by moves", &r.hosts),
         ("Hosts by change rate", &r.hosts_by_change_rate),
     ] {
-        h.push_str(&format!("<h2>{title}</h2>\n<table><tr><th class=\"l\">host</th><th>URLs</th><th>moves</th><th>median changes per day</th></tr>\n"));
+        h.push_str(&format!("<h2>{title}</h2>\n<table><tr><th class=\"l\">host</th><th>URLs</th><th>moves</th><th>changes per day: p25</th><th>median</th><th>p75</th></tr>\n"));
         for x in hosts {
             h.push_str(&format!(
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                 esc(&x.host),
                 x.urls,
                 x.moves,
-                x.change_rate_median
+                x.change_rate_p25,
+                x.change_rate_median,
+                x.change_rate_p75
             ));
         }
         h.push_str("</table>\n");

@@ -204,6 +204,10 @@ pub struct HostRow {
     pub moves: u64,
     /// Median change rate of its URLs (changes per day).
     pub change_rate_median: f64,
+    /// First quartile of its URLs' change rates.
+    pub change_rate_p25: f64,
+    /// Third quartile of its URLs' change rates.
+    pub change_rate_p75: f64,
 }
 
 /// The report.
@@ -652,11 +656,16 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     }
     let mut hosts: Vec<HostRow> = host_urls
         .into_iter()
-        .map(|(h, (urls, r))| HostRow {
-            moves: host_moves.get(&h).copied().unwrap_or(0),
-            host: host_name(&h),
-            urls,
-            change_rate_median: Distribution::of(r, &[]).median,
+        .map(|(h, (urls, r))| {
+            let d = Distribution::of(r, &[]);
+            HostRow {
+                moves: host_moves.get(&h).copied().unwrap_or(0),
+                host: host_name(&h),
+                urls,
+                change_rate_median: d.median,
+                change_rate_p25: d.p25,
+                change_rate_p75: d.p75,
+            }
         })
         .collect();
     hosts.sort_by(|a, b| {
