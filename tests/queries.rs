@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{generate, sweep_files, tidemark, truth};
+use common::{generate, ingest_generated, sweep_files, tidemark, truth};
 use serde_json::Value;
 use tidemark::config::Config;
 use tidemark::index::Index;
@@ -26,23 +26,7 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap().keep();
         generate(&dir, 2500, SWEEPS, 4242);
         let db = dir.join("db");
-        for k in 1..=SWEEPS {
-            let mut args = vec![
-                "--db".to_string(),
-                db.display().to_string(),
-                "ingest".into(),
-                "--sweep".into(),
-                format!("sweep-{k}"),
-            ];
-            args.extend(sweep_files(&dir, k).iter().map(|f| f.display().to_string()));
-            let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        ingest_generated(&dir, &db, SWEEPS, &[]);
         (dir, db)
     })
 }
@@ -396,20 +380,7 @@ fn stored_texts_are_the_canonical_texts_and_diffs_show_edits() {
     let config = dir.path().join("texts.toml");
     std::fs::write(&config, "[index]\nstore_texts = true\n").unwrap();
     let db = dir.path().join("db");
-    for k in 1..=2 {
-        let mut args = vec![
-            "--db".to_string(),
-            s(&db),
-            "--config".into(),
-            s(&config),
-            "ingest".into(),
-            "--sweep".into(),
-            format!("sweep-{k}"),
-        ];
-        args.extend(sweep_files(dir.path(), k).iter().map(|f| s(f)));
-        let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-        assert_eq!(out.status.code(), Some(0));
-    }
+    ingest_generated(dir.path(), &db, 2, &["--config", &s(&config)]);
     // Every stored text is the canonical text of a record that carries the doc.
     let index = Index::open_read_only(&db, &Config::default()).unwrap();
     let searcher = Searcher::new(&index).unwrap();

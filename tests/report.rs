@@ -6,14 +6,10 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::{generate, sweep_files, tidemark, truth};
+use common::{generate, ingest_generated, tidemark, truth};
 use serde_json::Value;
 
 const SWEEPS: usize = 4;
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
 
 /// One corpus of 4 sweeps, ingested once for all tests of this file.
 fn corpus() -> &'static (PathBuf, PathBuf) {
@@ -22,18 +18,7 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap().keep();
         generate(&dir, 2000, SWEEPS, 515);
         let db = dir.join("db");
-        for k in 1..=SWEEPS {
-            let mut args = vec![
-                "--db".to_string(),
-                s(&db),
-                "ingest".into(),
-                "--sweep".into(),
-                format!("sweep-{k}"),
-            ];
-            args.extend(sweep_files(&dir, k).iter().map(|f| s(f)));
-            let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
-            assert_eq!(out.status.code(), Some(0));
-        }
+        ingest_generated(&dir, &db, SWEEPS, &[]);
         (dir, db)
     })
 }

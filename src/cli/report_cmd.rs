@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use tidemark::index::Index;
-use tidemark::report::{report, Report, ReportOptions};
+use tidemark::report::{report, Report, ReportOptions, Transition};
 
 use super::{Globals, EXIT_OK, EXIT_USAGE};
 
@@ -75,25 +75,14 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
 }
 
 fn csv(r: &Report) -> String {
-    let mut s = String::from(
-        "from,to,unchanged,changed_minor,changed_major,rewritten,new,gone,redirected,moves_within_host,moves_across_hosts,mirrored\n",
-    );
+    let mut s = format!("from,to,{}\n", Transition::COLUMNS.join(","));
     for t in &r.transitions {
-        let u = &t.urls;
+        let counts: Vec<String> = t.counts().iter().map(u64::to_string).collect();
         s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{}\n",
             csv_field(&t.from),
             csv_field(&t.to),
-            u.unchanged,
-            u.changed_minor,
-            u.changed_major,
-            u.rewritten,
-            u.new,
-            u.gone,
-            u.redirected,
-            t.moves.within_host,
-            t.moves.across_hosts,
-            t.mirrored
+            counts.join(",")
         ));
     }
     s

@@ -241,21 +241,11 @@ td.l, th.l { text-align: left; }
     }
     h.push_str("</table>\n<h2>Pairs of sweeps</h2>\n<table><tr><th class=\"l\">sweeps</th><th>unchanged</th><th>changed ≥ 0.9</th><th>changed 0.5–0.9</th><th>rewritten</th><th>new</th><th>gone</th><th>redirected</th><th>moves within host</th><th>moves across hosts</th><th>mirrored</th></tr>\n");
     for (t, l) in r.transitions.iter().zip(&labels) {
-        let u = &t.urls;
-        h.push_str(&format!(
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(l),
-            u.unchanged,
-            u.changed_minor,
-            u.changed_major,
-            u.rewritten,
-            u.new,
-            u.gone,
-            u.redirected,
-            t.moves.within_host,
-            t.moves.across_hosts,
-            t.mirrored
-        ));
+        h.push_str(&format!("<tr><td class=\"l\">{}</td>", esc(l)));
+        for c in t.counts() {
+            h.push_str(&format!("<td>{c}</td>"));
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</table>\n<h2>Distributions</h2>\n<table><tr><th class=\"l\"></th><th>URLs</th><th>min</th><th>p25</th><th>median</th><th>p75</th><th>max</th><th>mean</th></tr>\n");
     h.push_str(&dist_row("lifetime (days)", &r.lifetimes.days));

@@ -108,6 +108,39 @@ pub struct Transition {
     pub mirrored: u64,
 }
 
+impl Transition {
+    /// Names of [`Transition::counts`], as CSV and HTML columns.
+    pub const COLUMNS: [&'static str; 10] = [
+        "unchanged",
+        "changed_minor",
+        "changed_major",
+        "rewritten",
+        "new",
+        "gone",
+        "redirected",
+        "moves_within_host",
+        "moves_across_hosts",
+        "mirrored",
+    ];
+
+    /// Every count of the transition, in [`Transition::COLUMNS`] order.
+    pub fn counts(&self) -> [u64; 10] {
+        let u = &self.urls;
+        [
+            u.unchanged,
+            u.changed_minor,
+            u.changed_major,
+            u.rewritten,
+            u.new,
+            u.gone,
+            u.redirected,
+            self.moves.within_host,
+            self.moves.across_hosts,
+            self.mirrored,
+        ]
+    }
+}
+
 /// A distribution summary.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Distribution {

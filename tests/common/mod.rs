@@ -82,3 +82,21 @@ pub fn truth(dir: &Path, n: usize) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join(format!("sweep-{n:02}.truth.json"))).unwrap())
         .unwrap()
 }
+
+/// Ingests sweeps 1..=`sweeps` of a generated directory into `db` through the binary,
+/// one `ingest` per sweep labelled `sweep-N`, with `extra` global options.
+pub fn ingest_generated(dir: &Path, db: &Path, sweeps: usize, extra: &[&str]) {
+    for k in 1..=sweeps {
+        let mut args: Vec<String> = vec!["--db".into(), db.display().to_string()];
+        args.extend(extra.iter().map(|x| x.to_string()));
+        args.extend(["ingest".into(), "--sweep".into(), format!("sweep-{k}")]);
+        args.extend(sweep_files(dir, k).iter().map(|f| f.display().to_string()));
+        let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "ingest of sweep {k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
