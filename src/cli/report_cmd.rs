@@ -1,6 +1,6 @@
 //! `tidemark report`: change over time, as a table, JSON, CSV or a self-contained HTML page.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use tidemark::index::Index;
@@ -44,6 +44,13 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
         }
     }
     let index = Index::open_read_only(&g.config.index.path, &g.config)?;
+    // About 75,000 captures a second: a spinner on a terminal so long reports show life.
+    let spinner = std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_message("reading captures …");
+        b.enable_steady_tick(std::time::Duration::from_millis(120));
+        b
+    });
     let r = report(
         &index,
         &ReportOptions {
@@ -56,6 +63,9 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
             top_hosts: g.config.report.top_hosts,
         },
     )?;
+    if let Some(b) = spinner {
+        b.finish_and_clear();
+    }
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&r)? + "\n",
         Format::Csv => csv(&r),
