@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use tidemark::index::Index;
-use tidemark::report::{report, Report, ReportOptions, Transition};
+use tidemark::report::{report, HostRow, Report, ReportOptions, Transition};
 
 use super::{Globals, EXIT_OK, EXIT_USAGE};
 
@@ -133,19 +133,19 @@ fn table(r: &Report) -> String {
         "mirrored"
     ));
     for t in &r.transitions {
-        let u = &t.urls;
+        let c = t.counts();
         s.push_str(&format!(
             "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>9}\n",
             format!("{} -> {}", t.from, t.to),
-            u.unchanged,
-            u.changed_minor,
-            u.changed_major,
-            u.rewritten,
-            u.new,
-            u.gone,
-            u.redirected,
-            format!("{}/{}", t.moves.within_host, t.moves.across_hosts),
-            t.mirrored
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            c[6],
+            format!("{}/{}", c[7], c[8]),
+            c[9]
         ));
     }
     let l = &r.lifetimes.days;
@@ -158,24 +158,21 @@ fn table(r: &Report) -> String {
         "change rate (changes per day, Cho & Garcia-Molina, sweeps {} days apart): {} URLs; p25 {} / median {} / p75 {} / mean {}\n",
         r.change_rate.interval_days, c.count, c.p25, c.median, c.p75, c.mean
     ));
-    s.push_str("\nhosts by moves: ");
-    s.push_str(
-        &r.hosts
+    let top = |hosts: &[HostRow], figure: &dyn Fn(&HostRow) -> String| {
+        hosts
             .iter()
             .take(10)
-            .map(|h| format!("{} {}", h.host, h.moves))
+            .map(|h| format!("{} {}", h.host, figure(h)))
             .collect::<Vec<_>>()
-            .join(", "),
-    );
-    s.push_str("\nhosts by change rate (median per day): ");
-    s.push_str(
-        &r.hosts_by_change_rate
-            .iter()
-            .take(10)
-            .map(|h| format!("{} {}", h.host, h.change_rate_median))
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+            .join(", ")
+    };
+    s.push_str(&format!(
+        "\nhosts by moves: {}\nhosts by change rate (median per day): {}",
+        top(&r.hosts, &|h| h.moves.to_string()),
+        top(&r.hosts_by_change_rate, &|h| h
+            .change_rate_median
+            .to_string())
+    ));
     s.push('\n');
     s
 }

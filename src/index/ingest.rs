@@ -26,7 +26,7 @@ use super::codec::{
 };
 use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::texts::{self, TextEncoder};
-use super::{cf, doc_value, unionfind, Counters, Index, IndexError, Result};
+use super::{cf, decode_capture, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
@@ -612,22 +612,9 @@ impl Writer<'_> {
                 let mut prefix = surt(u).into_bytes();
                 prefix.push(0);
                 prefix.extend_from_slice(ts.as_bytes());
-                for item in db.iterator_cf(
-                    self.index.cf(cf::CAPTURES),
-                    rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
-                ) {
-                    let (k, v) = item?;
-                    if !k.starts_with(&prefix) {
-                        break;
-                    }
-                    let c: CaptureInfo =
-                        codec::decode(&v).map_err(|comment| IndexError::Corruption {
-                            cf: cf::CAPTURES,
-                            comment,
-                        })?;
-                    if c.doc.is_some() {
-                        return Ok(c.doc);
-                    }
+                let caps = self.index.captures_with_prefix(&prefix)?;
+                if let Some(d) = caps.iter().find_map(|(_, c)| c.doc) {
+                    return Ok(Some(d));
                 }
             }
         }
@@ -723,11 +710,9 @@ impl Writer<'_> {
             if !k.starts_with(&prefix) || n > 64 {
                 break;
             }
-            let c: CaptureInfo = codec::decode(&v).map_err(|comment| IndexError::Corruption {
-                cf: cf::CAPTURES,
-                comment,
-            })?;
-            let Some(prev) = c.doc else { continue };
+            let Some(prev) = decode_capture(&v)?.doc else {
+                continue;
+            };
             return Ok(Some(self.resemblance(prev, doc, current)?));
         }
         Ok(None)

@@ -518,6 +518,26 @@ impl Index {
         Ok(out)
     }
 
+    /// Every capture whose key starts with `prefix` (a SURT ‖ 0x00, optionally followed
+    /// by a timestamp), in key order, with its key.
+    pub(crate) fn captures_with_prefix(
+        &self,
+        prefix: &[u8],
+    ) -> Result<Vec<(Box<[u8]>, codec::CaptureInfo)>> {
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(
+            self.cf(cf::CAPTURES),
+            rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward),
+        ) {
+            let (k, v) = item?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            out.push((k, decode_capture(&v)?));
+        }
+        Ok(out)
+    }
+
     /// Flushes memtables to SST files (so sizes on disk are real).
     pub fn flush(&self) -> Result<()> {
         for n in cf::ALL {
@@ -529,6 +549,14 @@ impl Index {
     pub(crate) fn set_counters(&self, c: Counters) {
         *self.counters.lock().expect("counters lock") = c;
     }
+}
+
+/// Decodes a `captures` value; bad bytes are corruption of that column family.
+pub(crate) fn decode_capture(v: &[u8]) -> Result<codec::CaptureInfo> {
+    decode(v).map_err(|comment| IndexError::Corruption {
+        cf: cf::CAPTURES,
+        comment,
+    })
 }
 
 /// Reads a doc id value (8 bytes BE).

@@ -18,10 +18,10 @@ pub mod whereis;
 
 use std::collections::HashMap;
 
-use crate::index::codec::{decode, CaptureInfo};
+use crate::index::codec::CaptureInfo;
 use crate::index::ingest::{host_of_surt, split_capture_key};
 use crate::index::postings::{Fresh, OverCap};
-use crate::index::{cf, Index, IndexError, Result};
+use crate::index::{cf, decode_capture, Index, Result};
 use crate::sketch::Sketch;
 use crate::url::surt;
 
@@ -99,26 +99,19 @@ impl<'a> Searcher<'a> {
     pub fn captures_of_surt(&self, key: &str) -> Result<Vec<CaptureRow>> {
         let mut prefix = key.as_bytes().to_vec();
         prefix.push(0);
-        let db = self.index.db();
-        let mut out = Vec::new();
-        for item in db.iterator_cf(
-            self.index.cf(cf::CAPTURES),
-            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
-        ) {
-            let (k, v) = item?;
-            if !k.starts_with(&prefix) {
-                break;
-            }
-            let Some((s, ts)) = split_capture_key(&k) else {
-                continue;
-            };
-            out.push(CaptureRow {
-                surt: s.to_string(),
-                timestamp: ts.to_string(),
-                info: decode_capture(&v)?,
-            });
-        }
-        Ok(out)
+        Ok(self
+            .index
+            .captures_with_prefix(&prefix)?
+            .into_iter()
+            .filter_map(|(k, info)| {
+                let (s, ts) = split_capture_key(&k)?;
+                Some(CaptureRow {
+                    surt: s.to_string(),
+                    timestamp: ts.to_string(),
+                    info,
+                })
+            })
+            .collect())
     }
 
     /// Every capture of a doc (any URL), oldest first.
@@ -185,13 +178,6 @@ impl<'a> Searcher<'a> {
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
         self.index.sketch(doc)
     }
-}
-
-fn decode_capture(v: &[u8]) -> Result<CaptureInfo> {
-    decode(v).map_err(|comment| IndexError::Corruption {
-        cf: cf::CAPTURES,
-        comment,
-    })
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of a 14-digit timestamp (as given when it is not one).

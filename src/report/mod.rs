@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::index::codec::{decode, CaptureInfo};
+use crate::index::decode_capture;
 use crate::index::ingest::{host_of_surt, split_capture_key};
 use crate::index::postings::posting_values;
 use crate::index::{cf, unionfind, Index, IndexError, Result};
@@ -394,6 +394,8 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     }
     let range = &all[lo..=hi];
     let slot: HashMap<u32, usize> = range.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
+    // Sweep id → place among all sweeps (by date).
+    let position: HashMap<u32, usize> = all.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     let n = range.len();
     let host_filter = opts
         .host
@@ -581,11 +583,8 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             cur_surt = key_surt.to_string();
             first_sweep_pos = None;
         }
-        let c: CaptureInfo = decode(&v).map_err(|comment| IndexError::Corruption {
-            cf: cf::CAPTURES,
-            comment,
-        })?;
-        let p = all.iter().position(|s| s.0 == c.sweep);
+        let c = decode_capture(&v)?;
+        let p = position.get(&c.sweep).copied();
         first_sweep_pos = match (first_sweep_pos, p) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
