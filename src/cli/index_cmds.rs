@@ -105,9 +105,14 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             b.set_position(p.input_bytes);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
             b.set_message(format!(
-                "{} records, {:.0} records/s",
+                "{} records, {:.0} records/s{}",
                 p.records,
-                p.records as f64 / secs
+                p.records as f64 / secs,
+                if p.finishing {
+                    "; writing postings, compacting"
+                } else {
+                    ""
+                }
             ));
         }
     })?;

@@ -173,13 +173,22 @@ fn heads_of(list: &[u8]) -> Vec<u64> {
         .collect()
 }
 
+/// Marks a list whose stored part is not known (rebuilt by [`Fresh::load`]): the spill
+/// writes its entries as a merge operand.
+const UNKNOWN_BASE: u32 = u32::MAX;
+
 /// Posting entries of docs from the mark on, not stored yet.
 #[derive(Default)]
 pub struct Fresh {
     mark: u64,
-    /// Value → (no stored list existed when the first entry came, entries).
-    lists: U64Map<(bool, Vec<u8>)>,
+    /// Value → (bytes of the stored list at the front, or [`UNKNOWN_BASE`]; the stored
+    /// list as the lookup read it followed by the fresh entries). One allocation per
+    /// value: most values are in one doc, and the map is most of the buffer.
+    lists: U64Map<(u32, Vec<u8>)>,
     entries: usize,
+    base_bytes: usize,
+    /// Files written by [`Fresh::spill`] since this was made, and their bytes.
+    spilled: (usize, u64),
 }
 
 impl Fresh {
@@ -211,8 +220,13 @@ impl Fresh {
                 continue;
             }
             let (level, values) = posting_values(&sketch, target);
-            // Whether a stored list exists is not known here: written as merge operands.
-            fresh.add(doc, level, values.len(), values.iter().map(|v| (*v, false)));
+            // The stored lists are not read here: these are written as merge operands.
+            fresh.add(
+                doc,
+                level,
+                values.len(),
+                values.iter().map(|v| (*v, None::<&Stored>)),
+            );
         }
         Ok(fresh)
     }
@@ -224,38 +238,56 @@ impl Fresh {
 
     /// Fresh entries of value `v`.
     pub fn entries(&self, v: u64) -> &[u8] {
-        self.lists
-            .get(&v)
-            .map(|(_, l)| l.as_slice())
-            .unwrap_or_default()
+        match self.lists.get(&v) {
+            Some((UNKNOWN_BASE, l)) => l,
+            Some((base, l)) => &l[*base as usize..],
+            None => &[],
+        }
     }
 
     /// Adds `doc`, whose posting sample has `count` values, under `values` (a subset),
-    /// each with whether the stored lists had nothing for it. Such a list is written
-    /// whole rather than as a merge operand, so compactions copy it instead of calling
-    /// the merge operator — for the great majority of values, which occur in one doc.
-    pub fn add(
+    /// each with what the lookup under the current mark found stored for it (`None`:
+    /// not looked up). The spill then writes each list whole — the stored entries
+    /// followed by the fresh ones — so neither reads nor compactions ever call the merge
+    /// operator: a newer whole list simply shadows the older one.
+    pub fn add<'a>(
         &mut self,
         doc: u64,
         level: u8,
         count: usize,
-        values: impl Iterator<Item = (u64, bool)>,
+        values: impl Iterator<Item = (u64, Option<&'a Stored>)>,
     ) {
         let e = entry(doc, level, count.min(u16::MAX as usize) as u16);
-        for (v, absent) in values {
-            self.lists
-                .entry(v)
-                .or_insert_with(|| (absent, Vec::new()))
-                .1
-                .extend_from_slice(&e);
+        for (v, stored) in values {
+            let mut created = false;
+            let slot = self.lists.entry(v).or_insert_with(|| {
+                created = true;
+                match stored {
+                    Some(Stored::Absent) => (0, Vec::new()),
+                    Some(Stored::List(l)) => (l.len() as u32, l.clone()),
+                    Some(Stored::Over(_)) | None => (UNKNOWN_BASE, Vec::new()),
+                }
+            });
+            if created && slot.0 != UNKNOWN_BASE {
+                self.base_bytes += slot.0 as usize;
+            }
+            slot.1.extend_from_slice(&e);
             self.entries += 1;
         }
     }
 
-    /// Approximate memory held, in bytes.
+    /// Memory held, in bytes: the map's table as allocated (slots of key, base and list
+    /// plus a control byte, at most 7/8 full) and the lists on the heap, where each
+    /// allocation is rounded up to the allocator's size classes (about a quarter more).
     pub fn memory(&self) -> usize {
-        // Entry bytes, plus the map slot and the list's allocation per value.
-        self.entries * POSTING_ENTRY + self.lists.len() * 64
+        let slot = std::mem::size_of::<(u64, (u32, Vec<u8>))>() + 1;
+        let table = self.lists.capacity() / 7 * 8 * slot;
+        table + (self.entries * POSTING_ENTRY + self.base_bytes) * 5 / 4 + self.lists.len() * 8
+    }
+
+    /// Files spilled since this was made, and their bytes.
+    pub fn spilled(&self) -> (usize, u64) {
+        self.spilled
     }
 
     /// Stores the fresh lists and the new mark `next_doc` in one atomic file ingestion.
@@ -274,22 +306,28 @@ impl Fresh {
         opts.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
-        let mut lists: Vec<(u64, (bool, Vec<u8>))> =
+        let mut lists: Vec<(u64, (u32, Vec<u8>))> =
             std::mem::take(&mut self.lists).into_iter().collect();
         lists.sort_unstable_by_key(|(k, _)| *k);
-        for (k, (absent, list)) in &lists {
-            if *absent {
-                w.put(u64_key(*k), list)?;
-            } else {
+        // Exactly what the merge operator would make of the stored list and the entries.
+        let limit = (index.params().common_shingle_cap as usize + 1) * POSTING_ENTRY;
+        for (k, (base, list)) in &lists {
+            if *base == UNKNOWN_BASE {
                 w.merge(u64_key(*k), list)?;
+            } else {
+                w.put(u64_key(*k), &list[..list.len().min(limit)])?;
             }
         }
         w.put(MARK_KEY, u64_key(next_doc))?;
         w.finish()?;
         let mut io = IngestExternalFileOptions::default();
         io.set_move_files(true);
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         db.ingest_external_file_cf_opts(index.cf(cf::POSTINGS), &io, vec![&path])?;
+        self.spilled.0 += 1;
+        self.spilled.1 += bytes;
         self.entries = 0;
+        self.base_bytes = 0;
         self.mark = next_doc;
         Ok(())
     }
