@@ -291,6 +291,17 @@ fn commands_print_json_and_refuse_bad_arguments() {
         a.extend_from_slice(args);
         tidemark(&a)
     };
+    // Exit 0 (else the command's stderr), then its JSON.
+    let json_ok = |args: &[&str]| -> Value {
+        let out = run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
     let out = run(&["whereis", from, "--json"]);
     assert_eq!(out.status.code(), Some(0));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -327,14 +338,7 @@ fn commands_print_json_and_refuse_bad_arguments() {
         assert!(caps[0].get(f).is_some(), "history --json lacks {f}");
     }
     let to = m["to"].as_str().unwrap();
-    let out = run(&["similar", to, "--json", "--threshold", "0.3"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_ok(&["similar", to, "--json", "--threshold", "0.3"]);
     for p in v.as_array().unwrap() {
         for f in ["url", "date", "doc", "resemblance", "containment"] {
             assert!(p.get(f).is_some());
@@ -346,14 +350,7 @@ fn commands_print_json_and_refuse_bad_arguments() {
     assert!(v["size"].as_u64().unwrap() >= 1);
     // A file never ingested: its own WARC record finds the page it came from.
     let f = &sweep_files(dir, 1)[0];
-    let out = run(&["similar", "--file", &s(f), "--json", "--threshold", "0.9"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_ok(&["similar", "--file", &s(f), "--json", "--threshold", "0.9"]);
     assert!(
         !v.as_array().unwrap().is_empty(),
         "the file's first page is in the index"

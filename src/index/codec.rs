@@ -93,6 +93,11 @@ pub fn unpack_sketch(b: &[u8]) -> Result<Sketch, String> {
 /// of posting values u16 (so a candidate's expected overlap is known without reading it).
 pub const POSTING_ENTRY: usize = 11;
 
+/// Bytes a stored posting list keeps at most: cap + 1 entries.
+pub fn posting_list_limit(cap: usize) -> usize {
+    (cap + 1) * POSTING_ENTRY
+}
+
 /// Posting-list merge: operands are appended in write order (doc ids increase, so the
 /// list stays sorted); a list keeps at most `cap + 1` entries, enough to know it is
 /// over the cap (a boilerplate value, not expanded into candidates).
@@ -101,7 +106,7 @@ pub fn merge_postings(
     operands: &mut dyn Iterator<Item = &[u8]>,
     cap: usize,
 ) -> Vec<u8> {
-    let limit = (cap + 1) * POSTING_ENTRY;
+    let limit = posting_list_limit(cap);
     let mut out = existing.map(|e| e.to_vec()).unwrap_or_default();
     for op in operands {
         if out.len() >= limit {

@@ -224,6 +224,15 @@ fn settle_compactions(index: &Index, postings_before: u64, spilled: (usize, u64)
     Ok(())
 }
 
+/// Switches RocksDB's automatic compactions of `postings` on or off (in this process).
+fn postings_auto_compaction(index: &Index, on: bool) -> Result<()> {
+    let off = if on { "false" } else { "true" };
+    index
+        .db()
+        .set_options_cf(index.cf(cf::POSTINGS), &[("disable_auto_compactions", off)])?;
+    Ok(())
+}
+
 /// Ingests `files` into sweep `opts.sweep`.
 pub fn ingest(
     index: &Index,
@@ -313,6 +322,9 @@ pub fn ingest(
             .put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
     }
     let over_cap = OverCap::default();
+    // A merge the previous ingest's last spill made due starts now, beside this one (it
+    // may have run in this process, on this same `Index`).
+    postings_auto_compaction(index, true)?;
     let postings_before = index.cf_size(cf::POSTINGS);
     let mut w = Writer {
         index,
@@ -406,13 +418,10 @@ pub fn ingest(
         input_total,
         finishing: true,
     });
-    // The last spill adds a sorted run; a merge it makes due starts at the next open,
-    // beside the next ingest's reading and sketching, which leave CPU to spare — not now,
-    // when this ingest would have to wait for it alone, or be cut off at close.
-    index.db().set_options_cf(
-        index.cf(cf::POSTINGS),
-        &[("disable_auto_compactions", "true")],
-    )?;
+    // The last spill adds a sorted run; a merge it makes due starts with the next ingest,
+    // beside its reading and sketching, which leave CPU to spare — not now, when this
+    // ingest would have to wait for it alone, or be cut off at close.
+    postings_auto_compaction(index, false)?;
     w.fresh.spill(index, index.counters().next_doc)?;
     if opts.store_texts {
         texts::train_if_ready(index)?;

@@ -301,16 +301,14 @@ impl Fresh {
         db.flush_wal(false)?;
         let path = index.path().join("postings-spill.sst");
         let _ = std::fs::remove_file(&path);
-        // Uncompressed: the file lands in level 0 and is compacted down (to zstd) later.
-        let mut opts = index.postings_options();
-        opts.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
+        let opts = index.postings_options();
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
         let mut lists: Vec<(u64, (u32, Vec<u8>))> =
             std::mem::take(&mut self.lists).into_iter().collect();
         lists.sort_unstable_by_key(|(k, _)| *k);
         // Exactly what the merge operator would make of the stored list and the entries.
-        let limit = (index.params().common_shingle_cap as usize + 1) * POSTING_ENTRY;
+        let limit = codec::posting_list_limit(index.params().common_shingle_cap as usize);
         for (k, (base, list)) in &lists {
             if *base == UNKNOWN_BASE {
                 w.merge(u64_key(*k), list)?;
