@@ -224,12 +224,14 @@ fn settle_compactions(index: &Index, postings_before: u64, spilled: (usize, u64)
     Ok(())
 }
 
-/// Switches RocksDB's automatic compactions of `postings` on or off (in this process).
-fn postings_auto_compaction(index: &Index, on: bool) -> Result<()> {
+/// Switches RocksDB's automatic compactions on or off (in this process).
+fn auto_compactions(index: &Index, on: bool) -> Result<()> {
     let off = if on { "false" } else { "true" };
-    index
-        .db()
-        .set_options_cf(index.cf(cf::POSTINGS), &[("disable_auto_compactions", off)])?;
+    for name in cf::ALL {
+        index
+            .db()
+            .set_options_cf(index.cf(name), &[("disable_auto_compactions", off)])?;
+    }
     Ok(())
 }
 
@@ -322,9 +324,9 @@ pub fn ingest(
             .put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
     }
     let over_cap = OverCap::default();
-    // A merge the previous ingest's last spill made due starts now, beside this one (it
+    // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
-    postings_auto_compaction(index, true)?;
+    auto_compactions(index, true)?;
     let postings_before = index.cf_size(cf::POSTINGS);
     let mut w = Writer {
         index,
@@ -418,10 +420,12 @@ pub fn ingest(
         input_total,
         finishing: true,
     });
-    // The last spill adds a sorted run; a merge it makes due starts with the next ingest,
-    // beside its reading and sketching, which leave CPU to spare — not now, when this
-    // ingest would have to wait for it alone, or be cut off at close.
-    postings_auto_compaction(index, false)?;
+    // The last spill and the memtable flush add sorted runs and level-0 files; merges
+    // they make due start with the next ingest, beside its reading and sketching, which
+    // leave CPU to spare — not now, when this ingest would wait for them alone, or have
+    // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
+    // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
+    auto_compactions(index, false)?;
     w.fresh.spill(index, index.counters().next_doc)?;
     if opts.store_texts {
         texts::train_if_ready(index)?;
