@@ -42,6 +42,10 @@ pub struct GenOptions {
     pub max_file_bytes: u64,
     /// How pages change between sweeps.
     pub rates: ChangeRates,
+    /// Hold live pages at `pages`: each later sweep creates as many pages as deletions
+    /// and mirrors changed, instead of `rates.create` (sweeps of equal size and change
+    /// rate, as the ingest benchmark's cost-per-sweep target needs).
+    pub steady: bool,
 }
 
 /// Per-transition probabilities for each live page (they are tried in this order).
@@ -103,6 +107,7 @@ impl GenOptions {
             interval_days: 30,
             max_file_bytes: 256 << 20,
             rates: ChangeRates::default(),
+            steady: false,
         }
     }
 }
@@ -411,7 +416,8 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
             }
             truth.created = pages.iter().map(|p| web.url(p)).collect();
         } else {
-            pages = web.evolve(pages, &opts.rates, &mut truth, &mut captures);
+            let steady = opts.steady.then_some(opts.pages);
+            pages = web.evolve(pages, &opts.rates, steady, &mut truth, &mut captures);
         }
         let dir = opts.out.join(format!("sweep-{:02}", s + 1));
         fs::create_dir_all(&dir)?;
@@ -787,6 +793,7 @@ impl Web {
         &mut self,
         pages: Vec<Page>,
         r: &ChangeRates,
+        steady: Option<usize>,
         truth: &mut Truth,
         caps: &mut Vec<Planned>,
     ) -> Vec<Page> {
@@ -944,7 +951,10 @@ impl Web {
             }
             next.push(edited);
         }
-        let new_pages = (next.len() as f64 * r.create).round() as usize;
+        let new_pages = match steady {
+            Some(live) => live.saturating_sub(next.len()),
+            None => (next.len() as f64 * r.create).round() as usize,
+        };
         for _ in 0..new_pages {
             let p = self.new_page(None);
             truth.created.push(self.url(&p));

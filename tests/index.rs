@@ -354,6 +354,38 @@ fn an_index_of_other_parameters_is_refused_with_a_reason() {
     let out = tidemark(&["--db", &s(&db), "stats", "--json"]);
     let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(st["docs"].as_u64().unwrap() > 30 && st["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(
+        st["wal_bytes"].as_u64(),
+        Some(0),
+        "an ingest flushes at its end"
+    );
+}
+
+#[test]
+fn stats_export_and_sweeps_read_while_another_process_holds_the_index() {
+    let corpus = tempfile::tempdir().unwrap();
+    generate(corpus.path(), 40, 1, 5);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    ingest_all(&db, corpus.path(), 1, &[]);
+    let before = export(&db);
+    // An open writer holds RocksDB's lock: only a read-only open can succeed beside it.
+    let writer = Index::open(&db, &Config::default(), false).unwrap();
+    assert_eq!(export(&db), before);
+    for cmd in ["stats", "sweeps"] {
+        let out = tidemark(&["--db", &s(&db), cmd, "--json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = ingest(&db, "b", &sweep_files(corpus.path(), 1), &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("being written by another process"), "{err}");
+    drop(writer);
 }
 
 /// Exact shingle set of every doc, from the WARC records the export points at.

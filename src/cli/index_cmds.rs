@@ -8,7 +8,7 @@ use tidemark::index::ingest::{ingest, IngestOptions};
 use tidemark::index::query::{export, recluster, stats, ExportFormat};
 use tidemark::index::Index;
 
-use super::{stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
+use super::{open_for_reading, stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
 
 #[derive(clap::Args, Debug)]
 pub struct IngestArgs {
@@ -183,7 +183,7 @@ fn peak_rss_mb() -> Option<f64> {
 }
 
 pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
-    let index = open(g, false)?;
+    let index = open_for_reading(g)?;
     let sweep = match &a.sweep {
         Some(label) => match index.sweeps()?.into_iter().find(|(_, s)| &s.label == label) {
             Some((id, _)) => Some(id),
@@ -205,7 +205,7 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
 }
 
 pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
-    let index = open(g, false)?;
+    let index = open_for_reading(g)?;
     let sweeps = index.sweeps()?;
     let mut out = stdout();
     if a.json {
@@ -239,8 +239,7 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
 }
 
 pub fn run_stats(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
-    let index = open(g, false)?;
-    index.flush()?;
+    let index = open_for_reading(g)?;
     let s = stats(&index)?;
     let mut out = stdout();
     if a.json {
@@ -272,6 +271,13 @@ pub fn run_stats(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
         )?;
         for (n, b) in &s.column_families {
             writeln!(out, "  {:<14} {:>12} bytes", n, b)?;
+        }
+        if s.wal_bytes > 0 {
+            writeln!(
+                out,
+                "  {:<14} {:>12} bytes (not yet flushed: the next ingest writes them)",
+                "write-ahead log", s.wal_bytes
+            )?;
         }
     }
     out.flush()?;

@@ -151,8 +151,9 @@ pub fn run() -> ExitCode {
                 return ExitCode::from(EXIT_OK);
             }
             eprintln!("tidemark: {e:#}");
-            // A missing index, one of another schema or parameters, or an impossible
-            // request is a usage error; anything else is a failed operation.
+            // A missing index, one of another schema or parameters, one another process
+            // writes, or an impossible request is a usage error; anything else is a
+            // failed operation.
             use tidemark::index::IndexError as E;
             match e.downcast_ref::<E>() {
                 Some(
@@ -160,6 +161,7 @@ pub fn run() -> ExitCode {
                     | E::Version { .. }
                     | E::Params { .. }
                     | E::NotOurs(_)
+                    | E::Busy(_)
                     | E::Invalid(_),
                 ) => ExitCode::from(EXIT_USAGE),
                 _ => ExitCode::from(EXIT_DAMAGE),
@@ -177,6 +179,15 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// Standard output, buffered, for line-oriented output.
+/// Opens the index for reading only: no lock (works while an ingest runs, many at once),
+/// no background merges started and cut off at close.
+pub fn open_for_reading(g: &Globals) -> anyhow::Result<tidemark::index::Index> {
+    Ok(tidemark::index::Index::open_read_only(
+        &g.config.index.path,
+        &g.config,
+    )?)
+}
+
 pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
 }

@@ -3,13 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use tidemark::index::Index;
 use tidemark::query::history::history;
 use tidemark::query::similar::{similar, Input, SimilarOptions};
 use tidemark::query::whereis::{whereis, Status, WhereisOptions};
 use tidemark::query::{cluster::cluster, Searcher};
 
-use super::{stdout, Globals, EXIT_OK, EXIT_USAGE};
+use super::{open_for_reading, stdout, Globals, EXIT_OK, EXIT_USAGE};
 
 #[derive(clap::Args, Debug)]
 pub struct UrlArgs {
@@ -79,10 +78,6 @@ pub struct ClusterArgs {
     pub json: bool,
 }
 
-fn open(g: &Globals) -> anyhow::Result<Index> {
-    Ok(Index::open_read_only(&g.config.index.path, &g.config)?)
-}
-
 fn check_url(cmd: &str, url: &str) -> Option<u8> {
     match tidemark::url::check(url) {
         Ok(()) => None,
@@ -109,7 +104,7 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
     if let Some(code) = check_url("whereis", &a.url) {
         return Ok(code);
     }
-    let index = open(g)?;
+    let index = open_for_reading(g)?;
     let s = Searcher::new(&index)?;
     let w = whereis(&s, &a.url, where_opts(g))?;
     let mut out = stdout();
@@ -157,7 +152,7 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
     if let Some(code) = check_url("history", &a.url) {
         return Ok(code);
     }
-    let index = open(g)?;
+    let index = open_for_reading(g)?;
     let s = Searcher::new(&index)?;
     let h = history(&s, &a.url, where_opts(g), a.diff)?;
     let mut out = stdout();
@@ -232,7 +227,7 @@ pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     };
-    let index = open(g)?;
+    let index = open_for_reading(g)?;
     let s = Searcher::new(&index)?;
     let opts = SimilarOptions {
         threshold: a.threshold,
@@ -273,7 +268,7 @@ pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
     if let Some(code) = check_url("cluster", &a.url) {
         return Ok(code);
     }
-    let index = open(g)?;
+    let index = open_for_reading(g)?;
     let s = Searcher::new(&index)?;
     let c = cluster(&s, &a.url, a.limit)?;
     let mut out = stdout();

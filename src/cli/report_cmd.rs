@@ -3,7 +3,6 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use tidemark::index::Index;
 use tidemark::report::{report, HostRow, Report, ReportOptions, Transition};
 
 use super::{Globals, EXIT_OK, EXIT_USAGE};
@@ -43,7 +42,7 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     }
-    let index = Index::open_read_only(&g.config.index.path, &g.config)?;
+    let index = super::open_for_reading(g)?;
     // About 75,000 captures a second: a spinner on a terminal so long reports show life.
     let spinner = std::io::stderr().is_terminal().then(|| {
         let b = indicatif::ProgressBar::new_spinner();

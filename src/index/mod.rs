@@ -175,6 +175,9 @@ pub enum IndexError {
     /// The directory is not a tidemark index.
     #[error("{0} is not a tidemark index (no schema version); point --db at a tidemark index or an empty directory")]
     NotOurs(PathBuf),
+    /// Another process writes to the index (RocksDB's lock is held).
+    #[error("the index at {0} is being written by another process (an ingest or recluster): wait for it to finish; stats, export and the queries can read it meanwhile")]
+    Busy(PathBuf),
     /// Damaged data.
     #[error("data corruption in {cf}: {comment}")]
     Corruption {
@@ -322,7 +325,13 @@ impl Index {
         let db = if read_only {
             DB::open_cf_descriptors_read_only(&db_opts, path, descriptors, false)?
         } else {
-            DB::open_cf_descriptors(&db_opts, path, descriptors)?
+            DB::open_cf_descriptors(&db_opts, path, descriptors).map_err(|e| {
+                if e.as_ref().contains("While lock file") {
+                    IndexError::Busy(path.to_path_buf())
+                } else {
+                    IndexError::Db(e)
+                }
+            })?
         };
         let meta = db.cf_handle(cf::META).expect("meta column family");
         let version = db.get_cf(meta, b"schema_version")?;
@@ -488,6 +497,20 @@ impl Index {
     /// what is still in memtables).
     pub fn cf_sizes(&self) -> Vec<(&'static str, u64)> {
         cf::ALL.iter().map(|n| (*n, self.cf_size(n))).collect()
+    }
+
+    /// Bytes of write-ahead log files: writes not yet flushed to SST files (an ingest
+    /// flushes at its end, so this is zero unless one was killed or is running).
+    pub fn wal_size(&self) -> u64 {
+        std::fs::read_dir(&self.path)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
     }
 
     /// Bytes of SST files of one column family.

@@ -117,7 +117,10 @@ pub struct Stats {
     pub threshold: f64,
     /// Bytes on disk per column family.
     pub column_families: Vec<(String, u64)>,
-    /// Total bytes on disk.
+    /// Bytes of write-ahead log not yet flushed to column families (zero after a
+    /// finished ingest).
+    pub wal_bytes: u64,
+    /// Total bytes on disk (column families and write-ahead log).
     pub bytes: u64,
     /// Bytes on disk per doc.
     pub bytes_per_doc: f64,
@@ -157,7 +160,8 @@ pub fn stats(index: &Index) -> Result<Stats> {
     roots.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let docs = index.doc_count();
     let sizes = index.cf_sizes();
-    let bytes: u64 = sizes.iter().map(|s| s.1).sum();
+    let wal_bytes = index.wal_size();
+    let bytes: u64 = sizes.iter().map(|s| s.1).sum::<u64>() + wal_bytes;
     let multi = roots.len() as u64;
     roots.truncate(10);
     Ok(Stats {
@@ -170,6 +174,7 @@ pub fn stats(index: &Index) -> Result<Stats> {
         sweeps: index.sweeps()?.len() as u64,
         threshold: index.counters().threshold,
         column_families: sizes.into_iter().map(|(n, b)| (n.to_string(), b)).collect(),
+        wal_bytes,
         bytes,
         bytes_per_doc: if docs == 0 {
             0.0

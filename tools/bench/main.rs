@@ -54,6 +54,14 @@ struct Args {
     /// Sweeps for --ingest.
     #[arg(long, default_value_t = 4)]
     sweeps: usize,
+    /// For --ingest: generate sweeps of equal size (live pages held at --pages), as the
+    /// cost-per-sweep target assumes.
+    #[arg(long)]
+    steady: bool,
+    /// For --ingest: ingest all sweeps this many times, each into a fresh index, and
+    /// report the median time of each sweep.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Measure query latency instead, on the index at --db: whereis, history and similar
     /// as library calls on --samples URLs spread over the index; median and p99.
     #[arg(long)]
@@ -189,78 +197,113 @@ fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Median of a non-empty list.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One ingest of one sweep, as measured.
+struct IngestRun {
+    label: String,
+    zcat: f64,
+    secs: f64,
+    warc_mb: f64,
+    summary: serde_json::Value,
+}
+
 fn bench_ingest(a: &Args) -> ExitCode {
     if sweep_dirs(&a.dir).is_empty() {
         eprintln!(
-            "generating {} sweeps of {} pages into {} …",
+            "generating {} {}sweeps of {} pages into {} …",
             a.sweeps,
+            if a.steady { "steady " } else { "" },
             a.pages,
             a.dir.display()
         );
         let mut opts = GenOptions::for_size(a.dir.clone(), 13_000 * a.pages as u64, a.sweeps, 2026);
         opts.pages = a.pages;
+        opts.steady = a.steady;
         if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
             eprintln!("tidemark-bench: {e}");
             return ExitCode::from(1);
         }
+    } else {
+        eprintln!(
+            "using the sweeps already in {} (--pages, --sweeps and --steady apply only when it holds none)",
+            a.dir.display()
+        );
     }
     let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("tidemark")))
         .expect("tidemark beside tidemark-bench");
     let db = a.dir.join("bench.db");
-    let _ = std::fs::remove_dir_all(&db);
-    let mut rows = Vec::new();
-    println!(
-        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
-        "sweep", "pages", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
-    );
-    for dir in sweep_dirs(&a.dir) {
-        let files = warc_files(&dir);
-        let t_zcat = zcat(&files);
-        let label = dir.file_name().unwrap().to_string_lossy().to_string();
-        let mut cmd = Command::new(&exe);
-        cmd.arg("--db")
-            .arg(&db)
-            .arg("ingest")
-            .arg("--sweep")
-            .arg(&label)
-            .arg("--json")
-            .args(&files);
-        let t = Instant::now();
-        let out = cmd.output().expect("run tidemark ingest");
-        let secs = t.elapsed().as_secs_f64();
-        if !out.status.success() {
-            eprintln!(
-                "tidemark-bench: ingest failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return ExitCode::from(1);
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let mb = files
-            .iter()
-            .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
-            .sum::<u64>() as f64
-            / 1e6;
-        let warc_mb = v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
-        let row = json!({
-            "sweep": label, "captures": v["captures"], "new_docs": v["new_docs"], "known_docs": v["known_docs"],
-            "gzip_mb": mb, "warc_mb": warc_mb, "zcat_seconds": t_zcat, "ingest_seconds": secs,
-            "mb_per_s": warc_mb / secs, "share_of_zcat_rate": t_zcat / secs, "peak_rss_mb": v["peak_rss_mb"],
-        });
+    let dirs = sweep_dirs(&a.dir);
+    let mut rounds: Vec<Vec<IngestRun>> = Vec::new();
+    for round in 1..=a.rounds.max(1) {
+        let _ = std::fs::remove_dir_all(&db);
         println!(
-            "{:<10} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
-            label,
-            v["captures"],
-            v["new_docs"],
-            t_zcat,
-            secs,
-            warc_mb / secs,
-            100.0 * t_zcat / secs,
-            v["peak_rss_mb"].as_f64().unwrap_or(0.0)
+            "round {round} of {}, a fresh index at {}",
+            a.rounds.max(1),
+            db.display()
         );
-        rows.push(row);
+        println!(
+            "{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
+            "sweep", "captures", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
+        );
+        let mut runs = Vec::new();
+        for dir in &dirs {
+            let files = warc_files(dir);
+            let t_zcat = zcat(&files);
+            let label = dir.file_name().unwrap().to_string_lossy().to_string();
+            let t = Instant::now();
+            let out = Command::new(&exe)
+                .arg("--db")
+                .arg(&db)
+                .arg("ingest")
+                .arg("--sweep")
+                .arg(&label)
+                .arg("--json")
+                .args(&files)
+                .output()
+                .expect("run tidemark ingest");
+            let secs = t.elapsed().as_secs_f64();
+            if !out.status.success() {
+                eprintln!(
+                    "tidemark-bench: ingest failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return ExitCode::from(1);
+            }
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            let warc_mb =
+                v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
+            println!(
+                "{:<10} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
+                label,
+                v["captures"].to_string(),
+                v["new_docs"].to_string(),
+                t_zcat,
+                secs,
+                warc_mb / secs,
+                100.0 * t_zcat / secs,
+                v["peak_rss_mb"].as_f64().unwrap_or(0.0)
+            );
+            runs.push(IngestRun {
+                label,
+                zcat: t_zcat,
+                secs,
+                warc_mb,
+                summary: v,
+            });
+        }
+        rounds.push(runs);
     }
     let st = Command::new(&exe)
         .arg("--db")
@@ -269,6 +312,60 @@ fn bench_ingest(a: &Args) -> ExitCode {
         .output()
         .expect("run tidemark stats");
     let stats: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap_or_default();
+    // Medians over rounds, per sweep: this machine's run-to-run noise (±20% on one
+    // later sweep) is as large as the effects the targets are about.
+    let mut rows = Vec::new();
+    if rounds.len() > 1 {
+        println!("median of {} rounds", rounds.len());
+        println!(
+            "{:<10} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
+            "sweep", "captures", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
+        );
+    }
+    for (i, first) in rounds[0].iter().enumerate() {
+        let of = |f: &dyn Fn(&IngestRun) -> f64| median(rounds.iter().map(|r| f(&r[i])).collect());
+        let (z, secs) = (of(&|r| r.zcat), of(&|r| r.secs));
+        let rss = of(&|r| r.summary["peak_rss_mb"].as_f64().unwrap_or(0.0));
+        let rss_max = rounds
+            .iter()
+            .map(|r| r[i].summary["peak_rss_mb"].as_f64().unwrap_or(0.0))
+            .fold(0.0, f64::max);
+        if rounds.len() > 1 {
+            println!(
+                "{:<10} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
+                first.label,
+                first.summary["captures"].to_string(),
+                z,
+                secs,
+                first.warc_mb / secs,
+                100.0 * z / secs,
+                rss
+            );
+        }
+        rows.push(json!({
+            "sweep": first.label, "captures": first.summary["captures"],
+            "new_docs": first.summary["new_docs"], "known_docs": first.summary["known_docs"],
+            "warc_mb": first.warc_mb, "zcat_seconds": z, "ingest_seconds": secs,
+            "ingest_seconds_each_round": rounds.iter().map(|r| r[i].secs).collect::<Vec<_>>(),
+            "mb_per_s": first.warc_mb / secs, "share_of_zcat_rate": z / secs,
+            "peak_rss_mb": rss, "peak_rss_mb_max": rss_max,
+        }));
+    }
+    let mut targets = json!({});
+    if rows.len() >= 3 {
+        let secs = |r: &serde_json::Value| r["ingest_seconds"].as_f64().unwrap_or(0.0);
+        let ratio = secs(&rows[rows.len() - 1]) / secs(&rows[1]);
+        let worst_share = rows[1..]
+            .iter()
+            .map(|r| r["share_of_zcat_rate"].as_f64().unwrap_or(0.0))
+            .fold(f64::MAX, f64::min);
+        println!(
+            "last / second sweep: {ratio:.2} (target ≤ 1.2); slowest later sweep at {:.0}% of the zcat rate (target ≥ 50%)",
+            100.0 * worst_share
+        );
+        targets =
+            json!({"last_over_second": ratio, "slowest_later_share_of_zcat_rate": worst_share});
+    }
     println!(
         "index: {} docs, {} captures, {:.1} MB on disk, {:.0} bytes per doc",
         stats["docs"],
@@ -279,7 +376,10 @@ fn bench_ingest(a: &Args) -> ExitCode {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"sweeps": rows, "stats": stats})).unwrap()
+            serde_json::to_string_pretty(
+                &json!({"rounds": rounds.len(), "sweeps": rows, "targets": targets, "stats": stats})
+            )
+            .unwrap()
         );
     }
     ExitCode::SUCCESS

@@ -39,6 +39,10 @@ struct Args {
     /// Days between sweeps.
     #[arg(long, default_value_t = 30)]
     interval_days: i64,
+    /// Keep live pages at --pages in every sweep (new pages replace deleted ones): sweeps
+    /// of equal size and change rate, about 80% of pages unchanged.
+    #[arg(long)]
+    steady: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
     }
     opts.start = start;
     opts.interval_days = a.interval_days;
+    opts.steady = a.steady;
     let quiet = a.json;
     match generate(&opts, |line| {
         if !quiet {
