@@ -167,12 +167,10 @@ pub struct DocInfo {
     pub tokens: u32,
     /// Decoded payload bytes.
     pub bytes: u64,
-    /// First capture (14 digits).
-    pub first_seen: String,
-    /// Last capture (14 digits).
-    pub last_seen: String,
-    /// Captures of this content.
-    pub captures: u64,
+    /// Date of the capture that created the doc (14 digits). When and how often the
+    /// content was captured later is in `doc_captures` (a prefix scan), not here: a
+    /// known capture writes nothing to `docs`.
+    pub created: String,
     /// `<title>`.
     pub title: Option<String>,
 }

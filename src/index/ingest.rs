@@ -596,9 +596,6 @@ impl Writer<'_> {
                 }
             }
         }
-        if let Some(d) = doc {
-            self.touch_doc(batch, d, &ts)?;
-        }
         let r_prev = match doc {
             Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, cap.sketch.as_ref())?,
             None => None,
@@ -669,23 +666,6 @@ impl Writer<'_> {
         Ok(None)
     }
 
-    fn touch_doc(&self, batch: &mut WriteBatch, d: u64, ts: &str) -> Result<()> {
-        // A doc created in this very batch is not readable yet: new_doc wrote it whole.
-        let Some(mut info) = self.index.doc(d)? else {
-            return Ok(());
-        };
-        if info.first_seen.as_str() > ts || info.first_seen.is_empty() {
-            info.first_seen = ts.to_string();
-        }
-        if info.last_seen.as_str() < ts {
-            info.last_seen = ts.to_string();
-        }
-        info.captures += 1;
-        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&info));
-        Ok(())
-    }
-
-    /// Estimated resemblance to the latest earlier capture of the same URL with content.
     /// Estimated resemblance to the latest earlier capture of the same URL with content,
     /// and records this capture as the URL's latest. The common case (captures arrive in
     /// time order) is one point lookup in `url_last`; otherwise a reverse scan of
@@ -790,20 +770,10 @@ impl Writer<'_> {
             shingles: sketch.shingles,
             tokens: cap.tokens,
             bytes: cap.payload_len,
-            first_seen: ts.to_string(),
-            last_seen: ts.to_string(),
-            captures: 0,
+            created: ts.to_string(),
             title: cap.title.clone(),
         };
-        // touch_doc adds this capture once the doc is readable; count it here instead.
-        batch.put_cf(
-            self.index.cf(cf::DOCS),
-            u64_key(d),
-            encode(&DocInfo {
-                captures: 1,
-                ..info
-            }),
-        );
+        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&info));
         batch.put_cf(
             self.index.cf(cf::SKETCHES),
             u64_key(d),
