@@ -328,10 +328,12 @@ pub fn ingest(
     // may have run in this process, on this same `Index`).
     auto_compactions(index, true)?;
     let postings_before = index.cf_size(cf::POSTINGS);
+    let mut fresh = Fresh::load(index)?;
+    fresh.reserve_for(opts.postings_buffer_mb << 20);
     let mut w = Writer {
         index,
         over_cap: &over_cap,
-        fresh: Fresh::load(index)?,
+        fresh,
         fresh_budget: opts.postings_buffer_mb << 20,
         hosts_seen: Default::default(),
         sweep_id,
@@ -478,7 +480,7 @@ impl Writer<'_> {
             encode(&self.sweep),
         );
         self.index.db().write(batch)?;
-        if self.fresh.memory() > self.fresh_budget {
+        if self.fresh.full(self.fresh_budget) {
             self.fresh
                 .spill(self.index, self.index.counters().next_doc)?;
         }
