@@ -171,3 +171,48 @@ fn truth_agrees_with_the_warcs() {
     assert!(moves > 5 && redirects > 0 && checked > 20);
     assert!(within as f64 >= 0.95 * checked as f64);
 }
+
+#[test]
+fn steady_sweeps_hold_the_live_pages_and_default_sweeps_grow() {
+    let live = |steady: bool| -> Vec<u64> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--pages",
+            "300",
+            "--sweeps",
+            "4",
+            "--seed",
+            "11",
+            "--json",
+        ];
+        if steady {
+            args.push("--steady");
+        }
+        let out = common::tidemark_gen(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let g: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        g["sweeps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let t: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(s["truth"].as_str().unwrap()).unwrap())
+                        .unwrap();
+                t["live_pages"].as_u64().unwrap()
+            })
+            .collect()
+    };
+    let steady = live(true);
+    println!("live pages per sweep, steady: {steady:?}");
+    assert!(steady.iter().all(|n| *n == 300), "{steady:?}");
+    let growing = live(false);
+    println!("live pages per sweep, default: {growing:?}");
+    assert!(growing[3] > growing[0] + 10, "{growing:?}");
+}
