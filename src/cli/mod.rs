@@ -178,7 +178,6 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Standard output, buffered, for line-oriented output.
 /// Opens the index for reading only: no lock (works while an ingest runs, many at once),
 /// no background merges started and cut off at close.
 pub fn open_for_reading(g: &Globals) -> anyhow::Result<tidemark::index::Index> {
@@ -188,6 +187,7 @@ pub fn open_for_reading(g: &Globals) -> anyhow::Result<tidemark::index::Index> {
     )?)
 }
 
+/// Standard output, buffered, for line-oriented output.
 pub fn stdout() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
     std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock())
 }

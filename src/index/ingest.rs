@@ -328,13 +328,14 @@ pub fn ingest(
     // may have run in this process, on this same `Index`).
     auto_compactions(index, true)?;
     let postings_before = index.cf_size(cf::POSTINGS);
+    let fresh_budget = opts.postings_buffer_mb << 20;
     let mut fresh = Fresh::load(index)?;
-    fresh.reserve_for(opts.postings_buffer_mb << 20);
+    fresh.reserve_for(fresh_budget);
     let mut w = Writer {
         index,
         over_cap: &over_cap,
         fresh,
-        fresh_budget: opts.postings_buffer_mb << 20,
+        fresh_budget,
         hosts_seen: Default::default(),
         sweep_id,
         sweep,

@@ -325,11 +325,12 @@ fn bench_ingest(a: &Args) -> ExitCode {
     for (i, first) in rounds[0].iter().enumerate() {
         let of = |f: &dyn Fn(&IngestRun) -> f64| median(rounds.iter().map(|r| f(&r[i])).collect());
         let (z, secs) = (of(&|r| r.zcat), of(&|r| r.secs));
-        let rss = of(&|r| r.summary["peak_rss_mb"].as_f64().unwrap_or(0.0));
-        let rss_max = rounds
+        let rss_each: Vec<f64> = rounds
             .iter()
             .map(|r| r[i].summary["peak_rss_mb"].as_f64().unwrap_or(0.0))
-            .fold(0.0, f64::max);
+            .collect();
+        let rss_max = rss_each.iter().copied().fold(0.0, f64::max);
+        let rss = median(rss_each);
         if rounds.len() > 1 {
             println!(
                 "{:<10} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
