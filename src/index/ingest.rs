@@ -25,6 +25,7 @@ use super::codec::{
     POSTING_ENTRY,
 };
 use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
+use super::snapshots;
 use super::texts::{self, TextEncoder};
 use super::{cf, decode_capture, doc_value, unionfind, Counters, Index, IndexError, Result};
 use crate::canon::Canon;
@@ -436,6 +437,10 @@ pub fn ingest(
     // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
     w.index.flush()?;
     settle_compactions(index, postings_before, w.fresh.spilled())?;
+    // What this ingest completed becomes visible to servers as one whole state.
+    if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
+        snapshots::publish(index)?;
+    }
     w.summary.files = todo.len() as u64;
     Ok(w.summary)
 }

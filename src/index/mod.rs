@@ -9,6 +9,7 @@ pub mod codec;
 pub mod ingest;
 pub mod postings;
 pub mod query;
+pub mod snapshots;
 pub mod texts;
 pub mod unionfind;
 
@@ -578,6 +579,40 @@ impl Index {
             out.push((k, decode_capture(&v)?));
         }
         Ok(out)
+    }
+
+    /// Calls `each` with every capture from the key `start` on, or with `reverse` from
+    /// the last key before `start` backwards, until it returns `Ok(false)`.
+    pub(crate) fn scan_captures(
+        &self,
+        start: &[u8],
+        reverse: bool,
+        mut each: impl FnMut(&[u8], codec::CaptureInfo) -> Result<bool>,
+    ) -> Result<()> {
+        let dir = if reverse {
+            rocksdb::Direction::Reverse
+        } else {
+            rocksdb::Direction::Forward
+        };
+        for item in self.db.iterator_cf(
+            self.cf(cf::CAPTURES),
+            rocksdb::IteratorMode::From(start, dir),
+        ) {
+            let (k, v) = item?;
+            if !each(&k, decode_capture(&v)?)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any doc's text is stored (`index.store_texts` at ingest): `history` can
+    /// then show word-level diffs.
+    pub fn has_texts(&self) -> bool {
+        self.db
+            .iterator_cf(self.cf(cf::TEXTS), rocksdb::IteratorMode::Start)
+            .next()
+            .is_some()
     }
 
     /// Flushes memtables to SST files (so sizes on disk are real).

@@ -1,6 +1,5 @@
 //! Read-side operations over the index: export of every capture, statistics.
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use serde::Serialize;
@@ -29,7 +28,7 @@ pub fn export(
     out: &mut dyn Write,
 ) -> std::io::Result<u64> {
     let mut n = 0u64;
-    let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
+    let mut clusters = unionfind::ClusterIds::new(index);
     let to_io = |e: IndexError| std::io::Error::other(e.to_string());
     for item in index
         .db()
@@ -42,38 +41,12 @@ pub fn export(
         if sweep.is_some_and(|s| s != c.sweep) {
             continue;
         }
-        let cluster = match c.doc {
-            Some(d) => Some(match cluster_cache.get(&d) {
-                Some(c) => *c,
-                None => {
-                    let (cl, _) = unionfind::cluster_of(index, d).map_err(to_io)?;
-                    cluster_cache.insert(d, cl);
-                    cl
-                }
-            }),
-            None => None,
-        };
-        let mut obj = json!({
-            "url": c.url,
-            "mime": c.mime,
-            "status": c.status.map(|s| s.to_string()),
-            "digest": c.digest,
-            "redirect": c.redirect,
-            "filename": c.file,
-            "offset": c.offset.to_string(),
-            "length": c.length.to_string(),
-            "doc": c.doc,
-            "cluster": cluster,
-        });
-        let m = obj.as_object_mut().expect("object");
-        m.retain(|_, v| !v.is_null());
-        if c.kind == "revisit" {
-            m.insert("type".into(), json!("revisit"));
-        }
+        let cluster = c.doc.map(|d| clusters.of(d)).transpose().map_err(to_io)?;
+        let mut m = capture_fields(&c, cluster);
         match format {
             ExportFormat::Cdxj => {
                 write!(out, "{surt} {ts} ")?;
-                serde_json::to_writer(&mut *out, &obj)?;
+                serde_json::to_writer(&mut *out, &m)?;
                 out.write_all(b"\n")?;
             }
             ExportFormat::Jsonl => {
@@ -87,13 +60,49 @@ pub fn export(
                 if let Some(r) = c.r_prev {
                     m.insert("resemblance_to_previous".into(), json!(r));
                 }
-                serde_json::to_writer(&mut *out, &obj)?;
+                serde_json::to_writer(&mut *out, &m)?;
                 out.write_all(b"\n")?;
             }
         }
         n += 1;
     }
     Ok(n)
+}
+
+/// The CDXJ fields of a capture, as `export` writes them (pywb/OutbackCDX names plus
+/// `doc`, `cluster` and, for a revisit record, `type`); absent values are left out.
+pub fn capture_fields(
+    c: &CaptureInfo,
+    cluster: Option<u64>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut obj = json!({
+        "url": c.url,
+        "mime": c.mime,
+        "status": c.status.map(|s| s.to_string()),
+        "digest": c.digest,
+        "redirect": c.redirect,
+        "filename": c.file,
+        "offset": c.offset.to_string(),
+        "length": c.length.to_string(),
+        "doc": c.doc,
+        "cluster": cluster,
+    });
+    let m = obj.as_object_mut().expect("object");
+    m.retain(|_, v| !v.is_null());
+    if c.kind == "revisit" {
+        m.insert("type".into(), json!("revisit"));
+    }
+    std::mem::take(m)
+}
+
+/// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id.
+pub fn sweeps_json(sweeps: &[(u32, super::codec::SweepInfo)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        sweeps
+            .iter()
+            .map(|(id, s)| json!({"id": id, "label": s.label, "date": s.date, "files": s.files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped}))
+            .collect(),
+    )
 }
 
 /// Index statistics.
@@ -200,5 +209,6 @@ pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
         .db()
         .put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
     index.set_counters(c);
+    super::snapshots::publish(index)?;
     Ok(r)
 }

@@ -271,3 +271,30 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
     db.write(batch)?;
     Ok((n_clusters, unions))
 }
+
+/// Cluster ids of docs, looked up once each (a CDX answer names many captures of the
+/// same few docs).
+pub struct ClusterIds<'a> {
+    index: &'a Index,
+    seen: HashMap<u64, u64>,
+}
+
+impl<'a> ClusterIds<'a> {
+    /// An empty cache over `index`.
+    pub fn new(index: &'a Index) -> Self {
+        ClusterIds {
+            index,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// The cluster id (its smallest doc) of `doc`.
+    pub fn of(&mut self, doc: u64) -> Result<u64> {
+        if let Some(c) = self.seen.get(&doc) {
+            return Ok(*c);
+        }
+        let (c, _) = cluster_of(self.index, doc)?;
+        self.seen.insert(doc, c);
+        Ok(c)
+    }
+}

@@ -1,0 +1,120 @@
+//! Published snapshots: what `tidemark serve` reads while an ingest writes.
+//!
+//! An ingest commits record by record, so the live index is half a sweep old for most of
+//! an ingest: a query made then would find the URLs the ingest has not reached yet
+//! "gone". Instead, each ingest (and `recluster`) that completes *publishes* the index:
+//! a RocksDB checkpoint in `DIR/snapshots/NNNNNNNNNN` (hard links to the immutable SST
+//! files, a copy of the small manifest; milliseconds, no bytes copied). A server opens
+//! the newest snapshot read-only, serves it until a newer one appears, then opens that
+//! one and lets requests under way finish on the old one. A snapshot never changes,
+//! so every answer comes from one whole published state.
+//!
+//! Lifetimes: a server holds a shared lock on `SERVING.lock` inside the snapshot it
+//! serves; a publisher deletes an older snapshot only when it can take that lock
+//! exclusively (no server reads it). So disk holds the newest snapshot plus those still
+//! served; their files are shared with the live index until compactions replace them.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use super::{Index, IndexError, Result};
+
+/// Folder of the snapshots, inside the index directory.
+pub const SNAPSHOTS: &str = "snapshots";
+/// The lock file inside a snapshot.
+const LEASE: &str = "SERVING.lock";
+
+/// Snapshots of the index at `db`, oldest first: (number, path).
+pub fn list(db: &Path) -> Vec<(u64, PathBuf)> {
+    let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(db.join(SNAPSHOTS))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            // RocksDB builds a checkpoint in `NAME.tmp` and renames it when complete.
+            let n = name.parse::<u64>().ok()?;
+            e.path().join("CURRENT").exists().then(|| (n, e.path()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Publishes the index as it is now: a new snapshot, then the deletion of older ones
+/// that no server holds. Returns the new snapshot's path.
+pub fn publish(index: &Index) -> Result<PathBuf> {
+    let dir = index.path().join(SNAPSHOTS);
+    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    // Leftovers of a publisher killed mid-checkpoint.
+    for e in std::fs::read_dir(&dir)
+        .map_err(|e| io_err(&dir, e))?
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().ends_with(".tmp") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let next = list(index.path()).last().map(|(n, _)| n + 1).unwrap_or(1);
+    let path = dir.join(format!("{next:010}"));
+    rocksdb::checkpoint::Checkpoint::new(index.db())?.create_checkpoint(&path)?;
+    lease_file(&path, true).map_err(|e| io_err(&path, e))?;
+    for (n, old) in list(index.path()) {
+        if n >= next {
+            continue;
+        }
+        let Ok(lease) = lease_file(&old, true) else {
+            continue;
+        };
+        // Held shared by a server: keep it; the next publish tries again.
+        if lease.try_lock().is_ok() {
+            let _ = std::fs::remove_dir_all(&old);
+        }
+    }
+    Ok(path)
+}
+
+/// A snapshot held open for serving: while it lives, no publisher deletes the snapshot.
+#[derive(Debug)]
+pub struct Lease {
+    /// The snapshot's number (increases with every publish).
+    pub number: u64,
+    /// The snapshot's directory (open it with [`Index::open_read_only`]).
+    pub path: PathBuf,
+    _file: File,
+}
+
+/// Takes the newest snapshot of the index at `db` that can be held (None when there is
+/// none). A snapshot being deleted is skipped.
+pub fn hold_newest(db: &Path) -> Option<Lease> {
+    for (number, path) in list(db).into_iter().rev() {
+        // Not created here: a snapshot without its lock file is being published or deleted.
+        let Ok(file) = lease_file(&path, false) else {
+            continue;
+        };
+        if file.try_lock_shared().is_err() {
+            continue;
+        }
+        // A publisher may have deleted it between the listing and the lock.
+        if path.join("CURRENT").exists() {
+            return Some(Lease {
+                number,
+                path,
+                _file: file,
+            });
+        }
+    }
+    None
+}
+
+fn lease_file(snapshot: &Path, create: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create(create)
+        .truncate(false)
+        .write(true)
+        .open(snapshot.join(LEASE))
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> IndexError {
+    IndexError::Invalid(format!("cannot write {}: {e}", path.display()))
+}
