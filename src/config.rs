@@ -26,6 +26,30 @@ pub struct Config {
     pub query: QueryConfig,
     /// Reports.
     pub report: ReportConfig,
+    /// The HTTP service.
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Address to listen on (`--listen`).
+    pub listen: String,
+    /// Collection name of the CDX and replay endpoints (`--collection`).
+    pub collection: String,
+    /// Folders where WARC files are looked up by name, before the paths stored at ingest.
+    pub archive_paths: Vec<PathBuf>,
+    /// Requests handled at once; more wait for a slot.
+    pub max_concurrency: usize,
+    /// Seconds a request may take, reading its body and writing the answer included.
+    pub request_timeout_s: u64,
+    /// Bytes of a request body (a POSTed document for `/api/similar`).
+    pub max_body_bytes: usize,
+    /// Characters of a URL given as a parameter.
+    pub max_url_chars: usize,
+    /// Milliseconds between looks for a newly published sweep.
+    pub poll_ms: u64,
 }
 
 /// `[report]`
@@ -173,6 +197,25 @@ impl Config {
             return Err(
                 "cluster.posting_target and cluster.common_shingle_cap must be at least 1".into(),
             );
+        }
+        let v = &self.serve;
+        if v.max_concurrency == 0
+            || v.request_timeout_s == 0
+            || v.max_url_chars == 0
+            || v.poll_ms == 0
+        {
+            return Err("serve.max_concurrency, request_timeout_s, max_url_chars and poll_ms must be at least 1".into());
+        }
+        if v.collection.is_empty()
+            || !v
+                .collection
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "serve.collection must be letters, digits, '-' or '_', not {:?}",
+                v.collection
+            ));
         }
         if self.ingest.record_cap < 1024 {
             return Err("ingest.record_cap must be at least 1024 bytes".into());

@@ -14,6 +14,7 @@
 //! | the index: ingest, postings, clusters, export | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
 //! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
 //! | change-over-time reports | [`report`] | [`report::report`], [`report::Report`] |
+//! | the HTTP service (CDX, Memento, JSON API, lost-and-found page) | [`serve`] | [`serve::serve`] |
 //! | configuration | [`config`] | [`config::Config`] |
 //! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
 //!
@@ -29,6 +30,7 @@ pub mod query;
 pub mod read;
 pub mod report;
 pub mod scan;
+pub mod serve;
 pub mod sketch;
 pub mod synth;
 pub mod url;

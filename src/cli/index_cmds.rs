@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use tidemark::index::ingest::{ingest, IngestOptions};
-use tidemark::index::query::{export, recluster, stats, ExportFormat};
+use tidemark::index::query::{export, recluster, stats, sweeps_json, ExportFormat};
 use tidemark::index::Index;
 
 use super::{open_for_reading, stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
@@ -209,11 +209,7 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     let sweeps = index.sweeps()?;
     let mut out = stdout();
     if a.json {
-        let v: Vec<_> = sweeps
-            .iter()
-            .map(|(id, s)| json!({"id": id, "label": s.label, "date": s.date, "files": s.files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped}))
-            .collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
+        serde_json::to_writer_pretty(&mut out, &sweeps_json(&sweeps))?;
         writeln!(out)?;
     } else {
         writeln!(

@@ -6,6 +6,7 @@ mod index_cmds;
 mod inspect;
 mod query_cmds;
 mod report_cmd;
+mod serve_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -90,6 +91,13 @@ pub enum Command {
     /// How pages changed, moved, lived and died across the sweeps: per pair of sweeps,
     /// lifetimes, change rates, top hosts; as a table, JSON, CSV or HTML with charts.
     Report(report_cmd::ReportArgs),
+    /// Serve the index over HTTP: pywb/OutbackCDX and Wayback CDX APIs, Memento
+    /// TimeMaps and TimeGate, archived payloads, tidemark's JSON API and a lost-and-found
+    /// page. Follows ingests: each completed sweep is served without a restart.
+    #[command(
+        after_help = "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM); 1 the address cannot be bound or the index cannot be read; 2 bad arguments, or no index at --db."
+    )]
+    Serve(serve_cmd::Args),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -142,6 +150,7 @@ pub fn run() -> ExitCode {
         Command::Similar(a) => query_cmds::run_similar(&globals, a),
         Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
         Command::Report(a) => report_cmd::run(&globals, a),
+        Command::Serve(a) => serve_cmd::run(&globals, a),
         Command::Demo(a) => demo::run(&globals, a),
     };
     match result {

@@ -52,15 +52,7 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
     });
     let r = report(
         &index,
-        &ReportOptions {
-            from: a.from.clone(),
-            to: a.to.clone(),
-            host: a.host.clone(),
-            minor: g.config.report.minor,
-            major: g.config.report.major,
-            move_floor: g.config.query.move_floor,
-            top_hosts: g.config.report.top_hosts,
-        },
+        &ReportOptions::from_config(&g.config, a.from.clone(), a.to.clone(), a.host.clone()),
     )?;
     if let Some(b) = spinner {
         b.finish_and_clear();

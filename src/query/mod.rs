@@ -11,6 +11,7 @@
 //! A [`Searcher`] holds what repeated queries share (sweep dates, the over-cap posting
 //! values); open it once and ask many questions.
 
+pub mod captures;
 pub mod cluster;
 pub mod history;
 pub mod similar;

@@ -115,6 +115,13 @@ pub enum Input {
     File(std::path::PathBuf),
     /// A doc of the index (e.g. an older version of a page, from `history`).
     Doc(u64),
+    /// A document's bytes (HTML, text, or a WARC/ARC file), named for messages.
+    Bytes {
+        /// What to call it in the answer (`input`).
+        name: String,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
 }
 
 /// Options of [`similar`].
@@ -182,6 +189,10 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             let sk = sketch_file(s, p)?;
             (p.display().to_string(), None, sk, None)
         }
+        Input::Bytes { name, bytes } => {
+            let sk = sketch_document(s, name, bytes)?;
+            (name.clone(), None, sk, None)
+        }
         Input::Doc(d) => {
             let Some(sk) = s.sketch(*d)? else {
                 return Err(IndexError::NotFound(format!("no doc {d} in the index")));
@@ -230,6 +241,13 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
 /// Sketches a file with the index's parameters: a WARC/ARC file (its first response or
 /// resource with text), or else the file's bytes as an HTML/text document.
 pub fn sketch_file(s: &Searcher, path: &Path) -> Result<Sketch> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| IndexError::Invalid(format!("cannot read {}: {e}", path.display())))?;
+    sketch_document(s, &path.display().to_string(), &bytes)
+}
+
+/// Sketches a document's bytes (`name` for messages) as [`sketch_file`] does a file.
+pub fn sketch_document(s: &Searcher, name: &str, bytes: &[u8]) -> Result<Sketch> {
     let p = s.index.params();
     let params = SketchParams {
         shingle_width: p.shingle_width,
@@ -237,31 +255,27 @@ pub fn sketch_file(s: &Searcher, path: &Path) -> Result<Sketch> {
         sample_target: p.sample_target,
     };
     let cap = 16 << 20;
-    let bytes = std::fs::read(path)
-        .map_err(|e| IndexError::Invalid(format!("cannot read {}: {e}", path.display())))?;
     let mut scratch = Scratch::default();
-    if looks_like_archive(&bytes) {
-        let reader = RecordReader::open(path, cap)
-            .map_err(|e| IndexError::Invalid(format!("{}: {e}", path.display())))?;
+    if looks_like_archive(bytes) {
+        let reader = RecordReader::from_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), cap)
+            .map_err(|e| IndexError::Invalid(format!("{name}: {e}")))?;
         for r in reader {
-            let rec = r.map_err(|e| IndexError::Invalid(format!("{}: {e}", path.display())))?;
+            let rec = r.map_err(|e| IndexError::Invalid(format!("{name}: {e}")))?;
             let c = analyze(&rec, &params, cap, &mut scratch);
             if let Some(sk) = c.sketch.filter(|sk| !sk.values.is_empty()) {
                 return Ok(sk);
             }
         }
         return Err(IndexError::Invalid(format!(
-            "{}: no record with text content to compare",
-            path.display()
+            "{name}: no record with text content to compare"
         )));
     }
-    let rec = Record::document(&bytes);
+    let rec = Record::document(bytes);
     let c = analyze(&rec, &params, cap, &mut scratch);
     match c.sketch {
         Some(sk) if !sk.values.is_empty() => Ok(sk),
         _ => Err(IndexError::Invalid(format!(
-            "{}: too little text to compare (fewer than {} words)",
-            path.display(),
+            "{name}: too little text to compare (fewer than {} words)",
             p.shingle_width
         ))),
     }

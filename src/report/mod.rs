@@ -48,6 +48,26 @@ pub struct ReportOptions {
     pub top_hosts: usize,
 }
 
+impl ReportOptions {
+    /// A range and host, with the bands, move floor and list lengths of `config`.
+    pub fn from_config(
+        config: &crate::config::Config,
+        from: Option<String>,
+        to: Option<String>,
+        host: Option<String>,
+    ) -> ReportOptions {
+        ReportOptions {
+            from,
+            to,
+            host,
+            minor: config.report.minor,
+            major: config.report.major,
+            move_floor: config.query.move_floor,
+            top_hosts: config.report.top_hosts,
+        }
+    }
+}
+
 /// One sweep in range.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SweepRow {

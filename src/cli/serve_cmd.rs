@@ -1,0 +1,76 @@
+//! `tidemark serve`: the index over HTTP until SIGINT or SIGTERM.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use tidemark::serve::{serve, ServeOptions};
+
+use super::{Globals, EXIT_OK, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Address to listen on (port 0: any free port; the address bound is printed).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Collection name of the CDX endpoint (/{collection}?url=…) and of the memento URLs
+    /// (/{collection}/{timestamp}id_/{url}).
+    #[arg(long, value_name = "NAME")]
+    pub collection: Option<String>,
+    /// A folder where WARC files are found by name (repeatable), tried before the path
+    /// each file was ingested from.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Vec<PathBuf>,
+    /// Print the address as one JSON line, {"listen": "127.0.0.1:PORT"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
+    let mut config = g.config.clone();
+    if let Some(l) = a.listen {
+        config.serve.listen = l;
+    }
+    if let Some(c) = a.collection {
+        if c.is_empty()
+            || !c
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            eprintln!(
+                "tidemark serve: --collection must be letters, digits, '-' or '_', not {c:?}"
+            );
+            return Ok(EXIT_USAGE);
+        }
+        config.serve.collection = c;
+    }
+    for d in &a.archive {
+        if !d.is_dir() {
+            eprintln!("tidemark serve: --archive {}: no such folder", d.display());
+            return Ok(EXIT_USAGE);
+        }
+    }
+    config.serve.archive_paths.splice(0..0, a.archive);
+    let opts = ServeOptions {
+        db: config.index.path.clone(),
+        config,
+    };
+    let json = a.json;
+    let collection = opts.config.serve.collection.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tidemark-serve")
+        .build()?;
+    runtime.block_on(serve(opts, move |addr| {
+        let mut out = std::io::stdout().lock();
+        if json {
+            let _ = writeln!(out, "{}", serde_json::json!({ "listen": addr.to_string() }));
+        } else {
+            let _ = writeln!(
+                out,
+                "tidemark serve: listening on http://{addr}/ (CDX at /{collection}?url=…, lost and found at /)"
+            );
+        }
+        let _ = out.flush();
+    }))?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,209 @@
+//! Capture ranges, as the CDX servers archivists run (pywb, OutbackCDX, the Wayback
+//! Machine's) select them: one URL, a path prefix, a host or a domain with its
+//! subdomains; within a time range; in key order, reversed, or — for one URL — closest
+//! to a date first. The HTTP service streams these; nothing here knows about HTTP.
+
+use crate::index::ingest::split_capture_key;
+use crate::index::{Index, Result};
+use crate::url::surt;
+
+use super::CaptureRow;
+
+/// Which captures a URL selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchType {
+    /// The URL itself (its SURT key).
+    Exact,
+    /// Every URL whose SURT key starts with the URL's.
+    Prefix,
+    /// Every URL of the URL's host.
+    Host,
+    /// Every URL of the host and of its subdomains.
+    Domain,
+}
+
+impl MatchType {
+    /// From the `matchType` parameter.
+    pub fn parse(s: &str) -> Option<MatchType> {
+        Some(match s {
+            "exact" => MatchType::Exact,
+            "prefix" => MatchType::Prefix,
+            "host" => MatchType::Host,
+            "domain" => MatchType::Domain,
+            _ => return None,
+        })
+    }
+
+    /// How the CDX servers read a URL: a trailing `*` asks for a prefix, a leading `*.`
+    /// for a domain (unless `matchType` says otherwise). Returns the URL without them.
+    pub fn from_wildcards(url: &str, given: Option<MatchType>) -> (String, MatchType) {
+        if let Some(rest) = url.strip_prefix("*.") {
+            return (rest.to_string(), given.unwrap_or(MatchType::Domain));
+        }
+        if let Some(rest) = url.strip_suffix('*') {
+            return (rest.to_string(), given.unwrap_or(MatchType::Prefix));
+        }
+        (url.to_string(), given.unwrap_or(MatchType::Exact))
+    }
+}
+
+/// Pads a timestamp of 1–14 digits to 14, downwards (`2014` → `20140101000000`) or
+/// upwards (`2014` → `20141231235959`), as pywb and the Wayback Machine do. None when it
+/// is not 1–14 digits.
+pub fn pad_timestamp(ts: &str, upper: bool) -> Option<String> {
+    if ts.is_empty() || ts.len() > 14 || !ts.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let pad = if upper {
+        "99991231235959"
+    } else {
+        "00000101000000"
+    };
+    Some(format!("{ts}{}", &pad[ts.len()..]))
+}
+
+/// A set of captures: a key range and a time range.
+#[derive(Debug, Clone)]
+pub struct CaptureRange {
+    /// Every key of the range starts with this.
+    prefix: Vec<u8>,
+    /// Where a forward scan starts (the prefix, or for one URL its first timestamp).
+    start: Vec<u8>,
+    /// Domain matching: the byte after the host's labels must be `)`, `,` or `:`.
+    domain: bool,
+    /// First and last timestamp, 14 digits, inclusive.
+    from: String,
+    to: String,
+}
+
+impl CaptureRange {
+    /// The captures `url` selects under `match_type`, between `from` and `to` (14 digits,
+    /// inclusive; see [`pad_timestamp`]).
+    pub fn new(url: &str, match_type: MatchType, from: Option<String>, to: Option<String>) -> Self {
+        let mut key = surt(url);
+        // SURT drops a trailing slash; a prefix query that gave one means it.
+        if match_type == MatchType::Prefix && url.trim_end().ends_with('/') && !key.ends_with('/') {
+            key.push('/');
+        }
+        CaptureRange::of_key(&key, match_type, from, to)
+    }
+
+    /// The same for a SURT key given as it is (the `urlkey` parameter).
+    pub fn of_key(
+        key: &str,
+        match_type: MatchType,
+        from: Option<String>,
+        to: Option<String>,
+    ) -> Self {
+        let host_end = key.find(')').map(|i| i + 1).unwrap_or(key.len());
+        let (prefix, domain) = match match_type {
+            MatchType::Exact => {
+                let mut p = key.as_bytes().to_vec();
+                p.push(0);
+                (p, false)
+            }
+            MatchType::Prefix => (key.as_bytes().to_vec(), false),
+            MatchType::Host => (key[..host_end].as_bytes().to_vec(), false),
+            MatchType::Domain => {
+                let host = key[..host_end].trim_end_matches(')');
+                let host = host.split(':').next().unwrap_or(host);
+                (host.as_bytes().to_vec(), true)
+            }
+        };
+        let from = from.unwrap_or_else(|| "00000101000000".into());
+        let to = to.unwrap_or_else(|| "99991231235959".into());
+        let mut start = prefix.clone();
+        if match_type == MatchType::Exact {
+            start.extend_from_slice(from.as_bytes());
+        }
+        CaptureRange {
+            prefix,
+            start,
+            domain,
+            from,
+            to,
+        }
+    }
+
+    /// Continues a scan after `key` (a capture key returned before): the resumption
+    /// key of the Wayback Machine's API.
+    pub fn after(mut self, key: &[u8]) -> Self {
+        if key.starts_with(&self.prefix) && key > self.start.as_slice() {
+            let mut k = key.to_vec();
+            k.push(0);
+            self.start = k;
+        }
+        self
+    }
+
+    fn holds(&self, key: &[u8], ts: &str) -> bool {
+        if self.domain && !matches!(key.get(self.prefix.len()), Some(b')' | b',' | b':')) {
+            return false;
+        }
+        ts >= self.from.as_str() && ts <= self.to.as_str()
+    }
+
+    /// Calls `each` with the key and the capture of every capture of the range, in key
+    /// order (SURT, then timestamp) or reversed, until it returns `Ok(false)`.
+    pub fn scan(
+        &self,
+        index: &Index,
+        reverse: bool,
+        mut each: impl FnMut(&[u8], CaptureRow) -> Result<bool>,
+    ) -> Result<()> {
+        let start = if reverse {
+            // Keys are UTF-8 text and 0x00 separators: 0xff sorts after the whole range.
+            let mut end = self.prefix.clone();
+            end.push(0xff);
+            end
+        } else {
+            self.start.clone()
+        };
+        index.scan_captures(&start, reverse, |key, info| {
+            if !key.starts_with(&self.prefix) {
+                return Ok(false);
+            }
+            let Some((surt, ts)) = split_capture_key(key) else {
+                return Ok(true);
+            };
+            if !self.holds(key, ts) {
+                return Ok(true);
+            }
+            each(
+                key,
+                CaptureRow {
+                    surt: surt.to_string(),
+                    timestamp: ts.to_string(),
+                    info,
+                },
+            )
+        })
+    }
+}
+
+/// Captures of one URL ordered by distance from `closest` (14 digits), nearest first,
+/// the earlier of two at the same distance first; at most `limit`.
+pub fn closest(index: &Index, url: &str, closest: &str, limit: usize) -> Result<Vec<CaptureRow>> {
+    let mut rows = Vec::new();
+    CaptureRange::new(url, MatchType::Exact, None, None).scan(index, false, |_, r| {
+        rows.push(r);
+        Ok(true)
+    })?;
+    let target = seconds(closest);
+    rows.sort_by_key(|r| ((seconds(&r.timestamp) - target).abs(), r.timestamp.clone()));
+    rows.truncate(limit);
+    Ok(rows)
+}
+
+/// Seconds since year 0 of a 14-digit timestamp (for distances; not a calendar).
+fn seconds(ts: &str) -> i64 {
+    let n = |a: usize, b: usize| {
+        ts.get(a..b)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    chrono::NaiveDate::from_ymd_opt(n(0, 4) as i32, n(4, 6) as u32, n(6, 8) as u32)
+        .and_then(|d| d.and_hms_opt(n(8, 10) as u32, n(10, 12) as u32, n(12, 14) as u32))
+        .map(|t| t.and_utc().timestamp())
+        .unwrap_or_else(|| n(0, 4) * 31_556_952)
+}

@@ -1,0 +1,325 @@
+//! tidemark's own JSON API: each endpoint answers exactly what the command of the same
+//! name prints with `--json`, from the same library call. The OpenAPI description at
+//! `/api/openapi.json` is generated from these handlers by utoipa.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{IntoParams, OpenApi};
+
+use super::error::ApiError;
+use super::state::AppState;
+use crate::index::query::{stats as index_stats, sweeps_json};
+use crate::query::cluster::cluster as cluster_of;
+use crate::query::history::history as history_of;
+use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
+use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
+use crate::query::Searcher;
+use crate::report::{report as report_of, ReportOptions};
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/api/whereis", get(whereis))
+        .route("/api/history", get(history))
+        .route("/api/similar", get(similar).post(similar_post))
+        .route("/api/cluster", get(cluster))
+        .route("/api/report", get(report))
+        .route("/api/sweeps", get(sweeps))
+        .route("/api/stats", get(stats))
+        .route("/api/openapi.json", get(openapi))
+}
+
+/// The OpenAPI description of the JSON API.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "tidemark",
+        description = "Lost and found, page histories, near-duplicates and change reports over a tidemark index. Each endpoint answers what the command of the same name prints with --json."
+    ),
+    paths(
+        whereis,
+        history,
+        similar,
+        similar_post,
+        cluster,
+        report,
+        sweeps,
+        stats
+    )
+)]
+pub struct ApiDoc;
+
+async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+/// Query parameters parsed into `T`; a bad one is a JSON 400 naming it.
+pub(crate) struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let q = parts.uri.query().unwrap_or("");
+        serde_urlencoded_like(q).map(ApiQuery)
+    }
+}
+
+fn serde_urlencoded_like<T: DeserializeOwned>(q: &str) -> Result<T, ApiError> {
+    axum::extract::Query::<T>::try_from_uri(
+        &format!("/?{q}")
+            .parse()
+            .map_err(|_| ApiError::bad("query", "the query string is not valid".into()))?,
+    )
+    .map(|axum::extract::Query(t)| t)
+    .map_err(|e| {
+        let text = e.body_text();
+        // serde names the field between backticks: "missing field `url`".
+        let param = text.split('`').nth(1).unwrap_or("query").to_string();
+        ApiError::bad(
+            &param,
+            text.replace("Failed to deserialize query string: ", ""),
+        )
+    })
+}
+
+fn flag(v: &Option<String>, name: &str) -> Result<bool, ApiError> {
+    match v.as_deref() {
+        None | Some("") | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(o) => Err(ApiError::bad(
+            name,
+            format!("{o:?}: expected 1 or 0 (true or false)"),
+        )),
+    }
+}
+
+fn checked_url(state: &AppState, url: &str) -> Result<String, ApiError> {
+    let max = state.config.serve.max_url_chars;
+    if url.chars().count() > max {
+        return Err(ApiError::too_long("url", max));
+    }
+    crate::url::check(url).map_err(|e| ApiError::bad("url", e))?;
+    Ok(url.trim().to_string())
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Json<Value>, ApiError> {
+    serde_json::to_value(v)
+        .map(Json)
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// `url=`
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct UrlQuery {
+    /// The URL (scheme, `www.`, case and trailing slash do not matter).
+    url: String,
+}
+
+/// Where a page is now: alive, moved (its newest URL), gone or unknown, with evidence.
+#[utoipa::path(get, path = "/api/whereis", params(UrlQuery),
+    responses((status = 200, description = "as `tidemark whereis URL --json`: {url, status, newest_url, newest_date, evidence, alternatives, margin}"),
+              (status = 400, description = "a bad or missing url")))]
+async fn whereis(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<UrlQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = checked_url(&state, &q.url)?;
+    let opts = WhereisOptions {
+        move_floor: state.config.query.move_floor,
+    };
+    state
+        .with_index(move |s| to_json(&whereis_of(&Searcher::new(&s.index)?, &url, opts)?))
+        .await
+}
+
+/// `url=`, `diff=1`
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct HistoryQuery {
+    /// The URL.
+    url: String,
+    /// `1`: word-level changes of each changed version (texts stored at ingest).
+    diff: Option<String>,
+}
+
+/// Every capture of a URL in date order, with the change from the previous one.
+#[utoipa::path(get, path = "/api/history", params(HistoryQuery),
+    responses((status = 200, description = "as `tidemark history URL --json` (with `diff=1`, as with --diff)"),
+              (status = 400, description = "a bad or missing url, or a bad diff")))]
+async fn history(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<HistoryQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = checked_url(&state, &q.url)?;
+    let diff = flag(&q.diff, "diff")?;
+    let opts = WhereisOptions {
+        move_floor: state.config.query.move_floor,
+    };
+    state
+        .with_index(move |s| to_json(&history_of(&Searcher::new(&s.index)?, &url, opts, diff)?))
+        .await
+}
+
+/// `url=` or `doc=`, `threshold`, `containment`, `limit`
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct SimilarQuery {
+    /// A URL of the index (its latest content).
+    url: Option<String>,
+    /// A doc of the index.
+    doc: Option<u64>,
+    /// Least resemblance (or containment); default 0.5.
+    threshold: Option<f64>,
+    /// `1`: rank by containment of the input in each page.
+    containment: Option<String>,
+    /// Most results; default 20.
+    limit: Option<usize>,
+}
+
+fn similar_options(q: &SimilarQuery) -> Result<SimilarOptions, ApiError> {
+    let threshold = q.threshold.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(ApiError::bad(
+            "threshold",
+            format!("{threshold} is not between 0 and 1"),
+        ));
+    }
+    Ok(SimilarOptions {
+        threshold,
+        containment: flag(&q.containment, "containment")?,
+        limit: q.limit.unwrap_or(20),
+    })
+}
+
+async fn run_similar(
+    state: &Arc<AppState>,
+    input: Input,
+    opts: SimilarOptions,
+) -> Result<Json<Value>, ApiError> {
+    state
+        .with_index(move |s| {
+            to_json(&similar_to(&Searcher::new(&s.index)?, &input, &opts)?.results)
+        })
+        .await
+}
+
+/// Pages resembling a URL's content or a doc, best first.
+#[utoipa::path(get, path = "/api/similar", params(SimilarQuery),
+    responses((status = 200, description = "as `tidemark similar --json`: [{url, date, doc, resemblance, containment}]"),
+              (status = 400, description = "neither url nor doc, or a bad parameter"),
+              (status = 404, description = "a URL never captured with content")))]
+async fn similar(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<SimilarQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let opts = similar_options(&q)?;
+    let input = match (&q.url, q.doc) {
+        (Some(u), None) => Input::Url(checked_url(&state, u)?),
+        (None, Some(d)) => Input::Doc(d),
+        _ => {
+            return Err(ApiError::bad(
+                "url",
+                "give url=URL or doc=N (or POST a document)".into(),
+            ))
+        }
+    };
+    run_similar(&state, input, opts).await
+}
+
+/// Pages resembling a POSTed document (HTML, text, or a WARC/ARC file: its first record
+/// with text), best first.
+#[utoipa::path(post, path = "/api/similar", params(SimilarQuery),
+    request_body(content = String, description = "the document", content_type = "text/html"),
+    responses((status = 200, description = "as `tidemark similar --file PATH --json`"),
+              (status = 400, description = "too little text, or a bad parameter"),
+              (status = 413, description = "a document over serve.max_body_bytes")))]
+async fn similar_post(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<SimilarQuery>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let opts = similar_options(&q)?;
+    if body.is_empty() {
+        return Err(ApiError::bad(
+            "body",
+            "empty: POST the document to compare".into(),
+        ));
+    }
+    let input = Input::Bytes {
+        name: "the posted document".into(),
+        bytes: body.to_vec(),
+    };
+    run_similar(&state, input, opts).await
+}
+
+/// `url=`, `limit`
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct ClusterQuery {
+    /// The URL whose latest content's cluster to list.
+    url: String,
+    /// Most members listed; default 100.
+    limit: Option<usize>,
+}
+
+/// The near-duplicate cluster of a URL's latest content.
+#[utoipa::path(get, path = "/api/cluster", params(ClusterQuery),
+    responses((status = 200, description = "as `tidemark cluster URL --json`: {url, doc, cluster, size, members}"),
+              (status = 404, description = "a URL never captured with content")))]
+async fn cluster(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<ClusterQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = checked_url(&state, &q.url)?;
+    let limit = q.limit.unwrap_or(100);
+    state
+        .with_index(move |s| to_json(&cluster_of(&Searcher::new(&s.index)?, &url, limit)?))
+        .await
+}
+
+/// `from`, `to`, `host`
+#[derive(Deserialize, IntoParams)]
+pub(crate) struct ReportQuery {
+    /// First sweep (label); default the first.
+    from: Option<String>,
+    /// Last sweep (label); default the last.
+    to: Option<String>,
+    /// Only the URLs of this host.
+    host: Option<String>,
+}
+
+/// How pages changed, moved, lived and died across the sweeps.
+#[utoipa::path(get, path = "/api/report", params(ReportQuery),
+    responses((status = 200, description = "as `tidemark report --format json`"),
+              (status = 400, description = "an unknown sweep or a bad host")))]
+async fn report(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<ReportQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some(h) = &q.host {
+        crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
+    }
+    let opts = ReportOptions::from_config(&state.config, q.from, q.to, q.host);
+    state
+        .with_index(move |s| to_json(&report_of(&s.index, &opts)?))
+        .await
+}
+
+/// The sweeps of the index.
+#[utoipa::path(get, path = "/api/sweeps",
+    responses((status = 200, description = "as `tidemark sweeps --json`")))]
+async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    state.with_index(|s| Ok(Json(sweeps_json(&s.sweeps)))).await
+}
+
+/// Docs, captures, URLs, clusters and bytes on disk.
+#[utoipa::path(get, path = "/api/stats",
+    responses((status = 200, description = "as `tidemark stats --json`")))]
+async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    state.with_index(|s| to_json(&index_stats(&s.index)?)).await
+}

@@ -1,0 +1,595 @@
+//! The capture index API of pywb and OutbackCDX: `GET /{collection}?url=…`.
+//!
+//! Parameters (pywb's `cdxserver_api`): `url` (a trailing `*` asks for a prefix, a
+//! leading `*.` for a domain) or `urlkey` (a SURT key), `matchType`
+//! (`exact|prefix|host|domain`), `from`/`to` (1–14 digits, padded), `closest` with
+//! `sort=closest` (one URL, nearest first; an empty `closest=` means the newest),
+//! `sort=reverse`, `limit`, `fl`/`fields`, repeatable `filter=[!][=|~]field:value`
+//! (contains; `=` exact; `~` regex from the start of the value), `output` (`cdxj`, the
+//! default; `json`, one object per line; `text`, the `fl` fields separated by spaces;
+//! `link`, Memento link-format). No implicit limit: pywb sends none and filters itself.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use regex::Regex;
+use serde_json::{json, Map, Value};
+
+use super::error::ApiError;
+use super::state::{AppState, Served};
+use super::stream::{stream, Sink};
+use crate::index::query::capture_fields;
+use crate::index::unionfind::ClusterIds;
+use crate::query::captures::{closest, pad_timestamp, CaptureRange, MatchType};
+use crate::query::CaptureRow;
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new().route("/{collection}", get(cdx))
+}
+
+/// Query parameters in order, repeated keys kept (`filter` repeats).
+pub(crate) struct Params(Vec<(String, String)>);
+
+impl Params {
+    pub(crate) fn parse(raw: Option<String>) -> Params {
+        Params(
+            form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// The last value of `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of `name`.
+    pub(crate) fn all(&self, name: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// A URL parameter, checked against `serve.max_url_chars`.
+    pub(crate) fn url(&self, name: &str, max: usize) -> Result<Option<String>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(u) if u.chars().count() > max => Err(ApiError::too_long(name, max)),
+            Some(u) if u.trim().is_empty() => {
+                Err(ApiError::bad(name, "is empty: expected a URL".into()))
+            }
+            Some(u) => Ok(Some(u.trim().to_string())),
+        }
+    }
+
+    /// A 1–14 digit timestamp, padded down (`from`) or up (`to`); empty counts as absent.
+    pub(crate) fn timestamp(&self, name: &str, upper: bool) -> Result<Option<String>, ApiError> {
+        match self.get(name) {
+            None | Some("") => Ok(None),
+            Some(t) => pad_timestamp(t, upper).map(Some).ok_or_else(|| {
+                ApiError::bad(name, format!("{t:?} is not a timestamp: expected 1 to 14 digits (e.g. 2026 or 20261101120000)"))
+            }),
+        }
+    }
+
+    /// A whole number.
+    pub(crate) fn number(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(name) {
+            None | Some("") => Ok(None),
+            Some(n) => n
+                .trim()
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| ApiError::bad(name, format!("{n:?} is not a whole number"))),
+        }
+    }
+
+    /// `matchType`, with the URL's wildcards read: (URL without them, match type).
+    pub(crate) fn match_type(&self, url: &str) -> Result<(String, MatchType), ApiError> {
+        let given = match self.get("matchType") {
+            None | Some("") => None,
+            Some(m) => Some(MatchType::parse(m).ok_or_else(|| {
+                ApiError::bad(
+                    "matchType",
+                    format!("{m:?} is unknown: expected exact, prefix, host or domain"),
+                )
+            })?),
+        };
+        Ok(MatchType::from_wildcards(url, given))
+    }
+}
+
+/// How a filter compares.
+#[derive(Debug, Clone)]
+enum Compare {
+    Contains(String),
+    Exact(String),
+    Regex(Regex),
+}
+
+/// One `filter=`: a field, a comparison, maybe negated.
+#[derive(Debug, Clone)]
+pub(crate) struct Filter {
+    field: String,
+    negate: bool,
+    compare: Compare,
+}
+
+impl Filter {
+    /// pywb's syntax: `[!][=|~]field:value` — contains by default, `=` exact, `~` a
+    /// regular expression matched from the start of the value.
+    pub(crate) fn pywb(spec: &str) -> Result<Filter, ApiError> {
+        let (negate, rest) = match spec.strip_prefix('!') {
+            Some(r) => (true, r),
+            None => (false, spec),
+        };
+        let (mode, rest) = match rest.chars().next() {
+            Some(c @ ('=' | '~')) => (Some(c), &rest[1..]),
+            _ => (None, rest),
+        };
+        let (field, value) = split_filter(spec, rest)?;
+        let compare = match mode {
+            Some('=') => Compare::Exact(value.to_string()),
+            Some(_) => Compare::Regex(regex("filter", &format!("^(?:{value})"))?),
+            None => Compare::Contains(value.to_string()),
+        };
+        Ok(Filter {
+            field: field.to_string(),
+            negate,
+            compare,
+        })
+    }
+
+    /// The Wayback Machine's syntax: `[!]field:regex`, the whole value matching.
+    pub(crate) fn wayback(spec: &str) -> Result<Filter, ApiError> {
+        let (negate, rest) = match spec.strip_prefix('!') {
+            Some(r) => (true, r),
+            None => (false, spec),
+        };
+        let (field, value) = split_filter(spec, rest)?;
+        Ok(Filter {
+            field: field.to_string(),
+            negate,
+            compare: Compare::Regex(regex("filter", &format!("^(?:{value})$"))?),
+        })
+    }
+
+    /// The field it tests.
+    pub(crate) fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// Whether a capture whose field has `value` passes.
+    pub(crate) fn passes(&self, value: Option<&str>) -> bool {
+        let v = value.unwrap_or("");
+        let hit = match &self.compare {
+            Compare::Contains(s) => v.contains(s.as_str()),
+            Compare::Exact(s) => v == s,
+            Compare::Regex(r) => r.is_match(v),
+        };
+        hit != self.negate
+    }
+}
+
+fn split_filter<'a>(spec: &str, rest: &'a str) -> Result<(&'a str, &'a str), ApiError> {
+    match rest.split_once(':') {
+        Some((f, v)) if !f.is_empty() => Ok((f, v)),
+        _ => Err(ApiError::bad(
+            "filter",
+            format!("{spec:?}: expected [!][=|~]field:value, e.g. filter=mime:html or filter=!=status:200"),
+        )),
+    }
+}
+
+pub(crate) fn regex(param: &str, re: &str) -> Result<Regex, ApiError> {
+    regex::RegexBuilder::new(re)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            ApiError::bad(
+                param,
+                format!("the regular expression does not compile: {e}"),
+            )
+        })
+}
+
+/// A capture's fields by the names of pywb's CDXJ (and tidemark's own), as strings.
+pub(crate) struct Fields {
+    /// The capture.
+    pub row: CaptureRow,
+    /// Its doc's cluster.
+    pub cluster: Option<u64>,
+}
+
+impl Fields {
+    pub(crate) fn new(row: CaptureRow, clusters: &mut ClusterIds) -> Result<Fields, ApiError> {
+        let cluster = row.info.doc.map(|d| clusters.of(d)).transpose()?;
+        Ok(Fields { row, cluster })
+    }
+
+    /// pywb marks a revisit by its media type: it then looks up the original by digest.
+    pub(crate) fn mime(&self) -> Option<String> {
+        if self.row.info.kind == "revisit" {
+            Some("warc/revisit".into())
+        } else {
+            self.row.info.mime.clone()
+        }
+    }
+
+    /// One field as a string (None when the capture has no value for it).
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
+        let c = &self.row.info;
+        match name {
+            "urlkey" => Some(self.row.surt.clone()),
+            "timestamp" => Some(self.row.timestamp.clone()),
+            "url" | "original" => Some(c.url.clone()),
+            "mime" | "mimetype" => self.mime(),
+            "status" | "statuscode" => c.status.map(|s| s.to_string()),
+            "digest" => c.digest.clone(),
+            "length" => Some(c.length.to_string()),
+            "offset" => Some(c.offset.to_string()),
+            "filename" => Some(c.file.clone()),
+            "redirect" => c.redirect.clone(),
+            "doc" => c.doc.map(|d| d.to_string()),
+            "cluster" => self.cluster.map(|d| d.to_string()),
+            "resemblance_to_previous" => c.r_prev.map(|r| format!("{:.3}", r)),
+            "type" => Some(c.kind.clone()),
+            _ => None,
+        }
+    }
+
+    /// The CDXJ object: export's fields, a revisit's media type as pywb expects it, and
+    /// the resemblance to the previous capture.
+    pub(crate) fn object(&self) -> Map<String, Value> {
+        let mut m = capture_fields(&self.row.info, self.cluster);
+        if let Some(mime) = self.mime() {
+            m.insert("mime".into(), json!(mime));
+        }
+        if let Some(r) = self.row.info.r_prev {
+            m.insert(
+                "resemblance_to_previous".into(),
+                json!(crate::query::round3(r as f64)),
+            );
+        }
+        m
+    }
+}
+
+/// Field names of `fl`/`fields`, checked.
+pub(crate) fn field_list(
+    params: &Params,
+    default: &[&str],
+    known: &[&str],
+) -> Result<Vec<String>, ApiError> {
+    let spec = params
+        .get("fl")
+        .or_else(|| params.get("fields"))
+        .unwrap_or("");
+    if spec.trim().is_empty() {
+        return Ok(default.iter().map(|s| s.to_string()).collect());
+    }
+    let mut out = Vec::new();
+    for f in spec.split(',').map(str::trim).filter(|f| !f.is_empty()) {
+        if !known.contains(&f) {
+            return Err(ApiError::bad(
+                "fl",
+                format!("unknown field {f:?}; known: {}", known.join(", ")),
+            ));
+        }
+        out.push(f.to_string());
+    }
+    Ok(out)
+}
+
+const PYWB_FIELDS: &[&str] = &[
+    "urlkey",
+    "timestamp",
+    "url",
+    "mime",
+    "status",
+    "digest",
+    "length",
+    "offset",
+    "filename",
+    "redirect",
+    "doc",
+    "cluster",
+    "resemblance_to_previous",
+    "type",
+];
+const TEXT_DEFAULT: &[&str] = &[
+    "urlkey",
+    "timestamp",
+    "url",
+    "mime",
+    "status",
+    "digest",
+    "length",
+    "offset",
+    "filename",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Output {
+    Cdxj,
+    Json,
+    Text,
+    Link,
+}
+
+/// Which captures, in which order.
+#[derive(Debug, Clone)]
+pub(crate) enum Selection {
+    /// A key range, forward or reversed.
+    Range { range: CaptureRange, reverse: bool },
+    /// One URL's captures nearest a timestamp first.
+    Closest { url: String, closest: String },
+}
+
+impl Selection {
+    /// Calls `each` with every selected capture until it returns false.
+    pub(crate) fn scan(
+        &self,
+        served: &Served,
+        mut each: impl FnMut(&[u8], CaptureRow) -> Result<bool, ApiError>,
+    ) -> Result<(), ApiError> {
+        let mut failure = None;
+        match self {
+            Selection::Range { range, reverse } => {
+                range.scan(&served.index, *reverse, |k, row| match each(k, row) {
+                    Ok(go) => Ok(go),
+                    Err(e) => {
+                        failure = Some(e);
+                        Ok(false)
+                    }
+                })?;
+            }
+            Selection::Closest { url, closest: ts } => {
+                for row in closest(&served.index, url, ts, usize::MAX)? {
+                    if !each(&[], row)? {
+                        break;
+                    }
+                }
+            }
+        }
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+/// The URL (or `urlkey`), match type, time range and order of a CDX request.
+pub(crate) fn selection(
+    params: &Params,
+    max_url: usize,
+    plain: bool,
+) -> Result<Selection, ApiError> {
+    let fix = |e: ApiError| if plain { e.plain() } else { e };
+    let url = params.url("url", max_url).map_err(fix)?;
+    let key = params.url("urlkey", max_url).map_err(fix)?;
+    let from = params.timestamp("from", false).map_err(fix)?;
+    let to = params.timestamp("to", true).map_err(fix)?;
+    let sort = params.get("sort").unwrap_or("");
+    let (target, mt) = match (&url, &key) {
+        (Some(u), _) => {
+            crate::url::check(u.trim_start_matches("*.").trim_end_matches('*'))
+                .map_err(|e| fix(ApiError::bad("url", e)))?;
+            params.match_type(u).map_err(fix)?
+        }
+        (None, Some(k)) => params.match_type(k).map_err(fix)?,
+        (None, None) => {
+            return Err(fix(ApiError::bad(
+                "url",
+                "missing: give url=URL (or urlkey=SURT)".into(),
+            )))
+        }
+    };
+    let range = |reverse| {
+        let range = if url.is_some() {
+            CaptureRange::new(&target, mt, from.clone(), to.clone())
+        } else {
+            CaptureRange::of_key(&target, mt, from.clone(), to.clone())
+        };
+        Selection::Range { range, reverse }
+    };
+    match sort {
+        "" | "default" => Ok(range(false)),
+        "reverse" => Ok(range(true)),
+        "closest" => {
+            if mt != MatchType::Exact || url.is_none() {
+                return Err(fix(ApiError::bad(
+                    "sort",
+                    "closest works on one URL: give url= with matchType=exact".into(),
+                )));
+            }
+            let closest = match params.get("closest") {
+                // pywb sends an empty closest= when a replay names no date: the newest.
+                None | Some("") => "99991231235959".to_string(),
+                Some(t) => pad_timestamp(t, false).ok_or_else(|| {
+                    fix(ApiError::bad(
+                        "closest",
+                        format!("{t:?} is not a timestamp: expected 1 to 14 digits"),
+                    ))
+                })?,
+            };
+            Ok(Selection::Closest {
+                url: target,
+                closest,
+            })
+        }
+        other => Err(fix(ApiError::bad(
+            "sort",
+            format!("{other:?} is unknown: expected reverse or closest"),
+        ))),
+    }
+}
+
+/// Checks the collection of the path.
+pub(crate) fn check_collection(state: &AppState, coll: &str, plain: bool) -> Result<(), ApiError> {
+    if coll == state.config.serve.collection {
+        return Ok(());
+    }
+    let e = ApiError::not_found(
+        "collection",
+        format!(
+            "unknown collection {coll:?}: this server serves {:?}",
+            state.config.serve.collection
+        ),
+    );
+    Err(if plain { e.plain() } else { e })
+}
+
+/// `http://host:port` of this server as the client reached it.
+pub(crate) fn base_url(headers: &HeaderMap) -> String {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+async fn cdx(
+    State(state): State<Arc<AppState>>,
+    Path(coll): Path<String>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    match cdx_answer(state, coll, headers, raw).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn cdx_answer(
+    state: Arc<AppState>,
+    coll: String,
+    headers: HeaderMap,
+    raw: Option<String>,
+) -> Result<Response, ApiError> {
+    let params = Params::parse(raw);
+    let output = match params.get("output").unwrap_or("cdxj") {
+        "" | "cdxj" => Output::Cdxj,
+        "json" => Output::Json,
+        "text" => Output::Text,
+        "link" => Output::Link,
+        o => {
+            return Err(ApiError::bad(
+                "output",
+                format!("{o:?} is unknown: expected cdxj, json, text or link"),
+            ))
+        }
+    };
+    let plain = output != Output::Json;
+    check_collection(&state, &coll, plain)?;
+    let fix = |e: ApiError| if plain { e.plain() } else { e };
+    let sel = selection(&params, state.config.serve.max_url_chars, plain)?;
+    let limit = match params.number("limit").map_err(fix)? {
+        Some(n) if n < 0 => return Err(fix(ApiError::bad("limit", "must not be negative".into()))),
+        Some(n) => n as u64,
+        None => u64::MAX,
+    };
+    let fields = field_list(&params, TEXT_DEFAULT, PYWB_FIELDS).map_err(fix)?;
+    let explicit_fields = params
+        .get("fl")
+        .or_else(|| params.get("fields"))
+        .is_some_and(|f| !f.trim().is_empty());
+    let filters = params
+        .all("filter")
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(Filter::pywb)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fix)?;
+    let base = base_url(&headers);
+    let content_type = match output {
+        Output::Cdxj => "text/x-cdxj; charset=utf-8",
+        Output::Json => "application/x-ndjson",
+        Output::Text => "text/plain; charset=utf-8",
+        Output::Link => "application/link-format",
+    };
+    Ok(stream(&state, content_type, move |served, sink| {
+        let mut clusters = ClusterIds::new(&served.index);
+        let mut n = 0u64;
+        sel.scan(served, |_, row| {
+            if n >= limit {
+                return Ok(false);
+            }
+            let f = Fields::new(row, &mut clusters)?;
+            if !filters
+                .iter()
+                .all(|flt| flt.passes(f.get(flt.field()).as_deref()))
+            {
+                return Ok(true);
+            }
+            n += 1;
+            Ok(write_line(
+                sink,
+                &f,
+                output,
+                &fields,
+                explicit_fields,
+                &base,
+                &coll,
+            ))
+        })
+    })
+    .await)
+}
+
+fn write_line(
+    sink: &mut Sink,
+    f: &Fields,
+    output: Output,
+    fields: &[String],
+    explicit: bool,
+    base: &str,
+    coll: &str,
+) -> bool {
+    let line = match output {
+        Output::Cdxj => {
+            let mut obj = f.object();
+            if explicit {
+                obj.retain(|k, _| fields.iter().any(|x| x == k));
+            }
+            format!(
+                "{} {} {}\n",
+                f.row.surt,
+                f.row.timestamp,
+                Value::Object(obj)
+            )
+        }
+        Output::Json => {
+            let mut obj = Map::new();
+            obj.insert("urlkey".into(), json!(f.row.surt));
+            obj.insert("timestamp".into(), json!(f.row.timestamp));
+            obj.extend(f.object());
+            if explicit {
+                obj.retain(|k, _| fields.iter().any(|x| x == k));
+            }
+            format!("{}\n", Value::Object(obj))
+        }
+        Output::Text => {
+            let vals: Vec<String> = fields
+                .iter()
+                .map(|name| f.get(name).unwrap_or_else(|| "-".into()))
+                .collect();
+            format!("{}\n", vals.join(" "))
+        }
+        Output::Link => format!(
+            "<{base}/{coll}/{}id_/{}>; rel=\"memento\"; datetime=\"{}\"; collection=\"{coll}\",\n",
+            f.row.timestamp,
+            f.row.info.url,
+            super::memento::http_date(&f.row.timestamp)
+        ),
+    };
+    sink.write(line.as_bytes())
+}

@@ -1,0 +1,129 @@
+//! Errors of the service. Every error has one shape, as Meilisearch does it:
+//! `{"message", "code", "type", "parameter"}` — `type` is `invalid_request` for the
+//! client's fault (4xx) and `internal` for the server's (5xx); `parameter` names what
+//! was wrong when a parameter was. The CDX text endpoints answer in plain text, as the
+//! CDX servers they stand in for do.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::index::IndexError;
+
+/// An error answer.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// A stable code (`bad_parameter`, `not_found`, …).
+    pub code: &'static str,
+    /// The parameter at fault, if one was.
+    pub parameter: Option<String>,
+    /// What went wrong and what was expected.
+    pub message: String,
+    /// Answer in plain text (CDX text endpoints).
+    pub plain: bool,
+}
+
+impl ApiError {
+    /// A bad parameter: names it and says what was expected.
+    pub fn bad(parameter: &str, message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            code: "bad_parameter",
+            parameter: Some(parameter.to_string()),
+            message: format!("{parameter}: {message}"),
+            plain: false,
+        }
+    }
+
+    /// A parameter over a configured size.
+    pub fn too_long(parameter: &str, limit: usize) -> ApiError {
+        ApiError {
+            status: StatusCode::URI_TOO_LONG,
+            code: "too_long",
+            parameter: Some(parameter.to_string()),
+            message: format!("{parameter}: longer than {limit} characters (serve.max_url_chars)"),
+            plain: false,
+        }
+    }
+
+    /// Something that is not there.
+    pub fn not_found(what: &str, message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "not_found",
+            parameter: Some(what.to_string()),
+            message,
+            plain: false,
+        }
+    }
+
+    /// Not ready (no snapshot yet) or shutting down.
+    pub fn unavailable(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: "unavailable",
+            parameter: None,
+            message,
+            plain: false,
+        }
+    }
+
+    /// The server's fault.
+    pub fn internal(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "internal",
+            parameter: None,
+            message,
+            plain: false,
+        }
+    }
+
+    /// The same error as plain text.
+    pub fn plain(mut self) -> ApiError {
+        self.plain = true;
+        self
+    }
+}
+
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> ApiError {
+        match &e {
+            IndexError::NotFound(m) => ApiError::not_found("url", m.clone()),
+            IndexError::Invalid(m) => ApiError {
+                status: StatusCode::BAD_REQUEST,
+                code: "invalid_request",
+                parameter: None,
+                message: m.clone(),
+                plain: false,
+            },
+            _ => ApiError::internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.plain {
+            return (
+                self.status,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                format!("{}\n", self.message),
+            )
+                .into_response();
+        }
+        let kind = if self.status.is_client_error() {
+            "invalid_request"
+        } else {
+            "internal"
+        };
+        let body = serde_json::json!({
+            "message": self.message,
+            "code": self.code,
+            "type": kind,
+            "parameter": self.parameter,
+        });
+        (self.status, axum::Json(body)).into_response()
+    }
+}

@@ -1,0 +1,265 @@
+//! The lost-and-found page (`GET /?url=…`) and the change report per pair of sweeps
+//! (`GET /report?from=&to=`): server-rendered HTML, no scripts, no fetches, readable on a
+//! phone. The URL box is a GET form, so every answer has its own address.
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde::Deserialize;
+
+use super::api::ApiQuery;
+use super::error::ApiError;
+use super::state::{AppState, Served};
+use crate::query::cluster::cluster;
+use crate::query::history::history;
+use crate::query::similar::{similar, Input, SimilarOptions};
+use crate::query::whereis::{whereis, Status, WhereisOptions};
+use crate::query::Searcher;
+use crate::report::{report, ReportOptions};
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/", get(lost_and_found))
+        .route("/report", get(report_page))
+}
+
+struct Step {
+    kind: String,
+    url: String,
+    date: String,
+    resemblance: String,
+}
+
+struct Version {
+    date: String,
+    sweep: String,
+    status: String,
+    change: String,
+    diff: Option<String>,
+}
+
+struct Like {
+    url: String,
+    date: String,
+    resemblance: String,
+    containment: String,
+}
+
+struct MemberView {
+    doc: u64,
+    title: String,
+    urls: Vec<String>,
+}
+
+struct ClusterView {
+    id: u64,
+    size: u64,
+    members: Vec<MemberView>,
+}
+
+struct Answer {
+    url: String,
+    status: &'static str,
+    newest_url: Option<String>,
+    newest_date: Option<String>,
+    evidence: Vec<Step>,
+    margin: Option<String>,
+    history: Vec<Version>,
+    similar: Vec<Like>,
+    cluster: Option<ClusterView>,
+}
+
+#[derive(Template)]
+#[template(path = "lost_and_found.html")]
+struct Page {
+    query: String,
+    sweeps: usize,
+    newest_sweep: Option<String>,
+    error: Option<String>,
+    answer: Option<Answer>,
+    pairs: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    url: Option<String>,
+}
+
+fn r2(x: Option<f64>) -> String {
+    x.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into())
+}
+
+/// Everything the page shows about one URL, from the library's calls.
+fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, ApiError> {
+    let s = Searcher::new(&served.index)?;
+    let w = whereis(&s, url, opts)?;
+    let texts_stored = served.index.has_texts();
+    let h = history(&s, url, opts, texts_stored)?;
+    let latest = w.newest_url.clone().unwrap_or_else(|| url.to_string());
+    let similar_pages = match similar(
+        &s,
+        &Input::Url(latest.clone()),
+        &SimilarOptions {
+            threshold: 0.5,
+            containment: false,
+            limit: 10,
+        },
+    ) {
+        Ok(r) => r.results,
+        Err(_) => Vec::new(),
+    };
+    let cl = cluster(&s, &latest, 20).ok().map(|c| ClusterView {
+        id: c.cluster,
+        size: c.size,
+        members: c
+            .members
+            .into_iter()
+            .map(|m| MemberView {
+                doc: m.doc,
+                title: m.title.unwrap_or_default(),
+                urls: m.urls.into_iter().map(|u| u.url).collect(),
+            })
+            .collect(),
+    });
+    Ok(Answer {
+        url: w.url.clone(),
+        status: match w.status {
+            Status::Alive => "alive",
+            Status::Moved => "moved",
+            Status::Gone => "gone",
+            Status::Unknown => "unknown",
+        },
+        newest_url: w.newest_url,
+        newest_date: w.newest_date,
+        evidence: w
+            .evidence
+            .into_iter()
+            .map(|e| Step {
+                kind: e.kind.to_string(),
+                url: e.url,
+                date: e.date,
+                resemblance: r2(e.resemblance),
+            })
+            .collect(),
+        margin: w.margin.map(|m| format!("{m:.2}")),
+        history: h
+            .captures
+            .into_iter()
+            .map(|v| Version {
+                date: v.date,
+                sweep: v.sweep,
+                status: v
+                    .status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                change: match (v.change, &v.redirect_to, &v.moved_to) {
+                    (_, Some(t), _) => format!("redirect → {t}"),
+                    ("changed", _, m) => format!(
+                        "changed (resemblance {}){}",
+                        r2(v.resemblance_to_previous),
+                        m.as_ref()
+                            .map(|m| format!("; content moved to {m}"))
+                            .unwrap_or_default()
+                    ),
+                    (c, _, Some(m)) => format!("{c}; content moved to {m}"),
+                    (c, _, None) => c.to_string(),
+                },
+                diff: v.diff,
+            })
+            .collect(),
+        similar: similar_pages
+            .into_iter()
+            .map(|p| Like {
+                url: p.url,
+                date: p.date,
+                resemblance: format!("{:.3}", p.resemblance),
+                containment: format!("{:.3}", p.containment),
+            })
+            .collect(),
+        cluster: cl,
+    })
+}
+
+async fn lost_and_found(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> Response {
+    let query = q.url.unwrap_or_default().trim().to_string();
+    let opts = WhereisOptions {
+        move_floor: state.config.query.move_floor,
+    };
+    let max = state.config.serve.max_url_chars;
+    let asked = query.clone();
+    let result = state
+        .with_index(move |s| {
+            let sweeps: Vec<String> = s.sweeps.iter().map(|(_, w)| w.label.clone()).collect();
+            let (answer, error) = if asked.is_empty() {
+                (None, None)
+            } else if asked.chars().count() > max {
+                (
+                    None,
+                    Some(format!("That URL is longer than {max} characters.")),
+                )
+            } else if let Err(e) = crate::url::check(&asked) {
+                (None, Some(e))
+            } else {
+                match answer(s, &asked, opts) {
+                    Ok(a) => (Some(a), None),
+                    Err(e) => (None, Some(e.message)),
+                }
+            };
+            Ok((sweeps, answer, error))
+        })
+        .await;
+    let (sweeps, answer, error) = match result {
+        Ok(r) => r,
+        Err(e) => (Vec::new(), None, Some(e.message)),
+    };
+    let status = if error.is_some() && !query.is_empty() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    let page = Page {
+        query,
+        sweeps: sweeps.len(),
+        newest_sweep: sweeps.last().cloned(),
+        error,
+        answer,
+        pairs: sweeps
+            .windows(2)
+            .map(|w| (w[0].clone(), w[1].clone()))
+            .collect(),
+    };
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(e) => ApiError::internal(format!("page: {e}")).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+struct ReportQuery {
+    from: Option<String>,
+    to: Option<String>,
+    host: Option<String>,
+}
+
+/// The change report of a range of sweeps as the self-contained HTML page `tidemark
+/// report --format html` writes.
+async fn report_page(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<ReportQuery>,
+) -> Result<Html<String>, ApiError> {
+    if let Some(h) = &q.host {
+        crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
+    }
+    let opts = ReportOptions::from_config(&state.config, q.from, q.to, q.host);
+    state
+        .with_index(move |s| Ok(Html(crate::report::html::page(&report(&s.index, &opts)?))))
+        .await
+}

@@ -1,0 +1,187 @@
+//! What every request shares: the snapshot being served, the limits, where WARC files are.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::error::ApiError;
+use crate::config::Config;
+use crate::index::codec::SweepInfo;
+use crate::index::snapshots::{self, Lease};
+use crate::index::{Index, IndexError};
+
+/// One published snapshot, open read-only. Requests hold it (an `Arc`) from their start
+/// to their end, so a request sees one snapshot however long it streams.
+pub struct Served {
+    /// The snapshot's number.
+    pub number: u64,
+    /// The index as published.
+    pub index: Index,
+    /// Its sweeps, by id.
+    pub sweeps: Vec<(u32, SweepInfo)>,
+    /// WARC file name → the path it was ingested from (when that path was stored).
+    pub files: HashMap<String, PathBuf>,
+    _lease: Lease,
+}
+
+impl Served {
+    fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
+        let index = Index::open_read_only(&lease.path, config)?;
+        let sweeps = index.sweeps()?;
+        let mut files = HashMap::new();
+        for (_, s) in &sweeps {
+            for f in &s.files {
+                let p = PathBuf::from(f);
+                if let Some(name) = p.file_name() {
+                    files.insert(name.to_string_lossy().to_string(), p.clone());
+                }
+            }
+        }
+        Ok(Served {
+            number: lease.number,
+            index,
+            sweeps,
+            files,
+            _lease: lease,
+        })
+    }
+}
+
+/// The server's state.
+pub struct AppState {
+    /// The index directory.
+    pub db: PathBuf,
+    /// Configuration.
+    pub config: Config,
+    current: RwLock<Option<Arc<Served>>>,
+    permits: Arc<Semaphore>,
+}
+
+impl AppState {
+    /// Opens the newest published snapshot of `db`. An index with none (built before
+    /// snapshots existed) is published now, unless an ingest holds it: then the server
+    /// starts unready and picks up the snapshot that ingest publishes.
+    pub fn new(db: PathBuf, config: Config) -> anyhow::Result<AppState> {
+        if !db.join("CURRENT").exists() {
+            return Err(IndexError::Missing(db).into());
+        }
+        if snapshots::list(&db).is_empty() {
+            match Index::open(&db, &config, false) {
+                Ok(index) => {
+                    snapshots::publish(&index)?;
+                }
+                Err(IndexError::Busy(_)) => eprintln!(
+                    "tidemark serve: {} has no published sweep and an ingest is writing it; serving starts when that ingest completes",
+                    db.display()
+                ),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let permits = Arc::new(Semaphore::new(config.serve.max_concurrency));
+        let state = AppState {
+            db,
+            config,
+            current: RwLock::new(None),
+            permits,
+        };
+        state.refresh()?;
+        Ok(state)
+    }
+
+    /// The snapshot served now.
+    pub fn current(&self) -> Option<Arc<Served>> {
+        self.current.read().map(|c| c.clone()).unwrap_or(None)
+    }
+
+    /// Opens the newest snapshot if it is newer than the one served. True when it
+    /// switched.
+    fn refresh(&self) -> Result<bool, IndexError> {
+        let have = self.current().map(|s| s.number);
+        let newest = snapshots::list(&self.db).last().map(|(n, _)| *n);
+        if newest.is_none() || newest == have {
+            return Ok(false);
+        }
+        let Some(lease) = snapshots::hold_newest(&self.db) else {
+            return Ok(false);
+        };
+        if Some(lease.number) <= have {
+            return Ok(false);
+        }
+        let served = Arc::new(Served::open(lease, &self.config)?);
+        if let Ok(mut c) = self.current.write() {
+            *c = Some(served);
+        }
+        Ok(true)
+    }
+
+    /// Runs `f` on a blocking thread over the snapshot served now, once one of
+    /// `serve.max_concurrency` slots is free.
+    pub async fn with_index<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Served) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _permit = self.permit().await?;
+        let served = self.current().ok_or_else(|| {
+            ApiError::unavailable(
+                "no published sweep yet: an ingest publishes one when it completes".into(),
+            )
+        })?;
+        tokio::task::spawn_blocking(move || f(&served))
+            .await
+            .map_err(|e| ApiError::internal(format!("request failed: {e}")))?
+    }
+
+    /// A slot for work that streams: held by the producer until it finishes.
+    pub async fn permit(self: &Arc<Self>) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| ApiError::unavailable("shutting down".into()))
+    }
+
+    /// Where a WARC file of that name is now: the first `serve.archive_paths` folder
+    /// that has it, else the path it was ingested from.
+    pub fn warc_path(&self, served: &Served, name: &str) -> Option<PathBuf> {
+        if name.is_empty() || name.contains('/') || name.contains("..") {
+            return None;
+        }
+        for dir in &self.config.serve.archive_paths {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+        served.files.get(name).filter(|p| p.is_file()).cloned()
+    }
+}
+
+/// Looks for a newly published snapshot every `serve.poll_ms` and switches to it.
+pub async fn follow(state: Arc<AppState>) {
+    let every = Duration::from_millis(state.config.serve.poll_ms);
+    loop {
+        tokio::time::sleep(every).await;
+        let s = state.clone();
+        match tokio::task::spawn_blocking(move || s.refresh()).await {
+            Ok(Ok(true)) => {
+                if let Some(c) = state.current() {
+                    eprintln!(
+                        "tidemark serve: now serving snapshot {} ({} sweeps, newest {})",
+                        c.number,
+                        c.sweeps.len(),
+                        c.sweeps
+                            .last()
+                            .map(|(_, s)| s.label.as_str())
+                            .unwrap_or("-")
+                    );
+                }
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => eprintln!("tidemark serve: cannot open the newest snapshot: {e}"),
+            Err(_) => {}
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Streamed answers: a producer on a blocking thread writes lines as it reads the index,
+//! in chunks, so a match set of any size goes out without being held in memory. The
+//! producer stops when the client goes away or the request's time is up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::error::ApiError;
+use super::state::{AppState, Served};
+
+const CHUNK: usize = 32 * 1024;
+
+/// Where a producer writes.
+pub struct Sink {
+    tx: mpsc::Sender<Result<Bytes, ApiError>>,
+    buf: Vec<u8>,
+    deadline: Instant,
+    handle: tokio::runtime::Handle,
+    /// Bytes written so far.
+    pub written: u64,
+    gone: bool,
+}
+
+impl Sink {
+    /// Appends bytes; false once the client is gone or the time is up (stop producing).
+    pub fn write(&mut self, b: &[u8]) -> bool {
+        self.buf.extend_from_slice(b);
+        self.written += b.len() as u64;
+        if self.buf.len() >= CHUNK {
+            return self.flush();
+        }
+        !self.gone
+    }
+
+    /// Sends what is buffered.
+    pub fn flush(&mut self) -> bool {
+        if self.gone || self.buf.is_empty() {
+            return !self.gone;
+        }
+        let chunk = Bytes::from(std::mem::take(&mut self.buf));
+        let sent = self.handle.block_on(async {
+            tokio::time::timeout_at(self.deadline, self.tx.send(Ok(chunk))).await
+        });
+        self.gone = !matches!(sent, Ok(Ok(())));
+        !self.gone
+    }
+}
+
+/// Runs `produce` over the snapshot served now on a blocking thread and streams what it
+/// writes as a `content_type` body. An error before the first chunk is the answer's
+/// status; after it, the connection is cut (the client sees a truncated body, not a
+/// complete-looking one).
+pub async fn stream(
+    state: &Arc<AppState>,
+    content_type: &'static str,
+    produce: impl FnOnce(&Served, &mut Sink) -> Result<(), ApiError> + Send + 'static,
+) -> Response {
+    let permit = match state.permit().await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
+    let Some(served) = state.current() else {
+        return ApiError::unavailable(
+            "no published sweep yet: an ingest publishes one when it completes".into(),
+        )
+        .into_response();
+    };
+    let (tx, mut rx) = mpsc::channel::<Result<Bytes, ApiError>>(8);
+    let deadline = Instant::now() + Duration::from_secs(state.config.serve.request_timeout_s);
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let mut sink = Sink {
+            tx: tx.clone(),
+            buf: Vec::with_capacity(CHUNK),
+            deadline,
+            handle: handle.clone(),
+            written: 0,
+            gone: false,
+        };
+        match produce(&served, &mut sink) {
+            Ok(()) => {
+                sink.flush();
+            }
+            Err(e) => {
+                let _ = handle.block_on(tx.send(Err(e)));
+            }
+        }
+    });
+    // The first message decides the status: an error, a first chunk, or nothing at all.
+    let first = match rx.recv().await {
+        None => return ([(header::CONTENT_TYPE, content_type)], Body::empty()).into_response(),
+        Some(Err(e)) => return e.into_response(),
+        Some(Ok(b)) => b,
+    };
+    let rest = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let body = tokio_stream::StreamExt::map(
+        tokio_stream::StreamExt::chain(tokio_stream::once(Ok(first)), rest),
+        |r: Result<Bytes, ApiError>| r.map_err(|e| std::io::Error::other(e.message)),
+    );
+    (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(body),
+    )
+        .into_response()
+}

@@ -1,0 +1,357 @@
+//! The Wayback Machine's CDX API (`GET /cdx/search/cdx`) and its availability API
+//! (`GET /wayback/available`), as the Internet Archive documents them.
+//!
+//! `url`, `matchType`, `from`, `to`, `output=json` (an array of arrays, the first row
+//! the field names), `fl`, `filter=[!]field:regex` (the whole value), `collapse=field[:N]`
+//! (drops a line whose field, or its first N characters, equals the previous line's),
+//! `limit=N` (the first N) and `limit=-N` (the last N), `showResumeKey=true` and
+//! `resumeKey=` (after a blank line in text, as the last row in JSON), `page`,
+//! `pageSize` (captures per page; default 3,000 — one of the Archive's blocks holds
+//! about that many) and `showNumPages=true`. A page past the last is an empty body.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::cdx::{field_list, selection, Fields, Filter, Params, Selection};
+use super::error::ApiError;
+use super::state::AppState;
+use super::stream::stream;
+use crate::index::unionfind::ClusterIds;
+use crate::query::captures::pad_timestamp;
+
+pub(crate) fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/cdx/search/cdx", get(cdx))
+        .route("/wayback/available", get(available))
+}
+
+const FIELDS: &[&str] = &[
+    "urlkey",
+    "timestamp",
+    "original",
+    "mimetype",
+    "statuscode",
+    "digest",
+    "length",
+];
+const KNOWN: &[&str] = &[
+    "urlkey",
+    "timestamp",
+    "original",
+    "mimetype",
+    "statuscode",
+    "digest",
+    "length",
+    "offset",
+    "filename",
+    "redirect",
+    "doc",
+    "cluster",
+    "resemblance_to_previous",
+];
+/// Captures per page unless `pageSize` says otherwise.
+const PAGE_SIZE: u64 = 3000;
+
+async fn cdx(State(state): State<Arc<AppState>>, RawQuery(raw): RawQuery) -> Response {
+    match answer(state, raw).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, ApiError> {
+    let params = Params::parse(raw);
+    let json_out = match params.get("output").unwrap_or("") {
+        "" | "text" => false,
+        "json" => true,
+        o => {
+            return Err(ApiError::bad(
+                "output",
+                format!("{o:?} is unknown: expected json (or nothing, for text)"),
+            )
+            .plain())
+        }
+    };
+    let fix = |e: ApiError| if json_out { e } else { e.plain() };
+    let mut sel = selection(&params, state.config.serve.max_url_chars, !json_out)?;
+    let fields = field_list(&params, FIELDS, KNOWN).map_err(fix)?;
+    let filters = params
+        .all("filter")
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .map(Filter::wayback)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fix)?;
+    for f in &filters {
+        if !KNOWN.contains(&f.field()) {
+            return Err(fix(ApiError::bad(
+                "filter",
+                format!("unknown field {:?}; known: {}", f.field(), KNOWN.join(", ")),
+            )));
+        }
+    }
+    let collapse = params
+        .all("collapse")
+        .into_iter()
+        .filter(|c| !c.is_empty())
+        .map(|c| {
+            let (field, n) = match c.split_once(':') {
+                Some((f, n)) => (
+                    f,
+                    Some(n.parse::<usize>().map_err(|_| {
+                        fix(ApiError::bad(
+                            "collapse",
+                            format!("{c:?}: expected field or field:N"),
+                        ))
+                    })?),
+                ),
+                None => (c, None),
+            };
+            if !KNOWN.contains(&field) {
+                return Err(fix(ApiError::bad(
+                    "collapse",
+                    format!("unknown field {field:?}"),
+                )));
+            }
+            Ok((field.to_string(), n))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let limit = params.number("limit").map_err(fix)?;
+    let page_size = match params.number("pageSize").map_err(fix)? {
+        Some(n) if n < 1 => {
+            return Err(fix(ApiError::bad("pageSize", "must be at least 1".into())))
+        }
+        Some(n) => n as u64,
+        None => PAGE_SIZE,
+    };
+    let page = match params.number("page").map_err(fix)? {
+        Some(n) if n < 0 => return Err(fix(ApiError::bad("page", "must not be negative".into()))),
+        other => other.map(|n| n as u64),
+    };
+    let show_resume = params.get("showResumeKey") == Some("true");
+    if let Some(k) = params.get("resumeKey").filter(|k| !k.is_empty()) {
+        let key = data_encoding::BASE64URL_NOPAD
+            .decode(k.as_bytes())
+            .map_err(|_| {
+                fix(ApiError::bad(
+                    "resumeKey",
+                    "not a key this server gave".into(),
+                ))
+            })?;
+        if let Selection::Range {
+            range,
+            reverse: false,
+        } = sel
+        {
+            sel = Selection::Range {
+                range: range.after(&key),
+                reverse: false,
+            };
+        }
+    }
+    // The last N: read backwards, keep N, write them forwards.
+    let tail = limit.filter(|n| *n < 0).map(|n| n.unsigned_abs());
+    if tail.is_some() {
+        if let Selection::Range { range, .. } = sel {
+            sel = Selection::Range {
+                range,
+                reverse: true,
+            };
+        }
+    }
+    let head = limit.filter(|n| *n >= 0).map(|n| n as u64);
+    let count_only = params.get("showNumPages") == Some("true");
+    let content_type = if json_out {
+        "application/json"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    Ok(stream(&state, content_type, move |served, sink| {
+        let mut clusters = ClusterIds::new(&served.index);
+        let (skip, take) = match page {
+            Some(p) => (
+                p.saturating_mul(page_size),
+                page_size.min(head.unwrap_or(u64::MAX)),
+            ),
+            None => (0, head.unwrap_or(u64::MAX)),
+        };
+        let mut matched = 0u64;
+        let mut kept: VecDeque<(Vec<u8>, Fields)> = VecDeque::new();
+        let mut last: Option<Vec<Option<String>>> = None;
+        let mut more = false;
+        let mut rows: Vec<(Vec<u8>, Fields)> = Vec::new();
+        sel.scan(served, |key, row| {
+            let f = Fields::new(row, &mut clusters)?;
+            if !filters
+                .iter()
+                .all(|flt| flt.passes(f.get(flt.field()).as_deref()))
+            {
+                return Ok(true);
+            }
+            if !collapse.is_empty() {
+                let sig: Vec<Option<String>> = collapse
+                    .iter()
+                    .map(|(field, n)| {
+                        f.get(field).map(|v| match n {
+                            Some(n) => v.chars().take(*n).collect(),
+                            None => v,
+                        })
+                    })
+                    .collect();
+                if last.as_ref() == Some(&sig) {
+                    return Ok(true);
+                }
+                last = Some(sig);
+            }
+            matched += 1;
+            if count_only {
+                return Ok(true);
+            }
+            if let Some(n) = tail {
+                kept.push_front((key.to_vec(), f));
+                if kept.len() as u64 > n {
+                    kept.pop_front();
+                }
+                return Ok(true);
+            }
+            if matched <= skip {
+                return Ok(true);
+            }
+            if rows.len() as u64 >= take {
+                more = true;
+                return Ok(false);
+            }
+            rows.push((key.to_vec(), f));
+            // Stream as we go unless a resume key has to follow the last row.
+            if !show_resume && rows.len() >= 256 {
+                let out = render(&rows, &fields, json_out, sink.written > 0);
+                rows.clear();
+                return Ok(sink.write(out.as_bytes()));
+            }
+            Ok(true)
+        })?;
+        if count_only {
+            let pages = matched.div_ceil(page_size);
+            sink.write(format!("{pages}\n").as_bytes());
+            return Ok(());
+        }
+        if tail.is_some() {
+            rows = kept.into_iter().collect();
+        }
+        if page.is_some() && rows.is_empty() && sink.written == 0 {
+            // Past the last page (or no match at all): an empty body, as the Archive
+            // answers, which is how its clients know to stop paging.
+            return Ok(());
+        }
+        let mut out = render(&rows, &fields, json_out, sink.written > 0);
+        if json_out {
+            if sink.written == 0 && rows.is_empty() {
+                out = "[]".to_string();
+            } else if show_resume && more {
+                if let Some((k, _)) = rows.last() {
+                    out.push_str(&format!(
+                        ",\n[],\n[{}]",
+                        json!(data_encoding::BASE64URL_NOPAD.encode(k))
+                    ));
+                }
+            }
+            out.push_str("]\n");
+        } else if show_resume && more {
+            if let Some((k, _)) = rows.last() {
+                out.push_str(&format!("\n{}\n", data_encoding::BASE64URL_NOPAD.encode(k)));
+            }
+        }
+        sink.write(out.as_bytes());
+        Ok(())
+    })
+    .await)
+}
+
+/// Lines of text output, or JSON rows (the header row first, when nothing was written
+/// yet; `[` opens the array and the caller closes it).
+fn render(
+    rows: &[(Vec<u8>, Fields)],
+    fields: &[String],
+    json_out: bool,
+    continued: bool,
+) -> String {
+    let mut out = String::new();
+    if json_out {
+        if !continued {
+            out.push('[');
+            out.push_str(&json!(fields).to_string());
+        }
+        for (_, f) in rows {
+            let vals: Vec<Value> = fields
+                .iter()
+                .map(|n| json!(f.get(n).unwrap_or_else(|| "-".into())))
+                .collect();
+            out.push_str(",\n");
+            out.push_str(&Value::Array(vals).to_string());
+        }
+    } else {
+        for (_, f) in rows {
+            let vals: Vec<String> = fields
+                .iter()
+                .map(|n| f.get(n).unwrap_or_else(|| "-".into()))
+                .collect();
+            out.push_str(&vals.join(" "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `/wayback/available?url=&timestamp=`: the capture closest to the timestamp (the
+/// newest without one), in the Archive's JSON shape.
+async fn available(
+    State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let params = Params::parse(raw);
+    let max = state.config.serve.max_url_chars;
+    let url = params
+        .url("url", max)?
+        .ok_or_else(|| ApiError::bad("url", "missing: give url=URL".into()))?;
+    crate::url::check(&url).map_err(|e| ApiError::bad("url", e))?;
+    let ts = match params.get("timestamp") {
+        None | Some("") => "99991231235959".to_string(),
+        Some(t) => pad_timestamp(t, false).ok_or_else(|| {
+            ApiError::bad(
+                "timestamp",
+                format!("{t:?} is not a timestamp: expected 1 to 14 digits"),
+            )
+        })?,
+    };
+    let prefix = format!(
+        "{}/{}",
+        super::cdx::base_url(&headers),
+        state.config.serve.collection
+    );
+    let req_url = url.clone();
+    let best = state
+        .with_index(move |served| {
+            let rows = crate::query::captures::closest(&served.index, &url, &ts, usize::MAX)?;
+            Ok(rows.into_iter().find(|r| r.ok() || r.redirect().is_some()))
+        })
+        .await?;
+    Ok(Json(match best {
+        None => json!({"url": req_url, "archived_snapshots": {}}),
+        Some(r) => json!({
+            "url": req_url,
+            "archived_snapshots": {"closest": {
+                "status": r.info.status.map(|s| s.to_string()).unwrap_or_else(|| "200".into()),
+                "available": true,
+                "url": format!("{prefix}/{}id_/{}", r.timestamp, r.info.url),
+                "timestamp": r.timestamp,
+            }}
+        }),
+    }))
+}
