@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/setup.sh
+source tools/pyenv.sh
 cargo test --release "$@"

@@ -1,0 +1,153 @@
+//! `tidemark serve` started by a test: on port 0, its address read from its `--json`
+//! line, stopped (SIGTERM) when dropped; its log kept for failure messages.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// A running server.
+pub struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// `127.0.0.1:PORT`
+    pub addr: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts `tidemark --db DB [extra…] serve --listen 127.0.0.1:0 --json [args…]`.
+    pub fn start(db: &Path, extra: &[&str], args: &[&str]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tidemark"));
+        cmd.arg("--db").arg(db).args(extra);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--json"])
+            .args(args);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start tidemark serve");
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut err = child.stderr.take().unwrap();
+        let l2 = log.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                l2.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(line.trim()).unwrap_or_else(|e| {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            panic!(
+                "no listen line ({e}): {line:?}; log: {}",
+                log.lock().unwrap()
+            )
+        });
+        let addr = v["listen"].as_str().unwrap().to_string();
+        Server {
+            child,
+            base: format!("http://{addr}"),
+            addr,
+            log,
+        }
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// GET a path: (status, content type, body).
+    pub fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
+        request(ureq::get(&format!("{}{path}", self.base)))
+    }
+
+    /// GET a path and parse its body as JSON, asserting 200.
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        let (status, _, body) = self.get(path);
+        assert_eq!(
+            status,
+            200,
+            "GET {path}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
+    }
+
+    /// GET a path as text, asserting 200.
+    pub fn text(&self, path: &str) -> String {
+        let (status, _, body) = self.get(path);
+        assert_eq!(
+            status,
+            200,
+            "GET {path}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        String::from_utf8(body).unwrap()
+    }
+
+    /// Sends SIGTERM and waits: the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        self.child.wait().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a request: (status, content type, body), whatever the status.
+pub fn request(req: ureq::Request) -> (u16, String, Vec<u8>) {
+    let resp = match req.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("request failed: {e}"),
+    };
+    let status = resp.status();
+    let ct = resp.content_type().to_string();
+    let mut body = Vec::new();
+    resp.into_reader().read_to_end(&mut body).unwrap();
+    (status, ct, body)
+}
+
+/// Percent-encodes a query value.
+pub fn enc(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The Python of the test environment (`tools/pyenv.sh`), or a loud skip.
+pub fn python() -> Option<String> {
+    match std::env::var("TIDEMARK_PYTHON") {
+        Ok(p) if Path::new(&p).exists() => Some(p),
+        _ => {
+            // CI installs it (tools/test.sh): there a missing client is a failure.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "TIDEMARK_PYTHON is not set in CI: tools/test.sh should have created the Python environment"
+            );
+            eprintln!("SKIPPED: TIDEMARK_PYTHON is not set (run the tests with bash tools/test.sh, which creates the Python environment with pywb and cdx_toolkit)");
+            None
+        }
+    }
+}

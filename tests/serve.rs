@@ -1,0 +1,1647 @@
+//! `tidemark serve` through the real binary on generated sweeps: the pywb/OutbackCDX and
+//! Wayback CDX APIs against the export, Memento, the JSON API against the commands'
+//! `--json`, errors and limits, following an ingest without ever mixing two sweeps, and
+//! the real clients archivists run (pywb replaying through the index, cdx_toolkit paging).
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::server::{enc, python, request, Server};
+use common::{generate, ingest_generated, sweep_files, tidemark};
+use serde_json::Value;
+
+const SWEEPS: usize = 3;
+
+/// Three generated sweeps of ~400 pages, ingested once, shared by the tests of this file.
+fn corpus() -> &'static (PathBuf, PathBuf) {
+    static CORPUS: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        generate(&dir, 400, SWEEPS, 4711);
+        let db = dir.join("db");
+        ingest_generated(&dir, &db, SWEEPS, &[]);
+        (dir, db)
+    })
+}
+
+/// The export of an index as (SURT, timestamp, fields) per capture, in key order.
+fn export(db: &Path) -> Vec<(String, String, Value)> {
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export"]);
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let (k, t, j) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+            (
+                k.to_string(),
+                t.to_string(),
+                serde_json::from_str(j).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// CDXJ lines of an answer as (SURT, timestamp, fields).
+fn cdxj(body: &str) -> Vec<(String, String, Value)> {
+    body.lines()
+        .map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let (k, t, j) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+            (
+                k.to_string(),
+                t.to_string(),
+                serde_json::from_str(j).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The fields a CDX line shares with the export line of the same capture.
+fn same_capture(a: &(String, String, Value), b: &(String, String, Value)) -> bool {
+    a.0 == b.0
+        && a.1 == b.1
+        && [
+            "url", "status", "digest", "filename", "offset", "length", "doc", "cluster", "redirect",
+        ]
+        .iter()
+        .all(|f| a.2[f] == b.2[f])
+}
+
+/// URLs spread over the export (every k-th distinct URL).
+fn sample_urls(exp: &[(String, String, Value)], n: usize) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let urls: Vec<String> = exp
+        .iter()
+        .filter(|(k, _, _)| seen.insert(k.clone()))
+        .map(|(_, _, v)| v["url"].as_str().unwrap().to_string())
+        .collect();
+    let step = (urls.len() / n).max(1);
+    urls.into_iter().step_by(step).take(n).collect()
+}
+
+fn coll() -> &'static str {
+    "tidemark"
+}
+
+#[test]
+fn health_readiness_request_log_and_clean_shutdown() {
+    let (_, db) = corpus();
+    let srv = Server::start(db, &[], &[]);
+    assert_eq!(srv.text("/healthz"), "ok\n");
+    let r = srv.json("/readyz");
+    assert_eq!(r["ready"], true);
+    assert_eq!(r["sweep"], "sweep-3");
+    assert_eq!(r["sweeps"], 3);
+    let (status, ct, body) = srv.get("/no/such/thing/here");
+    assert_eq!(status, 404);
+    assert!(ct.starts_with("application/json"), "{ct}");
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["type"], "invalid_request");
+    std::thread::sleep(Duration::from_millis(100));
+    let log = srv.log();
+    assert!(log.contains("GET /healthz 200"), "{log}");
+    assert!(log.contains("GET /no/such/thing/here 404"), "{log}");
+    let status = srv.stop();
+    assert!(
+        status.success(),
+        "SIGTERM should end it cleanly: {status:?}"
+    );
+}
+
+#[test]
+fn cdx_exact_queries_equal_the_export_in_every_output() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    for url in sample_urls(&exp, 25) {
+        let key = tidemark::url::surt(&url);
+        let want: Vec<_> = exp.iter().filter(|(k, _, _)| *k == key).cloned().collect();
+        let body = srv.text(&format!("/{}?url={}", coll(), enc(&url)));
+        let got = cdxj(&body);
+        assert_eq!(got.len(), want.len(), "{url}: {body}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(same_capture(g, w), "{url}: {g:?} vs {w:?}");
+            let revisit = w.2["type"] == "revisit";
+            if revisit {
+                assert_eq!(
+                    g.2["mime"], "warc/revisit",
+                    "pywb finds a revisit's payload by this"
+                );
+            } else {
+                assert_eq!(g.2["mime"], w.2["mime"]);
+            }
+        }
+        // The same captures as JSON lines, as text with chosen fields, as link-format.
+        let json: Vec<Value> = srv
+            .text(&format!("/{}?url={}&output=json", coll(), enc(&url)))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(json.len(), want.len());
+        for (j, w) in json.iter().zip(&want) {
+            assert_eq!(j["urlkey"], w.0.as_str());
+            assert_eq!(j["timestamp"], w.1.as_str());
+            assert_eq!(j["offset"], w.2["offset"]);
+        }
+        let text = srv.text(&format!(
+            "/{}?url={}&output=text&fl=urlkey,timestamp,offset,filename",
+            coll(),
+            enc(&url)
+        ));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), want.len());
+        for (l, w) in lines.iter().zip(&want) {
+            let expect = format!(
+                "{} {} {} {}",
+                w.0,
+                w.1,
+                w.2["offset"].as_str().unwrap(),
+                w.2["filename"].as_str().unwrap()
+            );
+            assert_eq!(*l, expect);
+        }
+        let (status, ct, link) = srv.get(&format!("/{}?url={}&output=link", coll(), enc(&url)));
+        assert_eq!(status, 200);
+        assert_eq!(ct, "application/link-format");
+        let link = String::from_utf8(link).unwrap();
+        assert_eq!(
+            link.matches("rel=\"memento\"").count(),
+            want.len(),
+            "{link}"
+        );
+    }
+}
+
+#[test]
+fn cdx_match_types_time_ranges_sorts_limits_and_filters() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let url = sample_urls(&exp, 5)[2].clone();
+    let key = tidemark::url::surt(&url);
+    let host_key = key[..=key.find(')').unwrap()].to_string();
+    let host = tidemark::url::host(&url);
+    let count = |f: &dyn Fn(&(String, String, Value)) -> bool| exp.iter().filter(|e| f(e)).count();
+
+    // host: every URL of the host; prefix: `host/*`; domain: `*.host`.
+    let by_host = count(&|e| e.0.starts_with(&host_key));
+    assert!(by_host > 20, "a host with few captures: {by_host}");
+    for q in [
+        format!("url={}&matchType=host", enc(&url)),
+        format!("url={}", enc(&format!("{host}/*"))),
+        format!("url={}", enc(&format!("*.{host}"))),
+    ] {
+        let got = cdxj(&srv.text(&format!("/{}?{q}", coll())));
+        assert_eq!(got.len(), by_host, "{q}");
+        let want: Vec<_> = exp.iter().filter(|e| e.0.starts_with(&host_key)).collect();
+        for (g, w) in got.iter().zip(want) {
+            assert!(same_capture(g, w), "{q}");
+        }
+    }
+    // A path prefix.
+    let dir_key = key[..key.rfind('/').unwrap() + 1].to_string();
+    let dir_url = format!("{}/*", &url[..url.rfind('/').unwrap()]);
+    let got = cdxj(&srv.text(&format!("/{}?url={}", coll(), enc(&dir_url))));
+    assert_eq!(
+        got.len(),
+        count(&|e| e.0.starts_with(&dir_key)),
+        "{dir_url}"
+    );
+
+    // from/to: padded; sweeps are a month apart.
+    let stamps: Vec<String> = exp
+        .iter()
+        .filter(|e| e.0.starts_with(&host_key))
+        .map(|e| e.1.clone())
+        .collect();
+    let first_month = &stamps.iter().min().unwrap()[..6];
+    let got = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&from={first_month}&to={first_month}",
+        coll(),
+        enc(&url)
+    )));
+    let want = stamps.iter().filter(|t| t.starts_with(first_month)).count();
+    assert_eq!(got.len(), want);
+    assert!(want > 0 && want < stamps.len());
+
+    // reverse, limit.
+    let fwd = cdxj(&srv.text(&format!("/{}?url={}&matchType=host", coll(), enc(&url))));
+    let rev = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&sort=reverse",
+        coll(),
+        enc(&url)
+    )));
+    let mut r2 = rev.clone();
+    r2.reverse();
+    assert_eq!(
+        fwd.iter().map(|e| (&e.0, &e.1)).collect::<Vec<_>>(),
+        r2.iter().map(|e| (&e.0, &e.1)).collect::<Vec<_>>()
+    );
+    let lim = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&limit=7",
+        coll(),
+        enc(&url)
+    )));
+    assert_eq!(lim.len(), 7);
+    assert_eq!(lim[..], fwd[..7]);
+
+    // closest: nearest first; an empty closest= (pywb sends it) means the newest first.
+    let mine: Vec<_> = exp.iter().filter(|e| e.0 == key).collect();
+    assert!(mine.len() >= 2, "{url} has {} captures", mine.len());
+    let target = &mine[0].1;
+    let got = cdxj(&srv.text(&format!(
+        "/{}?url={}&closest={target}&sort=closest&limit=1",
+        coll(),
+        enc(&url)
+    )));
+    assert_eq!(&got[0].1, target);
+    let got = cdxj(&srv.text(&format!(
+        "/{}?url={}&closest=&sort=closest",
+        coll(),
+        enc(&url)
+    )));
+    assert_eq!(got.len(), mine.len());
+    assert_eq!(&got[0].1, &mine.last().unwrap().1);
+
+    // Filters: pywb's syntax.
+    let all = fwd.len();
+    let html = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&filter=={}",
+        coll(),
+        enc(&url),
+        enc("mime:text/html")
+    )));
+    assert_eq!(
+        html.len(),
+        fwd.iter().filter(|e| e.2["mime"] == "text/html").count()
+    );
+    let not200 = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&filter={}",
+        coll(),
+        enc(&url),
+        enc("!=status:200")
+    )));
+    assert_eq!(
+        not200.len(),
+        fwd.iter().filter(|e| e.2["status"] != "200").count()
+    );
+    assert!(not200.len() < all);
+    let https = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&filter={}&filter={}",
+        coll(),
+        enc(&url),
+        enc("~url:https://"),
+        enc("status:20")
+    )));
+    assert_eq!(
+        https.len(),
+        fwd.iter()
+            .filter(|e| e.2["url"].as_str().unwrap().starts_with("https://")
+                && e.2["status"].as_str().unwrap_or("").contains("20"))
+            .count()
+    );
+    let revisits = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&filter={}",
+        coll(),
+        enc(&url),
+        enc("mime:warc/revisit")
+    )));
+    let non_revisits = cdxj(&srv.text(&format!(
+        "/{}?url={}&matchType=host&filter={}",
+        coll(),
+        enc(&url),
+        enc("!mime:warc/revisit")
+    )));
+    assert_eq!(revisits.len() + non_revisits.len(), all);
+    assert!(!revisits.is_empty(), "the generator writes revisits");
+
+    // urlkey= instead of url=.
+    let by_key = cdxj(&srv.text(&format!("/{}?urlkey={}", coll(), enc(&key))));
+    assert_eq!(by_key.len(), mine.len());
+}
+
+#[test]
+fn malformed_requests_get_4xx_naming_the_parameter() {
+    let (_, db) = corpus();
+    let cfg = db.parent().unwrap().join("small-limits.toml");
+    std::fs::write(
+        &cfg,
+        "[serve]\nmax_url_chars = 300\nmax_body_bytes = 2000\n",
+    )
+    .unwrap();
+    let srv = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let long = format!("http://example.com/{}", "a".repeat(400));
+    for (path, status, needle) in [
+        (
+            "/tidemark?url=example.com&matchType=fuzzy".to_string(),
+            400,
+            "matchType",
+        ),
+        (
+            "/tidemark?url=example.com&from=2026-01".to_string(),
+            400,
+            "from",
+        ),
+        (
+            "/tidemark?url=example.com&to=123456789012345".to_string(),
+            400,
+            "to",
+        ),
+        (
+            "/tidemark?url=example.com&closest=x&sort=closest".to_string(),
+            400,
+            "closest",
+        ),
+        (
+            format!("/tidemark?url=example.com&filter={}", enc("~url:(unclosed")),
+            400,
+            "filter",
+        ),
+        (
+            "/tidemark?url=example.com&filter=nocolon".to_string(),
+            400,
+            "filter",
+        ),
+        (
+            "/tidemark?url=example.com&output=xml".to_string(),
+            400,
+            "output",
+        ),
+        (
+            "/tidemark?url=example.com&sort=sideways".to_string(),
+            400,
+            "sort",
+        ),
+        (
+            "/tidemark?url=example.com&limit=many".to_string(),
+            400,
+            "limit",
+        ),
+        (
+            "/tidemark?url=example.com&fl=urlkey,colour".to_string(),
+            400,
+            "fl",
+        ),
+        ("/tidemark".to_string(), 400, "url"),
+        (format!("/tidemark?url={}", enc(&long)), 414, "url"),
+        ("/elsewhere?url=example.com".to_string(), 404, "collection"),
+        (
+            format!(
+                "/cdx/search/cdx?url=example.com&filter={}",
+                enc("statuscode:[")
+            ),
+            400,
+            "filter",
+        ),
+        (
+            "/cdx/search/cdx?url=example.com&collapse=colour".to_string(),
+            400,
+            "collapse",
+        ),
+        (
+            "/cdx/search/cdx?url=example.com&page=-1".to_string(),
+            400,
+            "page",
+        ),
+        ("/api/whereis".to_string(), 400, "url"),
+        ("/api/whereis?url=not%20a%20url".to_string(), 400, "url"),
+        (
+            "/api/history?url=example.com&diff=maybe".to_string(),
+            400,
+            "diff",
+        ),
+        (
+            "/api/similar?url=example.com&threshold=2".to_string(),
+            400,
+            "threshold",
+        ),
+        ("/api/similar".to_string(), 400, "url"),
+        (
+            "/api/cluster?url=http://never.example/x".to_string(),
+            404,
+            "never captured",
+        ),
+        (
+            "/api/report?from=no-such-sweep".to_string(),
+            400,
+            "no-such-sweep",
+        ),
+        (
+            "/timegate/http://never.example/x".to_string(),
+            404,
+            "never captured",
+        ),
+        (
+            "/tidemark/2026id_/http://never.example/x".to_string(),
+            404,
+            "never captured",
+        ),
+        (
+            "/tidemark/x2026id_/http://example.com/".to_string(),
+            400,
+            "timestamp",
+        ),
+    ] {
+        let (got, _, body) = srv.get(&path);
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(body.contains(needle), "{path}: {body} should name {needle}");
+    }
+    // Accept-Datetime that is not a date.
+    let (got, _, body) = request(
+        ureq::get(&format!("{}/timegate/http://example.com/", srv.base))
+            .set("Accept-Datetime", "yesterday"),
+    );
+    assert_eq!(got, 400);
+    assert!(String::from_utf8_lossy(&body).contains("Accept-Datetime"));
+    // A document over the body limit.
+    let (got, _, _) =
+        match ureq::post(&format!("{}/api/similar", srv.base)).send_bytes(&[b'a'; 5000]) {
+            Ok(r) => (r.status(), (), ()),
+            Err(ureq::Error::Status(c, _)) => (c, (), ()),
+            Err(e) => panic!("{e}"),
+        };
+    assert_eq!(got, 413);
+    // The CDX text endpoints answer errors in plain text.
+    let (got, ct, _) = srv.get("/tidemark?url=example.com&matchType=fuzzy");
+    assert_eq!(got, 400);
+    assert!(ct.starts_with("text/plain"), "{ct}");
+}
+
+#[test]
+fn a_slow_client_is_cut_off_at_the_timeout() {
+    let (_, db) = corpus();
+    let cfg = db.parent().unwrap().join("short-timeout.toml");
+    std::fs::write(&cfg, "[serve]\nrequest_timeout_s = 2\n").unwrap();
+    let srv = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let mut s = std::net::TcpStream::connect(&srv.addr).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let started = Instant::now();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(15),
+        "the connection was held {took:?}"
+    );
+    // And the server still answers others.
+    assert_eq!(srv.text("/healthz"), "ok\n");
+}
+
+#[test]
+fn wayback_cdx_api_json_limits_collapse_resume_and_paging() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let url = sample_urls(&exp, 5)[1].clone();
+    let host = tidemark::url::host(&url);
+    let key = tidemark::url::surt(&url);
+    let host_key = key[..=key.find(')').unwrap()].to_string();
+    let want: Vec<_> = exp.iter().filter(|e| e.0.starts_with(&host_key)).collect();
+
+    let rows: Value = srv.json(&format!(
+        "/cdx/search/cdx?url={}&output=json",
+        enc(&format!("{host}/*"))
+    ));
+    let rows = rows.as_array().unwrap();
+    assert_eq!(
+        rows[0],
+        serde_json::json!([
+            "urlkey",
+            "timestamp",
+            "original",
+            "mimetype",
+            "statuscode",
+            "digest",
+            "length"
+        ])
+    );
+    assert_eq!(rows.len() - 1, want.len());
+    for (r, w) in rows[1..].iter().zip(&want) {
+        assert_eq!(r[0], w.0.as_str());
+        assert_eq!(r[1], w.1.as_str());
+        assert_eq!(r[2], w.2["url"]);
+        assert_eq!(r[6], w.2["length"]);
+    }
+    // Text, the last 3, one line per URL.
+    let text = srv.text(&format!(
+        "/cdx/search/cdx?url={}",
+        enc(&format!("{host}/*"))
+    ));
+    assert_eq!(text.lines().count(), want.len());
+    let last3 = srv.text(&format!(
+        "/cdx/search/cdx?url={}&limit=-3&fl=urlkey,timestamp",
+        enc(&format!("{host}/*"))
+    ));
+    let expect: Vec<String> = want[want.len() - 3..]
+        .iter()
+        .map(|w| format!("{} {}", w.0, w.1))
+        .collect();
+    assert_eq!(last3.lines().collect::<Vec<_>>(), expect);
+    let collapsed = srv.text(&format!(
+        "/cdx/search/cdx?url={}&collapse=urlkey&fl=urlkey",
+        enc(&format!("{host}/*"))
+    ));
+    let distinct: Vec<&str> = {
+        let mut v: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+        v.dedup();
+        v
+    };
+    assert_eq!(collapsed.lines().collect::<Vec<_>>(), distinct);
+    let ok = srv.text(&format!(
+        "/cdx/search/cdx?url={}&filter=statuscode:2..&filter={}&fl=statuscode",
+        enc(&format!("{host}/*")),
+        enc("!mimetype:warc/revisit")
+    ));
+    assert!(ok.lines().all(|l| l.starts_with('2')));
+    assert_eq!(
+        ok.lines().count(),
+        want.iter()
+            .filter(
+                |w| w.2["status"].as_str().is_some_and(|s| s.starts_with('2'))
+                    && w.2["type"] != "revisit"
+            )
+            .count()
+    );
+
+    // Resume keys: pages of 10 joined are the whole answer.
+    let mut got: Vec<String> = Vec::new();
+    let mut resume = String::new();
+    for _ in 0..1000 {
+        let body = srv.text(&format!(
+            "/cdx/search/cdx?url={}&fl=urlkey,timestamp&limit=10&showResumeKey=true{}",
+            enc(&format!("{host}/*")),
+            if resume.is_empty() {
+                String::new()
+            } else {
+                format!("&resumeKey={}", enc(&resume))
+            }
+        ));
+        let (lines, key) = match body.split_once("\n\n") {
+            Some((l, k)) => (l.to_string() + "\n", k.trim().to_string()),
+            None => (body.clone(), String::new()),
+        };
+        got.extend(lines.lines().map(|l| l.to_string()));
+        if key.is_empty() {
+            break;
+        }
+        resume = key;
+    }
+    let all: Vec<String> = want.iter().map(|w| format!("{} {}", w.0, w.1)).collect();
+    assert_eq!(got, all);
+    // JSON: the key as the last row after an empty one.
+    let j: Value = srv.json(&format!(
+        "/cdx/search/cdx?url={}&output=json&limit=5&showResumeKey=true",
+        enc(&format!("{host}/*"))
+    ));
+    let j = j.as_array().unwrap();
+    assert_eq!(j.len(), 1 + 5 + 2);
+    assert_eq!(j[6], serde_json::json!([]));
+
+    // Pages: showNumPages, then each page; past the last, an empty body.
+    let pages: usize = srv
+        .text(&format!(
+            "/cdx/search/cdx?url={}&showNumPages=true&pageSize=25",
+            enc(&format!("{host}/*"))
+        ))
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(pages, want.len().div_ceil(25));
+    let mut paged = Vec::new();
+    for p in 0..pages {
+        let t = srv.text(&format!(
+            "/cdx/search/cdx?url={}&fl=urlkey,timestamp&page={p}&pageSize=25",
+            enc(&format!("{host}/*"))
+        ));
+        paged.extend(t.lines().map(|l| l.to_string()));
+    }
+    assert_eq!(paged, all);
+    assert_eq!(
+        srv.text(&format!(
+            "/cdx/search/cdx?url={}&page={pages}&pageSize=25&output=json",
+            enc(&format!("{host}/*"))
+        )),
+        ""
+    );
+
+    // Availability: the capture closest to a timestamp.
+    let mine: Vec<_> = exp.iter().filter(|e| e.0 == key).collect();
+    let a = srv.json(&format!(
+        "/wayback/available?url={}&timestamp={}",
+        enc(&url),
+        mine[0].1
+    ));
+    let c = &a["archived_snapshots"]["closest"];
+    assert_eq!(c["available"], true);
+    assert_eq!(c["timestamp"], mine[0].1.as_str());
+    assert!(c["url"].as_str().unwrap().ends_with(&format!(
+        "{}id_/{}",
+        mine[0].1,
+        mine[0].2["url"].as_str().unwrap()
+    )));
+    let none = srv.json("/wayback/available?url=http://never.example/");
+    assert_eq!(none["archived_snapshots"], serde_json::json!({}));
+}
+
+/// (status, headers, body) of a request that does not follow redirects.
+fn no_follow(url: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let mut req = agent.get(url);
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    let resp = match req.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{url}: {e}"),
+    };
+    let hs = resp
+        .headers_names()
+        .iter()
+        .flat_map(|n| {
+            resp.all(n)
+                .into_iter()
+                .map(|v| (n.to_ascii_lowercase(), v.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let status = resp.status();
+    let mut body = Vec::new();
+    resp.into_reader().read_to_end(&mut body).unwrap();
+    (status, hs, body)
+}
+
+fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    hs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// The payload of the record at (file, offset) of a generated sweep, read with the
+/// project's reader (pywb's test below reads it with warcio).
+fn payload_at(dir: &Path, file: &str, offset: u64) -> (u16, Vec<u8>) {
+    for k in 1..=SWEEPS {
+        for f in sweep_files(dir, k) {
+            if f.file_name().unwrap().to_string_lossy() == file {
+                let (recs, _) = tidemark::read::read_all(&f, 64 << 20);
+                let rec = recs
+                    .into_iter()
+                    .find(|r| r.offset == offset)
+                    .expect("record at offset");
+                let r =
+                    tidemark::read::parse_response(&rec.block, 64 << 20).expect("HTTP response");
+                return (r.status, r.payload);
+            }
+        }
+    }
+    panic!("{file} not found");
+}
+
+/// The capture a revisit's payload comes from: same URL and digest, not a revisit, the
+/// latest up to it (computed from the export, not by the server).
+fn original_of<'a>(
+    exp: &'a [(String, String, Value)],
+    e: &(String, String, Value),
+) -> &'a (String, String, Value) {
+    exp.iter()
+        .filter(|o| {
+            o.0 == e.0 && o.2["type"] != "revisit" && o.2["digest"] == e.2["digest"] && o.1 <= e.1
+        })
+        .last()
+        .expect("the original of a revisit")
+}
+
+#[test]
+fn memento_timemaps_timegate_and_archived_payloads() {
+    let (dir, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let url = sample_urls(&exp, 5)[3].clone();
+    let key = tidemark::url::surt(&url);
+    let mine: Vec<_> = exp.iter().filter(|e| e.0 == key).collect();
+    assert!(mine.len() >= 2);
+
+    // TimeMap: original, self, timegate, and one memento per capture, first and last marked.
+    let (status, ct, body) = srv.get(&format!("/timemap/link/{url}"));
+    assert_eq!(status, 200);
+    assert_eq!(ct, "application/link-format");
+    let tm = String::from_utf8(body).unwrap();
+    assert!(tm.contains(&format!("<{url}>; rel=\"original\"")));
+    assert!(tm.contains("rel=\"self\"") && tm.contains("from=\"") && tm.contains("until=\""));
+    assert!(tm.contains("rel=\"timegate\""));
+    assert!(tm.contains("rel=\"first memento\"") && tm.contains("rel=\"last memento\""));
+    assert_eq!(tm.matches("memento\"; datetime=").count(), mine.len());
+    let tj = srv.json(&format!("/timemap/json/{url}"));
+    assert_eq!(tj["mementos"]["list"].as_array().unwrap().len(), mine.len());
+
+    // An independent link-format parser reads it (LinkHeader, PyPI).
+    if let Some(py) = python() {
+        let script = r#"
+import sys, json, link_header
+links = link_header.parse(sys.stdin.read().replace("\n", ""))
+out = [{"href": l.href, "rel": dict(l.attr_pairs).get("rel"), "datetime": dict(l.attr_pairs).get("datetime")} for l in links.links]
+print(json.dumps(out))
+"#;
+        let mut child = Command::new(&py)
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(tm.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let links: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let mementos: Vec<&Value> = links
+            .iter()
+            .filter(|l| l["rel"].as_str().unwrap_or("").contains("memento"))
+            .collect();
+        assert_eq!(mementos.len(), mine.len());
+        for (m, e) in mementos.iter().zip(&mine) {
+            assert_eq!(
+                m["href"],
+                format!(
+                    "{}/{}/{}id_/{}",
+                    srv.base,
+                    coll(),
+                    e.1,
+                    e.2["url"].as_str().unwrap()
+                )
+            );
+            let dt = chrono::DateTime::parse_from_rfc2822(m["datetime"].as_str().unwrap()).unwrap();
+            assert_eq!(dt.format("%Y%m%d%H%M%S").to_string(), e.1);
+        }
+        assert_eq!(links[0]["rel"], "original");
+    }
+
+    // TimeGate: 302 to the closest memento, Vary, Link; no Memento-Datetime on the 302.
+    let first_date = chrono::NaiveDateTime::parse_from_str(&mine[0].1, "%Y%m%d%H%M%S")
+        .unwrap()
+        .and_utc();
+    let asked = (first_date + chrono::Duration::hours(1))
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let (status, hs, _) = no_follow(
+        &format!("{}/timegate/{url}", srv.base),
+        &[("Accept-Datetime", &asked)],
+    );
+    assert_eq!(status, 302);
+    let loc = header(&hs, "location").unwrap().to_string();
+    assert_eq!(
+        loc,
+        format!(
+            "{}/{}/{}id_/{}",
+            srv.base,
+            coll(),
+            mine[0].1,
+            mine[0].2["url"].as_str().unwrap()
+        )
+    );
+    assert_eq!(header(&hs, "vary"), Some("accept-datetime"));
+    let link = header(&hs, "link").unwrap();
+    assert!(
+        link.contains("rel=\"original\"")
+            && link.contains("rel=\"timemap\"")
+            && link.contains("rel=\"first memento\"")
+            && link.contains("rel=\"last memento\""),
+        "{link}"
+    );
+    assert!(header(&hs, "memento-datetime").is_none());
+    // Without Accept-Datetime: the newest.
+    let (_, hs, _) = no_follow(&format!("{}/timegate/{url}", srv.base), &[]);
+    assert!(header(&hs, "location")
+        .unwrap()
+        .contains(&format!("/{}id_/", mine.last().unwrap().1)));
+
+    // Following the TimeGate with a plain client ends at the archived payload.
+    let (status, hs, body) = no_follow(&loc, &[]);
+    let e = mine[0];
+    let src = if e.2["type"] == "revisit" {
+        original_of(&exp, e)
+    } else {
+        e
+    };
+    let (want_status, want_body) = payload_at(
+        dir,
+        src.2["filename"].as_str().unwrap(),
+        src.2["offset"].as_str().unwrap().parse().unwrap(),
+    );
+    assert_eq!(status, want_status);
+    assert_eq!(body, want_body);
+    assert!(header(&hs, "memento-datetime").is_some());
+    assert!(header(&hs, "link").unwrap().contains(&format!(
+        "<{}>; rel=\"original\"",
+        e.2["url"].as_str().unwrap()
+    )));
+
+    // Every capture of a sample replays byte for byte, revisits from their originals,
+    // redirects with their status.
+    let mut kinds = BTreeMap::new();
+    for e in exp.iter().step_by(7).take(120) {
+        let src = if e.2["type"] == "revisit" {
+            original_of(&exp, e)
+        } else {
+            e
+        };
+        let (ws, wb) = payload_at(
+            dir,
+            src.2["filename"].as_str().unwrap(),
+            src.2["offset"].as_str().unwrap().parse().unwrap(),
+        );
+        let (s, _, b) = no_follow(
+            &format!(
+                "{}/{}/{}id_/{}",
+                srv.base,
+                coll(),
+                e.1,
+                e.2["url"].as_str().unwrap()
+            ),
+            &[],
+        );
+        let kind = if e.2["type"] == "revisit" {
+            "revisit"
+        } else if ws / 100 == 3 {
+            "redirect"
+        } else {
+            "plain"
+        };
+        *kinds.entry(kind).or_insert(0) += 1;
+        assert_eq!(
+            s,
+            if kind == "revisit" {
+                e.2["status"].as_str().unwrap().parse().unwrap()
+            } else {
+                ws
+            },
+            "{e:?}"
+        );
+        assert_eq!(b, wb, "{e:?}");
+    }
+    assert!(
+        kinds.len() == 3,
+        "plain, revisit and redirect captures: {kinds:?}"
+    );
+    // Another timestamp redirects to the closest capture.
+    let (s, hs, _) = no_follow(
+        &format!("{}/{}/{}id_/{url}", srv.base, coll(), &mine[0].1[..8]),
+        &[],
+    );
+    assert_eq!(s, 302);
+    assert!(header(&hs, "location").unwrap().contains("id_/"));
+}
+
+#[test]
+fn a_missing_warc_file_is_a_404_naming_it() {
+    let (dir, _) = corpus();
+    // An index of copies of sweep 1, then the copies removed.
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    let mut files = Vec::new();
+    for f in sweep_files(dir, 1) {
+        let to = work.path().join(f.file_name().unwrap());
+        std::fs::copy(&f, &to).unwrap();
+        files.push(to);
+    }
+    let mut args = vec![
+        "--db".to_string(),
+        db.display().to_string(),
+        "ingest".into(),
+        "--sweep".into(),
+        "s1".into(),
+    ];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    assert!(
+        tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>())
+            .status
+            .success()
+    );
+    let exp = export(&db);
+    let srv = Server::start(&db, &[], &[]);
+    let e = exp.iter().find(|e| e.2["type"] != "revisit").unwrap();
+    let path = format!("/{}/{}id_/{}", coll(), e.1, e.2["url"].as_str().unwrap());
+    let (s, _, _) = srv.get(&path);
+    assert_eq!(s, 200, "read from the path it was ingested from");
+    for f in &files {
+        std::fs::remove_file(f).unwrap();
+    }
+    let (s, _, body) = srv.get(&path);
+    assert_eq!(s, 404);
+    assert!(String::from_utf8_lossy(&body).contains(e.2["filename"].as_str().unwrap()));
+    // --archive points at where the files are now.
+    drop(srv);
+    let srv = Server::start(
+        &db,
+        &[],
+        &["--archive", dir.join("sweep-01").to_str().unwrap()],
+    );
+    let (s, _, _) = srv.get(&path);
+    assert_eq!(s, 200);
+}
+
+#[test]
+fn the_json_api_answers_what_the_commands_print() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let d = db.to_str().unwrap();
+    let cli = |args: &[&str]| -> Value {
+        let mut a = vec!["--db", d];
+        a.extend_from_slice(args);
+        let out = tidemark(&a);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for url in sample_urls(&exp, 8) {
+        assert_eq!(
+            srv.json(&format!("/api/whereis?url={}", enc(&url))),
+            cli(&["whereis", &url, "--json"]),
+            "{url}"
+        );
+        assert_eq!(
+            srv.json(&format!("/api/history?url={}", enc(&url))),
+            cli(&["history", &url, "--json"]),
+            "{url}"
+        );
+        assert_eq!(
+            srv.json(&format!("/api/history?url={}&diff=1", enc(&url))),
+            cli(&["history", &url, "--diff", "--json"]),
+            "{url}"
+        );
+        let (s, _, _) = srv.get(&format!("/api/similar?url={}&threshold=0.3", enc(&url)));
+        if s == 200 {
+            assert_eq!(
+                srv.json(&format!("/api/similar?url={}&threshold=0.3", enc(&url))),
+                cli(&["similar", &url, "--threshold", "0.3", "--json"])
+            );
+            assert_eq!(
+                srv.json(&format!(
+                    "/api/similar?url={}&threshold=0.3&containment=1&limit=3",
+                    enc(&url)
+                )),
+                cli(&[
+                    "similar",
+                    &url,
+                    "--threshold",
+                    "0.3",
+                    "--containment",
+                    "--limit",
+                    "3",
+                    "--json"
+                ])
+            );
+            assert_eq!(
+                srv.json(&format!("/api/cluster?url={}", enc(&url))),
+                cli(&["cluster", &url, "--json"])
+            );
+        }
+    }
+    assert_eq!(
+        srv.json("/api/similar?doc=5"),
+        cli(&["similar", "--doc", "5", "--json"])
+    );
+    // A POSTed document is compared as `similar --file` compares a file.
+    let e = exp
+        .iter()
+        .find(|e| e.2["type"] != "revisit" && e.2["status"] == "200")
+        .unwrap();
+    let page = payload_at(
+        &corpus().0,
+        e.2["filename"].as_str().unwrap(),
+        e.2["offset"].as_str().unwrap().parse().unwrap(),
+    )
+    .1;
+    let file = db.parent().unwrap().join("posted.html");
+    std::fs::write(&file, &page).unwrap();
+    let (s, _, body) = request(
+        ureq::post(&format!("{}/api/similar?threshold=0.3", srv.base))
+            .set("Content-Type", "text/html"),
+    );
+    assert_eq!(s, 400, "an empty body: {}", String::from_utf8_lossy(&body));
+    let posted = ureq::post(&format!("{}/api/similar?threshold=0.3", srv.base))
+        .set("Content-Type", "text/html")
+        .send_bytes(&page)
+        .unwrap()
+        .into_json::<Value>()
+        .unwrap();
+    assert_eq!(
+        posted,
+        cli(&[
+            "similar",
+            "--file",
+            file.to_str().unwrap(),
+            "--threshold",
+            "0.3",
+            "--json"
+        ])
+    );
+    assert!(!posted.as_array().unwrap().is_empty());
+    assert_eq!(
+        srv.json("/api/report"),
+        cli(&["report", "--format", "json"])
+    );
+    assert_eq!(
+        srv.json("/api/report?from=sweep-2&to=sweep-3"),
+        cli(&["report", "--from", "sweep-2", "--to", "sweep-3", "--format", "json"])
+    );
+    assert_eq!(srv.json("/api/sweeps"), cli(&["sweeps", "--json"]));
+    assert_eq!(srv.json("/api/stats"), cli(&["stats", "--json"]));
+
+    // The OpenAPI description names every endpoint and its parameters.
+    let api = srv.json("/api/openapi.json");
+    assert!(api["openapi"].as_str().unwrap().starts_with("3."));
+    for p in [
+        "/api/whereis",
+        "/api/history",
+        "/api/similar",
+        "/api/cluster",
+        "/api/report",
+        "/api/sweeps",
+        "/api/stats",
+    ] {
+        assert!(
+            api["paths"][p]["get"].is_object(),
+            "{p} missing from the OpenAPI description"
+        );
+    }
+    assert!(api["paths"]["/api/similar"]["post"].is_object());
+    let params: Vec<&str> = api["paths"]["/api/history"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(params, ["url", "diff"]);
+}
+
+#[test]
+fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
+    let (dir, _) = corpus();
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    ingest_generated(dir, &db, 1, &[]);
+    let srv = Server::start(&db, &[], &[]);
+    assert_eq!(srv.json("/readyz")["sweep"], "sweep-1");
+    let exp1 = export(&db);
+    let urls = sample_urls(&exp1, 20);
+    let ask = |u: &str| -> (Value, String) {
+        (
+            srv.json(&format!("/api/whereis?url={}", enc(u))),
+            srv.text(&format!(
+                "/{}?url={}&matchType=host&fl=urlkey,timestamp,offset&output=text",
+                coll(),
+                enc(u)
+            )),
+        )
+    };
+    let before: Vec<_> = urls.iter().map(|u| ask(u)).collect();
+    // Ingest sweep 2 while a client asks the same questions over and over.
+    let mut args: Vec<String> = vec![
+        "--db".into(),
+        db.display().to_string(),
+        "ingest".into(),
+        "--sweep".into(),
+        "sweep-2".into(),
+    ];
+    args.extend(sweep_files(dir, 2).iter().map(|f| f.display().to_string()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut during = 0;
+    let started = Instant::now();
+    loop {
+        let running = child.try_wait().unwrap().is_none();
+        for (i, u) in urls.iter().enumerate() {
+            seen.push((i, ask(u)));
+        }
+        if running {
+            during += 1;
+        }
+        if !running && srv.json("/readyz")["sweep"] == "sweep-2" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the server did not pick up sweep 2"
+        );
+    }
+    assert!(child.wait().unwrap().success());
+    let after: Vec<_> = urls.iter().map(|u| ask(u)).collect();
+    // Each answer on its own: whereis and the CDX lines are two requests, and the server
+    // may switch to sweep 2 between them.
+    let mut mixed = 0;
+    let mut changed = 0;
+    for (i, got) in &seen {
+        if got.0 != before[*i].0 && got.0 != after[*i].0 {
+            mixed += 1;
+        }
+        if got.1 != before[*i].1 && got.1 != after[*i].1 {
+            mixed += 1;
+        }
+    }
+    for i in 0..urls.len() {
+        if before[i] != after[i] {
+            changed += 1;
+        }
+    }
+    assert_eq!(
+        mixed, 0,
+        "answers that were neither sweep 1's nor sweep 2's"
+    );
+    assert!(
+        changed > 0,
+        "sweep 2 changed nothing the client asked about"
+    );
+    assert!(during > 0, "no request was answered while the ingest ran");
+    eprintln!(
+        "{} rounds during the ingest, {} answers, {changed} of {} URLs changed",
+        during,
+        seen.len(),
+        urls.len()
+    );
+    // The answers after are the commands' on the finished index.
+    let cli = tidemark(&["--db", db.to_str().unwrap(), "whereis", &urls[0], "--json"]);
+    assert_eq!(
+        after[0].0,
+        serde_json::from_slice::<Value>(&cli.stdout).unwrap()
+    );
+}
+
+/// Runs a Python script of the test environment; its standard output.
+fn run_python(py: &str, script: &str, args: &[&str], cwd: &Path) -> String {
+    let out = Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "python failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn pywb_replays_generated_pages_through_the_index() {
+    let Some(py) = python() else { return };
+    let (dir, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    // A stock pywb: its index is tidemark, its archive the generated WARC folders.
+    let work = tempfile::tempdir().unwrap();
+    let archives: Vec<String> = (1..=SWEEPS)
+        .map(|k| format!("    - {}/sweep-{k:02}/", dir.display()))
+        .collect();
+    std::fs::write(
+        work.path().join("config.yaml"),
+        format!(
+            "collections:\n  tm:\n    index_paths: cdx+{}/{}\n    archive_paths:\n{}\n",
+            srv.base,
+            coll(),
+            archives.join("\n")
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let wayback = Path::new(&py).parent().unwrap().join("wayback");
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut pywb = Kill(
+        Command::new(&wayback)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .current_dir(work.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start pywb's wayback"),
+    );
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(pywb.0.try_wait().unwrap().is_none(), "pywb exited at start");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "pywb did not start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Sampled captures of each kind; what pywb answers is compared, in Python with
+    // warcio (pywb's own reader, independent of tidemark's), with the WARC's payload.
+    let mut jobs = Vec::new();
+    let mut kinds = BTreeMap::new();
+    for e in exp.iter().step_by(5) {
+        let src = if e.2["type"] == "revisit" {
+            original_of(&exp, e)
+        } else {
+            e
+        };
+        let status: u16 = e.2["status"].as_str().unwrap_or("0").parse().unwrap_or(0);
+        let kind = if e.2["type"] == "revisit" {
+            "revisit"
+        } else if status / 100 == 3 {
+            "redirect"
+        } else if status == 200 {
+            "plain"
+        } else {
+            continue;
+        };
+        let n = kinds.entry(kind).or_insert(0);
+        if *n >= 15 {
+            continue;
+        }
+        *n += 1;
+        let sweep = (1..=SWEEPS)
+            .find(|k| {
+                sweep_files(dir, *k).iter().any(|f| {
+                    f.file_name().unwrap().to_string_lossy() == src.2["filename"].as_str().unwrap()
+                })
+            })
+            .unwrap();
+        jobs.push(serde_json::json!({
+            "kind": kind,
+            "fetch": format!("http://127.0.0.1:{port}/tm/{}id_/{}", e.1, e.2["url"].as_str().unwrap()),
+            "warc": dir.join(format!("sweep-{sweep:02}")).join(src.2["filename"].as_str().unwrap()),
+            "offset": src.2["offset"].as_str().unwrap().parse::<u64>().unwrap(),
+        }));
+    }
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    let jobs_file = work.path().join("jobs.json");
+    std::fs::write(&jobs_file, serde_json::to_vec(&jobs).unwrap()).unwrap();
+    let script = r#"
+import json, sys, urllib.request, urllib.error
+from warcio.archiveiterator import ArchiveIterator
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k): return None
+opener = urllib.request.build_opener(NoRedirect)
+out = []
+for job in json.load(open(sys.argv[1])):
+    with open(job["warc"], "rb") as f:
+        f.seek(job["offset"])
+        rec = next(iter(ArchiveIterator(f)))
+        want_status = int(rec.http_headers.get_statuscode())
+        want = rec.content_stream().read()
+    try:
+        r = opener.open(job["fetch"], timeout=30)
+        status, body = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, body = e.code, e.read()
+    out.append({"kind": job["kind"], "url": job["fetch"], "status": status, "want_status": want_status, "same": body == want, "len": len(body), "want_len": len(want)})
+print(json.dumps(out))
+"#;
+    let out = run_python(&py, script, &[jobs_file.to_str().unwrap()], work.path());
+    let results: Vec<Value> = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(results.len(), jobs.len());
+    for r in &results {
+        assert_eq!(
+            r["same"],
+            true,
+            "pywb's bytes differ from the WARC payload: {r} (tidemark log: {})",
+            srv.log()
+        );
+        if r["kind"] != "revisit" {
+            assert_eq!(r["status"], r["want_status"], "{r}");
+        }
+    }
+    // pywb asked tidemark, and read the WARCs itself (not tidemark's replay URLs).
+    let log = srv.log();
+    assert!(log.contains("sort=closest"), "{log}");
+    assert!(
+        !log.contains("id_/"),
+        "pywb fetched payloads from tidemark instead of the WARC files"
+    );
+    drop(pywb);
+    eprintln!("pywb replayed {:?} captures byte for byte", kinds);
+}
+
+#[test]
+fn cdx_toolkit_pages_through_every_capture_of_a_host() {
+    let Some(py) = python() else { return };
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let url = sample_urls(&exp, 5)[4].clone();
+    let key = tidemark::url::surt(&url);
+    let host_key = key[..=key.find(')').unwrap()].to_string();
+    let host = tidemark::url::host(&url);
+    let want: Vec<_> = exp.iter().filter(|e| e.0.starts_with(&host_key)).collect();
+    assert!(want.len() > 60, "too few captures to page: {}", want.len());
+    let script = r#"
+import json, sys, cdx_toolkit
+cdx = cdx_toolkit.CDXFetcher(source=sys.argv[1])
+for obj in cdx.iter(sys.argv[2], pageSize=25):
+    print(json.dumps(dict(obj)))
+"#;
+    let out = run_python(
+        &py,
+        script,
+        &[
+            &format!("{}/cdx/search/cdx", srv.base),
+            &format!("{host}/*"),
+        ],
+        Path::new("."),
+    );
+    let got: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g["urlkey"], w.0.as_str());
+        assert_eq!(g["timestamp"], w.1.as_str());
+        assert_eq!(g["url"], w.2["url"]);
+        assert_eq!(
+            g["status"].as_str(),
+            Some(w.2["status"].as_str().unwrap_or("-"))
+        );
+        assert_eq!(
+            g["digest"].as_str(),
+            Some(w.2["digest"].as_str().unwrap_or("-"))
+        );
+        assert_eq!(g["length"], w.2["length"]);
+        let mime = if w.2["type"] == "revisit" {
+            Value::from("warc/revisit")
+        } else {
+            w.2["mime"].clone()
+        };
+        assert_eq!(g["mime"], mime);
+    }
+    // It paged: one request per page of 25 and one past the last.
+    let pages = want.len().div_ceil(25);
+    let log = srv.log();
+    assert_eq!(
+        log.matches("GET /cdx/search/cdx?").count(),
+        pages + 1,
+        "{log}"
+    );
+}
+
+/// A WebDriver session on Debian's chromedriver and headless Chromium.
+struct Browser {
+    driver: std::process::Child,
+    base: String,
+    session: String,
+}
+
+impl Browser {
+    fn start() -> Option<Browser> {
+        let (Ok(chromium), Ok(driver)) = (which("chromium"), which("chromedriver")) else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "chromium and chromedriver are missing in CI (.ci/run installs them)"
+            );
+            eprintln!("SKIPPED: chromium or chromedriver is not installed (apt-get install chromium chromium-driver); .ci/run installs them");
+            return None;
+        };
+        let port = free_port();
+        let driver = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        while ureq::get(&format!("{base}/status")).call().is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "chromedriver did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let profile = tempfile::tempdir().unwrap().keep();
+        let caps = serde_json::json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": chromium,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     "--disable-dev-shm-usage", format!("--user-data-dir={}", profile.display())]
+        }}}});
+        let r: Value = ureq::post(&format!("{base}/session"))
+            .send_json(caps)
+            .unwrap()
+            .into_json()
+            .unwrap();
+        let session = r["value"]["sessionId"].as_str().unwrap().to_string();
+        Some(Browser {
+            driver,
+            base,
+            session,
+        })
+    }
+
+    fn call(&self, method: &str, path: &str, body: Value) -> Value {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let resp = if method == "GET" {
+            ureq::get(&url).call()
+        } else {
+            ureq::post(&url).send_json(body)
+        };
+        match resp {
+            Ok(r) => r.into_json::<Value>().unwrap()["value"].clone(),
+            Err(ureq::Error::Status(c, r)) => panic!(
+                "WebDriver {path}: {c} {}",
+                r.into_string().unwrap_or_default()
+            ),
+            Err(e) => panic!("WebDriver {path}: {e}"),
+        }
+    }
+
+    fn element(&self, css: &str) -> String {
+        let v = self.call(
+            "POST",
+            "/element",
+            serde_json::json!({"using": "css selector", "value": css}),
+        );
+        v.as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn screenshot(&self, name: &str) -> PathBuf {
+        let data = self.call("GET", "/screenshot", Value::Null);
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-artifacts");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, base64_decode(data.as_str().unwrap())).unwrap();
+        p
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = ureq::delete(&format!("{}/session/{}", self.base, self.session)).call();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn which(name: &str) -> Result<String, ()> {
+    let out = Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .map_err(|_| ())?;
+    let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if p.is_empty() {
+        Err(())
+    } else {
+        Ok(p)
+    }
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    data_encoding::BASE64.decode(s.as_bytes()).unwrap()
+}
+
+#[test]
+fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
+    let (dir, db) = corpus();
+    let Some(b) = Browser::start() else { return };
+    let srv = Server::start(db, &[], &[]);
+    // A page the generator moved in the last sweep, and where tidemark says it is.
+    let moved = common::truth(dir, SWEEPS)["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["old_status"] == 301 || m["old_status"].is_null())
+        .cloned()
+        .unwrap();
+    let from = moved["from"].as_str().unwrap();
+    let to = moved["to"].as_str().unwrap();
+    let cli: Value = serde_json::from_slice(
+        &tidemark(&["--db", db.to_str().unwrap(), "whereis", from, "--json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(cli["newest_url"], to);
+
+    // A phone's screen: the page must not scroll sideways.
+    b.call(
+        "POST",
+        "/window/rect",
+        serde_json::json!({"width": 390, "height": 844}),
+    );
+    b.call(
+        "POST",
+        "/url",
+        serde_json::json!({"url": format!("{}/", srv.base)}),
+    );
+    let input = b.element("input[name=url]");
+    b.call(
+        "POST",
+        &format!("/element/{input}/value"),
+        serde_json::json!({"text": from}),
+    );
+    let button = b.element("button[type=submit]");
+    b.call(
+        "POST",
+        &format!("/element/{button}/click"),
+        serde_json::json!({}),
+    );
+    let started = Instant::now();
+    let newest = loop {
+        let found = b.call(
+            "POST",
+            "/elements",
+            serde_json::json!({"using": "css selector", "value": "#newest-url"}),
+        );
+        if let Some(e) = found.as_array().unwrap().first() {
+            let id = e
+                .as_object()
+                .unwrap()
+                .values()
+                .next()
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string();
+            break b.call("GET", &format!("/element/{id}/text"), Value::Null);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no answer on the page"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(newest, to);
+    // The answer has its own address.
+    let here = b.call("GET", "/url", Value::Null);
+    assert!(here.as_str().unwrap().contains("/?url="), "{here}");
+    let status = b.call("POST", "/execute/sync", serde_json::json!({"script": "return document.getElementById('status').textContent", "args": []}));
+    assert_eq!(status, "moved");
+    let shot = b.screenshot("lost-and-found-phone.png");
+    assert!(std::fs::metadata(&shot).unwrap().len() > 5000);
+    let overflow = b.call("POST", "/execute/sync", serde_json::json!({"script": "return document.documentElement.scrollWidth - window.innerWidth", "args": []}));
+    assert!(
+        overflow.as_i64().unwrap() <= 0,
+        "the page scrolls sideways on a phone by {overflow} px (see {})",
+        shot.display()
+    );
+    let scripts = b.call(
+        "POST",
+        "/execute/sync",
+        serde_json::json!({"script": "return document.scripts.length", "args": []}),
+    );
+    assert_eq!(scripts, 0, "the page works without JavaScript");
+    // The change report page of a pair of sweeps renders too.
+    b.call(
+        "POST",
+        "/window/rect",
+        serde_json::json!({"width": 1200, "height": 900}),
+    );
+    b.call(
+        "POST",
+        "/url",
+        serde_json::json!({"url": format!("{}/report?from=sweep-2&to=sweep-3", srv.base)}),
+    );
+    let svgs = b.call(
+        "POST",
+        "/execute/sync",
+        serde_json::json!({"script": "return document.querySelectorAll('svg').length", "args": []}),
+    );
+    assert!(svgs.as_i64().unwrap() > 0);
+    b.screenshot("report-sweep-2-3.png");
+    eprintln!("screenshots in {}", shot.parent().unwrap().display());
+}
