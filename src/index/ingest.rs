@@ -270,7 +270,12 @@ pub fn ingest(
     let mut states = Vec::new();
     let mut input_total = 0u64;
     for path in files {
-        let name = path.display().to_string();
+        // Absolute, so that `serve` finds the file to replay its records from wherever it
+        // runs (captures keep the bare file name, as CDX does).
+        let name = std::path::absolute(path)
+            .unwrap_or_else(|_| path.clone())
+            .display()
+            .to_string();
         let id = file_identity(path)
             .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
         let state: Option<FileState> = index.get_value(cf::FILES, &id)?;
