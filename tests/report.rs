@@ -229,7 +229,7 @@ fn html_is_self_contained_and_renders_its_charts() {
         })
     else {
         eprintln!(
-            "SKIPPED: Chromium is not installed (apt-get install chromium); .ci/run installs it"
+            "SKIPPED: Chromium is not installed (apt-get install chromium); tools/test.sh installs it"
         );
         return;
     };

@@ -1437,9 +1437,9 @@ impl Browser {
         let (Ok(chromium), Ok(driver)) = (which("chromium"), which("chromedriver")) else {
             assert!(
                 std::env::var_os("CI").is_none(),
-                "chromium and chromedriver are missing in CI (.ci/run installs them)"
+                "chromium and chromedriver are missing in CI (tools/test.sh installs them)"
             );
-            eprintln!("SKIPPED: chromium or chromedriver is not installed (apt-get install chromium chromium-driver); .ci/run installs them");
+            eprintln!("SKIPPED: chromium or chromedriver is not installed (apt-get install chromium chromium-driver); tools/test.sh installs them");
             return None;
         };
         let port = free_port();

@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/setup.sh
+source tools/browser.sh
 source tools/pyenv.sh
 cargo test --release "$@"

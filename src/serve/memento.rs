@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -246,7 +246,6 @@ async fn replay(
     Path((coll, _)): Path<(String, String)>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
-    method: Method,
 ) -> Result<Response, ApiError> {
     check_collection(&state, &coll, false)?;
     let prefix = format!("/{coll}/");
@@ -291,11 +290,8 @@ async fn replay(
         }
         Some(Ok(a)) => a,
     };
-    let mut resp = Response::new(if method == Method::HEAD {
-        Body::empty()
-    } else {
-        Body::from(archived.payload)
-    });
+    // HEAD too: hyper sends the headers (Content-Length included) without the body.
+    let mut resp = Response::new(Body::from(archived.payload));
     *resp.status_mut() = StatusCode::from_u16(archived.status).unwrap_or(StatusCode::OK);
     let h = resp.headers_mut();
     for (k, v) in &archived.headers {
