@@ -42,6 +42,8 @@ pub struct ServeConfig {
     pub archive_paths: Vec<PathBuf>,
     /// Requests handled at once; more wait for a slot.
     pub max_concurrency: usize,
+    /// Requests reading the index at once; 0 = twice the cores.
+    pub workers: usize,
     /// Seconds a request may take, reading its body and writing the answer included.
     pub request_timeout_s: u64,
     /// Bytes of a request body (a POSTed document for `/api/similar`).
@@ -229,6 +231,14 @@ impl Config {
             shingle_width: self.sketch.shingle_width,
             seed: self.sketch.seed,
             sample_target: self.sketch.sample_target,
+        }
+    }
+
+    /// `serve.workers`, 0 resolved to twice the number of cores.
+    pub fn serve_workers(&self) -> usize {
+        match self.serve.workers {
+            0 => 2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            n => n,
         }
     }
 

@@ -33,19 +33,7 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
 fn export(db: &Path) -> Vec<(String, String, Value)> {
     let out = tidemark(&["--db", db.to_str().unwrap(), "export"]);
     assert!(out.status.success());
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut it = l.splitn(3, ' ');
-            let (k, t, j) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
-            (
-                k.to_string(),
-                t.to_string(),
-                serde_json::from_str(j).unwrap(),
-            )
-        })
-        .collect()
+    cdxj(&String::from_utf8(out.stdout).unwrap())
 }
 
 /// CDXJ lines of an answer as (SURT, timestamp, fields).

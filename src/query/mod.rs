@@ -18,6 +18,7 @@ pub mod similar;
 pub mod whereis;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::index::codec::CaptureInfo;
 use crate::index::ingest::{host_of_surt, split_capture_key};
@@ -56,26 +57,52 @@ impl CaptureRow {
 pub struct Searcher<'a> {
     pub(crate) index: &'a Index,
     /// Sweep id → (label, date).
-    pub(crate) sweeps: HashMap<u32, (String, String)>,
-    pub(crate) over_cap: OverCap,
+    pub(crate) sweeps: Arc<HashMap<u32, (String, String)>>,
+    pub(crate) over_cap: Arc<OverCap>,
     /// Postings of docs an interrupted ingest did not store yet.
-    pub(crate) fresh: Fresh,
+    pub(crate) fresh: Arc<Fresh>,
 }
 
-impl<'a> Searcher<'a> {
-    /// Prepares queries over `index`.
-    pub fn new(index: &'a Index) -> Result<Searcher<'a>> {
+/// What every [`Searcher`] over one unchanging index shares (its sweeps, the postings an
+/// interrupted ingest left unwritten, over-cap lists already read): read once, so that a
+/// server's requests start without reading them again.
+#[derive(Clone)]
+pub struct Prepared {
+    sweeps: Arc<HashMap<u32, (String, String)>>,
+    over_cap: Arc<OverCap>,
+    fresh: Arc<Fresh>,
+}
+
+impl Prepared {
+    /// Reads what the searchers of `index` share.
+    pub fn load(index: &Index) -> Result<Prepared> {
         let sweeps = index
             .sweeps()?
             .into_iter()
             .map(|(id, s)| (id, (s.label, s.date)))
             .collect();
-        Ok(Searcher {
-            index,
-            sweeps,
-            over_cap: OverCap::default(),
-            fresh: Fresh::load(index)?,
+        Ok(Prepared {
+            sweeps: Arc::new(sweeps),
+            over_cap: Arc::new(OverCap::default()),
+            fresh: Arc::new(Fresh::load(index)?),
         })
+    }
+}
+
+impl<'a> Searcher<'a> {
+    /// Prepares queries over `index`.
+    pub fn new(index: &'a Index) -> Result<Searcher<'a>> {
+        Ok(Searcher::with(index, &Prepared::load(index)?))
+    }
+
+    /// A searcher over `index` with what was prepared for it (the same index).
+    pub fn with(index: &'a Index, p: &Prepared) -> Searcher<'a> {
+        Searcher {
+            index,
+            sweeps: p.sweeps.clone(),
+            over_cap: p.over_cap.clone(),
+            fresh: p.fresh.clone(),
+        }
     }
 
     /// The index.

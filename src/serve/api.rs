@@ -21,7 +21,6 @@ use crate::query::cluster::cluster as cluster_of;
 use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
-use crate::query::Searcher;
 use crate::report::{report as report_of, ReportOptions};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -136,7 +135,7 @@ async fn whereis(
         move_floor: state.config.query.move_floor,
     };
     state
-        .with_index(move |s| to_json(&whereis_of(&Searcher::new(&s.index)?, &url, opts)?))
+        .with_index(move |s| to_json(&whereis_of(&s.searcher(), &url, opts)?))
         .await
 }
 
@@ -163,7 +162,7 @@ async fn history(
         move_floor: state.config.query.move_floor,
     };
     state
-        .with_index(move |s| to_json(&history_of(&Searcher::new(&s.index)?, &url, opts, diff)?))
+        .with_index(move |s| to_json(&history_of(&s.searcher(), &url, opts, diff)?))
         .await
 }
 
@@ -204,7 +203,7 @@ async fn run_similar(
 ) -> Result<Json<Value>, ApiError> {
     state
         .with_index(move |s| {
-            to_json(&similar_to(&Searcher::new(&s.index)?, &input, &opts)?.results)
+            to_json(&similar_to(&s.searcher(), &input, &opts)?.results)
         })
         .await
 }
@@ -278,7 +277,7 @@ async fn cluster(
     let url = checked_url(&state, &q.url)?;
     let limit = q.limit.unwrap_or(100);
     state
-        .with_index(move |s| to_json(&cluster_of(&Searcher::new(&s.index)?, &url, limit)?))
+        .with_index(move |s| to_json(&cluster_of(&s.searcher(), &url, limit)?))
         .await
 }
 

@@ -292,33 +292,13 @@ pub(crate) fn field_list(
     Ok(out)
 }
 
+/// Fields of pywb's CDXJ and tidemark's own; the first nine are `output=text`'s default.
+#[rustfmt::skip]
 const PYWB_FIELDS: &[&str] = &[
-    "urlkey",
-    "timestamp",
-    "url",
-    "mime",
-    "status",
-    "digest",
-    "length",
-    "offset",
-    "filename",
-    "redirect",
-    "doc",
-    "cluster",
-    "resemblance_to_previous",
-    "type",
+    "urlkey", "timestamp", "url", "mime", "status", "digest", "length", "offset", "filename",
+    "redirect", "doc", "cluster", "resemblance_to_previous", "type",
 ];
-const TEXT_DEFAULT: &[&str] = &[
-    "urlkey",
-    "timestamp",
-    "url",
-    "mime",
-    "status",
-    "digest",
-    "length",
-    "offset",
-    "filename",
-];
+const TEXT_DEFAULT: &[&str] = PYWB_FIELDS.split_at(9).0;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Output {

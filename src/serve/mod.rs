@@ -122,6 +122,7 @@ fn router(state: Arc<AppState>) -> Router {
         .merge(cdx::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body))
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrency))
         .layer(axum::middleware::from_fn(log_request))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,

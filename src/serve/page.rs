@@ -19,7 +19,6 @@ use crate::query::cluster::cluster;
 use crate::query::history::history;
 use crate::query::similar::{similar, Input, SimilarOptions};
 use crate::query::whereis::{whereis, Status, WhereisOptions};
-use crate::query::Searcher;
 use crate::report::{report, ReportOptions};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -96,7 +95,7 @@ fn r2(x: Option<f64>) -> String {
 
 /// Everything the page shows about one URL, from the library's calls.
 fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, ApiError> {
-    let s = Searcher::new(&served.index)?;
+    let s = served.searcher();
     let w = whereis(&s, url, opts)?;
     let texts_stored = served.index.has_texts();
     let h = history(&s, url, opts, texts_stored)?;

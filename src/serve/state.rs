@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::index::codec::SweepInfo;
 use crate::index::snapshots::{self, Lease};
 use crate::index::{Index, IndexError};
+use crate::query::{Prepared, Searcher};
 
 /// One published snapshot, open read-only. Requests hold it (an `Arc`) from their start
 /// to their end, so a request sees one snapshot however long it streams.
@@ -24,6 +25,8 @@ pub struct Served {
     pub sweeps: Vec<(u32, SweepInfo)>,
     /// WARC file name → the path it was ingested from (when that path was stored).
     pub files: HashMap<String, PathBuf>,
+    /// What every query over this snapshot shares, read once.
+    prepared: Prepared,
     _lease: Lease,
 }
 
@@ -40,13 +43,20 @@ impl Served {
                 }
             }
         }
+        let prepared = Prepared::load(&index)?;
         Ok(Served {
             number: lease.number,
             index,
             sweeps,
             files,
+            prepared,
             _lease: lease,
         })
+    }
+
+    /// A searcher over this snapshot.
+    pub fn searcher(&self) -> Searcher<'_> {
+        Searcher::with(&self.index, &self.prepared)
     }
 }
 
@@ -57,7 +67,8 @@ pub struct AppState {
     /// Configuration.
     pub config: Config,
     current: RwLock<Option<Arc<Served>>>,
-    permits: Arc<Semaphore>,
+    /// Index work under way at once (`serve.workers`): more waits its turn, in order.
+    workers: Arc<Semaphore>,
 }
 
 impl AppState {
@@ -80,12 +91,12 @@ impl AppState {
                 Err(e) => return Err(e.into()),
             }
         }
-        let permits = Arc::new(Semaphore::new(config.serve.max_concurrency));
+        let workers = Arc::new(Semaphore::new(config.serve_workers()));
         let state = AppState {
             db,
             config,
             current: RwLock::new(None),
-            permits,
+            workers,
         };
         state.refresh()?;
         Ok(state)
@@ -117,8 +128,8 @@ impl AppState {
         Ok(true)
     }
 
-    /// Runs `f` on a blocking thread over the snapshot served now, once one of
-    /// `serve.max_concurrency` slots is free.
+    /// Runs `f` on a blocking thread over the snapshot served now, once one of the
+    /// `serve.workers` slots is free.
     pub async fn with_index<T: Send + 'static>(
         self: &Arc<Self>,
         f: impl FnOnce(&Served) -> Result<T, ApiError> + Send + 'static,
@@ -134,9 +145,9 @@ impl AppState {
             .map_err(|e| ApiError::internal(format!("request failed: {e}")))?
     }
 
-    /// A slot for work that streams: held by the producer until it finishes.
+    /// A worker slot, held until the work (a streaming producer too) finishes.
     pub async fn permit(self: &Arc<Self>) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
-        self.permits
+        self.workers
             .clone()
             .acquire_owned()
             .await

@@ -31,30 +31,13 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/wayback/available", get(available))
 }
 
-const FIELDS: &[&str] = &[
-    "urlkey",
-    "timestamp",
-    "original",
-    "mimetype",
-    "statuscode",
-    "digest",
-    "length",
-];
+/// Fields by the Archive's names and tidemark's; the first seven are the default.
+#[rustfmt::skip]
 const KNOWN: &[&str] = &[
-    "urlkey",
-    "timestamp",
-    "original",
-    "mimetype",
-    "statuscode",
-    "digest",
-    "length",
-    "offset",
-    "filename",
-    "redirect",
-    "doc",
-    "cluster",
-    "resemblance_to_previous",
+    "urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length",
+    "offset", "filename", "redirect", "doc", "cluster", "resemblance_to_previous",
 ];
+const FIELDS: &[&str] = KNOWN.split_at(7).0;
 /// Captures per page unless `pageSize` says otherwise.
 const PAGE_SIZE: u64 = 3000;
 
