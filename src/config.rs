@@ -237,7 +237,11 @@ impl Config {
     /// `serve.workers`, 0 resolved to twice the number of cores.
     pub fn serve_workers(&self) -> usize {
         match self.serve.workers {
-            0 => 2 * std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            0 => {
+                2 * std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            }
             n => n,
         }
     }

@@ -581,21 +581,28 @@ impl Index {
         Ok(out)
     }
 
-    /// Calls `each` with every capture from the key `start` on, or with `reverse` from
-    /// the last key before `start` backwards, until it returns `Ok(false)`.
+    /// Calls `each` with every capture from the key `start` on (below `end`), or with
+    /// `reverse` from the last key before `start` backwards (down to `end`), until it
+    /// returns `Ok(false)`. The bound lets RocksDB stop at the range's end instead of
+    /// positioning every sorted run past it.
     pub(crate) fn scan_captures(
         &self,
         start: &[u8],
+        end: &[u8],
         reverse: bool,
         mut each: impl FnMut(&[u8], codec::CaptureInfo) -> Result<bool>,
     ) -> Result<()> {
+        let mut ro = rocksdb::ReadOptions::default();
         let dir = if reverse {
+            ro.set_iterate_lower_bound(end.to_vec());
             rocksdb::Direction::Reverse
         } else {
+            ro.set_iterate_upper_bound(end.to_vec());
             rocksdb::Direction::Forward
         };
-        for item in self.db.iterator_cf(
+        for item in self.db.iterator_cf_opt(
             self.cf(cf::CAPTURES),
+            ro,
             rocksdb::IteratorMode::From(start, dir),
         ) {
             let (k, v) = item?;

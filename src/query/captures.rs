@@ -151,15 +151,15 @@ impl CaptureRange {
         reverse: bool,
         mut each: impl FnMut(&[u8], CaptureRow) -> Result<bool>,
     ) -> Result<()> {
-        let start = if reverse {
-            // Keys are UTF-8 text and 0x00 separators: 0xff sorts after the whole range.
-            let mut end = self.prefix.clone();
-            end.push(0xff);
-            end
+        // Keys are UTF-8 text and 0x00 separators: 0xff sorts after the whole range.
+        let mut past = self.prefix.clone();
+        past.push(0xff);
+        let (start, end) = if reverse {
+            (past, self.prefix.clone())
         } else {
-            self.start.clone()
+            (self.start.clone(), past)
         };
-        index.scan_captures(&start, reverse, |key, info| {
+        index.scan_captures(&start, &end, reverse, |key, info| {
             if !key.starts_with(&self.prefix) {
                 return Ok(false);
             }

@@ -202,9 +202,7 @@ async fn run_similar(
     opts: SimilarOptions,
 ) -> Result<Json<Value>, ApiError> {
     state
-        .with_index(move |s| {
-            to_json(&similar_to(&s.searcher(), &input, &opts)?.results)
-        })
+        .with_index(move |s| to_json(&similar_to(&s.searcher(), &input, &opts)?.results))
         .await
 }
 

@@ -76,6 +76,10 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
             },
             _ = &mut shutdown => break,
         };
+        // A streamed answer goes out in several writes (head, chunks, the last chunk):
+        // with Nagle's algorithm each small write after the first waited for the client's
+        // delayed ACK, 40 ms, which made p90 40 ms at 2,000 requests/s.
+        let _ = stream.set_nodelay(true);
         let app = app.clone();
         let service =
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
@@ -122,7 +126,9 @@ fn router(state: Arc<AppState>) -> Router {
         .merge(cdx::routes())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body))
-        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrency))
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+            limits.max_concurrency,
+        ))
         .layer(axum::middleware::from_fn(log_request))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,

@@ -84,11 +84,21 @@ pub async fn stream(
             written: 0,
             gone: false,
         };
-        match produce(&served, &mut sink) {
+        // A panic (a damaged index the reader did not expect) is an error answer, or a
+        // cut connection once bytes are out: never a short body that looks whole.
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce(&served, &mut sink)))
+                .unwrap_or_else(|_| {
+                    Err(ApiError::internal(
+                        "the index could not be read here (see the server log)".into(),
+                    ))
+                });
+        match result {
             Ok(()) => {
                 sink.flush();
             }
             Err(e) => {
+                eprintln!("tidemark serve: {}", e.message);
                 let _ = handle.block_on(tx.send(Err(e)));
             }
         }
