@@ -195,6 +195,30 @@ pub fn closest(index: &Index, url: &str, closest: &str, limit: usize) -> Result<
     Ok(rows)
 }
 
+/// The capture a revisit record stands for: of the same URL, with the same payload
+/// digest, not itself a revisit — the latest up to the revisit, else the first after it.
+pub fn revisited(index: &Index, revisit: &CaptureRow) -> Result<Option<CaptureRow>> {
+    let mut originals: Vec<CaptureRow> = Vec::new();
+    CaptureRange::new(&revisit.info.url, MatchType::Exact, None, None).scan(
+        index,
+        false,
+        |_, r| {
+            if r.info.kind != "revisit"
+                && r.info.digest.is_some()
+                && r.info.digest == revisit.info.digest
+            {
+                originals.push(r);
+            }
+            Ok(true)
+        },
+    )?;
+    let before = originals
+        .iter()
+        .rposition(|r| r.timestamp <= revisit.timestamp)
+        .unwrap_or(0);
+    Ok((!originals.is_empty()).then(|| originals.swap_remove(before)))
+}
+
 /// Seconds since year 0 of a 14-digit timestamp (for distances; not a calendar).
 fn seconds(ts: &str) -> i64 {
     let n = |a: usize, b: usize| {

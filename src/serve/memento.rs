@@ -27,7 +27,7 @@ use serde_json::json;
 use super::cdx::{base_url, check_collection};
 use super::error::ApiError;
 use super::state::{AppState, Served};
-use crate::query::captures::{closest, CaptureRange, MatchType};
+use crate::query::captures::{closest, revisited, CaptureRange, MatchType};
 use crate::query::CaptureRow;
 use crate::read::{parse_response, RecordReader};
 
@@ -338,38 +338,21 @@ struct Archived {
 /// Bytes of one record read back for replay (the payload is held whole).
 const REPLAY_CAP: usize = 256 << 20;
 
-/// Reads a capture's payload; a revisit's from the capture of the same URL it revisits
-/// (same payload digest, not a revisit, nearest in time).
+/// Reads a capture's payload; a revisit's from the capture it revisits.
 fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived, ApiError> {
-    let mut source = row.clone();
-    if row.info.kind == "revisit" {
-        let mut originals: Vec<CaptureRow> = Vec::new();
-        CaptureRange::new(&row.info.url, MatchType::Exact, None, None).scan(
-            &served.index,
-            false,
-            |_, r| {
-                if r.info.kind != "revisit"
-                    && r.info.digest.is_some()
-                    && r.info.digest == row.info.digest
-                {
-                    originals.push(r);
-                }
-                Ok(true)
-            },
-        )?;
-        // The latest original up to the revisit, else the first after it.
-        let before = originals
-            .iter()
-            .rev()
-            .find(|r| r.timestamp <= row.timestamp)
-            .cloned();
-        source = before.or_else(|| originals.first().cloned()).ok_or_else(|| {
+    let source = if row.info.kind == "revisit" {
+        revisited(&served.index, row)?.ok_or_else(|| {
             ApiError::not_found(
                 "url",
-                format!("the capture of {} at {} is a revisit whose original record is not in the index", row.info.url, row.timestamp),
+                format!(
+                    "the capture of {} at {} is a revisit whose original record is not in the index",
+                    row.info.url, row.timestamp
+                ),
             )
-        })?;
-    }
+        })?
+    } else {
+        row.clone()
+    };
     let name = &source.info.file;
     let path = state.warc_path(served, name).ok_or_else(|| {
         ApiError::not_found(
