@@ -290,6 +290,18 @@ pub(crate) struct ReportQuery {
     host: Option<String>,
 }
 
+impl ReportQuery {
+    /// The report's options, the host checked.
+    pub(crate) fn options(self, config: &crate::config::Config) -> Result<ReportOptions, ApiError> {
+        if let Some(h) = &self.host {
+            crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
+        }
+        Ok(ReportOptions::from_config(
+            config, self.from, self.to, self.host,
+        ))
+    }
+}
+
 /// How pages changed, moved, lived and died across the sweeps.
 #[utoipa::path(get, path = "/api/report", params(ReportQuery),
     responses((status = 200, description = "as `tidemark report --format json`"),
@@ -298,10 +310,7 @@ async fn report(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    if let Some(h) = &q.host {
-        crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
-    }
-    let opts = ReportOptions::from_config(&state.config, q.from, q.to, q.host);
+    let opts = q.options(&state.config)?;
     state
         .with_index(move |s| to_json(&report_of(&s.index, &opts)?))
         .await

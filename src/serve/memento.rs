@@ -116,18 +116,30 @@ fn no_captures(url: &str) -> ApiError {
     ApiError::not_found("url", format!("{url} was never captured"))
 }
 
+/// The URL after `prefix`, the links of this server, and the URL's mementos (at least one).
+async fn timemap(
+    state: &Arc<AppState>,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    prefix: &str,
+) -> Result<(String, Links, Vec<CaptureRow>), ApiError> {
+    let url = url_after(uri, prefix, state.config.serve.max_url_chars)?;
+    let l = links(state, headers);
+    let u = url.clone();
+    let rows = state.with_index(move |s| mementos(s, &u)).await?;
+    if rows.is_empty() {
+        return Err(no_captures(&url));
+    }
+    Ok((url, l, rows))
+}
+
 async fn timemap_link(
     State(state): State<Arc<AppState>>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let url = url_after(&uri, "/timemap/link/", state.config.serve.max_url_chars)?;
-    let l = links(&state, &headers);
-    let u = url.clone();
-    let rows = state.with_index(move |s| mementos(s, &u)).await?;
-    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-        return Err(no_captures(&url));
-    };
+    let (url, l, rows) = timemap(&state, &uri, &headers, "/timemap/link/").await?;
+    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
     let mut out = format!(
         "<{url}>; rel=\"original\",\n<{}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n<{}>; rel=\"timegate\"",
         l.timemap(&url, "link"),
@@ -157,13 +169,8 @@ async fn timemap_json(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let url = url_after(&uri, "/timemap/json/", state.config.serve.max_url_chars)?;
-    let l = links(&state, &headers);
-    let u = url.clone();
-    let rows = state.with_index(move |s| mementos(s, &u)).await?;
-    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-        return Err(no_captures(&url));
-    };
+    let (url, l, rows) = timemap(&state, &uri, &headers, "/timemap/json/").await?;
+    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
     let entry = |r: &CaptureRow| json!({"datetime": crate::query::iso_date(&r.timestamp), "uri": l.memento(r)});
     let body = json!({
         "original_uri": url,

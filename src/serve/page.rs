@@ -12,14 +12,14 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use super::api::ApiQuery;
+use super::api::{ApiQuery, ReportQuery};
 use super::error::ApiError;
 use super::state::{AppState, Served};
 use crate::query::cluster::cluster;
 use crate::query::history::history;
 use crate::query::similar::{similar, Input, SimilarOptions};
 use crate::query::whereis::{whereis, Status, WhereisOptions};
-use crate::report::{report, ReportOptions};
+use crate::report::report;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -241,23 +241,13 @@ async fn lost_and_found(
     }
 }
 
-#[derive(Deserialize)]
-struct ReportQuery {
-    from: Option<String>,
-    to: Option<String>,
-    host: Option<String>,
-}
-
 /// The change report of a range of sweeps as the self-contained HTML page `tidemark
 /// report --format html` writes.
 async fn report_page(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Html<String>, ApiError> {
-    if let Some(h) = &q.host {
-        crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
-    }
-    let opts = ReportOptions::from_config(&state.config, q.from, q.to, q.host);
+    let opts = q.options(&state.config)?;
     state
         .with_index(move |s| Ok(Html(crate::report::html::page(&report(&s.index, &opts)?))))
         .await
