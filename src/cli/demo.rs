@@ -194,7 +194,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             stats.urls
         );
         println!(
-            "demo done in {:.1} s; try: tidemark --db {} stats   (or sweeps, export, whereis URL, history URL --diff, similar URL, cluster URL)",
+            "demo done in {:.1} s; try: tidemark --db {} stats   (or sweeps, export, whereis URL, history URL --diff, similar URL, cluster URL, report, serve)",
             t0.elapsed().as_secs_f64(),
             db.display()
         );
