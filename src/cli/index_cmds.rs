@@ -1,7 +1,6 @@
 //! `tidemark ingest`, `export`, `sweeps`, `stats`, `recluster`.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 use serde_json::json;
 use tidemark::index::ingest::{ingest, IngestOptions};
@@ -18,9 +17,10 @@ pub struct IngestArgs {
     /// Date of the sweep, YYYY-MM-DDTHH:MM:SSZ (default: the first capture's date).
     #[arg(long, value_name = "DATE")]
     pub date: Option<String>,
-    /// WARC/ARC files of the sweep, in the order they are committed.
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
+    /// The sweep's files, in the order they are committed (directories: their WARC and
+    /// ARC files, recursively, sorted).
+    #[command(flatten)]
+    pub inputs: super::inputs::Inputs,
     /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors"}.
     #[arg(long)]
     pub json: bool,
@@ -65,12 +65,13 @@ fn open(g: &Globals, create: bool) -> anyhow::Result<Index> {
 }
 
 pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
-    for f in &a.files {
-        if !f.is_file() {
-            eprintln!("tidemark ingest: no such file: {}", f.display());
+    let files = match a.inputs.resolve() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("tidemark ingest: {e}");
             return Ok(EXIT_USAGE);
         }
-    }
+    };
     if let Some(d) = &a.date {
         if tidemark::capture::timestamp14(d).is_none() {
             eprintln!("tidemark ingest: --date must look like 2026-11-01T00:00:00Z, not {d:?}");
@@ -99,7 +100,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         None
     };
     let started = std::time::Instant::now();
-    let summary = ingest(&mut index, &a.files, &opts, |p| {
+    let summary = ingest(&mut index, &files, &opts, |p| {
         if let Some(b) = &bar {
             b.set_length(p.input_total.max(1));
             b.set_position(p.input_bytes);

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 use serde_json::json;
 use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
@@ -11,9 +10,8 @@ use super::{json_line, stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// WARC or ARC files (.warc, .warc.gz, .arc, .arc.gz; compression is detected from the bytes).
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub inputs: super::inputs::Inputs,
     /// One JSON object per record ({"file","offset","type","url","date","status","tokens","shingles","sketch"}),
     /// then one {"summary": {...}} object per file.
     #[arg(long)]
@@ -24,19 +22,13 @@ pub struct Args {
 }
 
 pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
-    for f in &args.files {
-        if !f.exists() {
-            eprintln!("tidemark inspect: no such file: {}", f.display());
+    let files = match args.inputs.resolve() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("tidemark inspect: {e}");
             return Ok(EXIT_USAGE);
         }
-        if f.is_dir() {
-            eprintln!(
-                "tidemark inspect: {} is a directory; give the WARC files in it",
-                f.display()
-            );
-            return Ok(EXIT_USAGE);
-        }
-    }
+    };
     let opts = ScanOptions {
         threads: g.config.threads(),
         params: g.config.sketch_params(),
@@ -48,8 +40,8 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
     let mut warnings: Vec<serde_json::Value> = Vec::new();
     let mut damaged = false;
     let mut io_err: Option<std::io::Error> = None;
-    let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-    scan_files(&args.files, &opts, |ev| {
+    let names: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+    scan_files(&files, &opts, |ev| {
         let r = (|| -> std::io::Result<()> {
             match ev {
                 ScanEvent::FileStart { .. } => {

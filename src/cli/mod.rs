@@ -3,6 +3,7 @@
 
 mod demo;
 mod index_cmds;
+mod inputs;
 mod inspect;
 mod query_cmds;
 mod report_cmd;

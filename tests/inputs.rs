@@ -1,0 +1,196 @@
+//! The files a command reads: directories (their WARC/ARC files, recursively, sorted)
+//! and `--files-from` lists (a crawl of tens of thousands of files does not fit on a
+//! command line) give the same index and the same output as the files named one by one.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{generate, sweep_files, tidemark};
+
+fn run(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(s) = stdin {
+        input.write_all(s.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn export(db: &Path) -> Vec<u8> {
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    assert!(out.status.success());
+    out.stdout
+}
+
+#[test]
+fn directories_and_file_lists_give_the_index_the_files_give() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 300, 2, 99);
+    // The sweep's files in a nested layout, with a file that is not an archive beside.
+    let nested = dir.path().join("nested");
+    let files1 = sweep_files(dir.path(), 1);
+    for (i, f) in files1.iter().enumerate() {
+        let sub = nested.join(format!("part-{}", i % 2));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::copy(f, sub.join(f.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(nested.join("README.txt"), "not a WARC").unwrap();
+    let mut sorted: Vec<_> = walkdir(&nested);
+    sorted.sort();
+
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let s = |p: &Path| p.display().to_string();
+    // A: the directory, then sweep 2 as a list on standard input.
+    let out = run(
+        &["--db", &s(&a), "ingest", "--sweep", "one", &s(&nested)],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: String = sweep_files(dir.path(), 2)
+        .iter()
+        .map(|f| format!("{}\n", f.display()))
+        .collect();
+    let out = run(
+        &[
+            "--db",
+            &s(&a),
+            "ingest",
+            "--sweep",
+            "two",
+            "--files-from",
+            "-",
+        ],
+        Some(&list),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // B: the same files named one by one.
+    let mut args = vec![
+        "--db".to_string(),
+        s(&b),
+        "ingest".into(),
+        "--sweep".into(),
+        "one".into(),
+    ];
+    args.extend(sorted.iter().map(|f| s(f)));
+    let out = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut args = vec![
+        "--db".to_string(),
+        s(&b),
+        "ingest".into(),
+        "--sweep".into(),
+        "two".into(),
+    ];
+    args.extend(sweep_files(dir.path(), 2).iter().map(|f| s(f)));
+    let out = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    assert!(out.status.success());
+    let (ea, eb) = (export(&a), export(&b));
+    assert!(!ea.is_empty());
+    assert_eq!(
+        ea, eb,
+        "a directory and a list give the index the files give"
+    );
+
+    // inspect: a directory and a list file print what the files print.
+    let listfile = dir.path().join("list.txt");
+    std::fs::write(
+        &listfile,
+        sorted
+            .iter()
+            .map(|f| format!("{}\n", f.display()))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let by_dir = run(&["inspect", "--summary", "--json", &s(&nested)], None);
+    let by_list = run(
+        &[
+            "inspect",
+            "--summary",
+            "--json",
+            "--files-from",
+            &s(&listfile),
+        ],
+        None,
+    );
+    let mut args = vec!["inspect".to_string(), "--summary".into(), "--json".into()];
+    args.extend(sorted.iter().map(|f| s(f)));
+    let by_files = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    assert!(by_files.status.success());
+    assert_eq!(by_dir.stdout, by_files.stdout);
+    assert_eq!(by_list.stdout, by_files.stdout);
+}
+
+#[test]
+fn missing_paths_and_empty_directories_are_usage_errors_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let db = dir.path().join("db");
+    let s = |p: &Path| p.display().to_string();
+    let out = run(
+        &["--db", &s(&db), "ingest", "--sweep", "x", &s(&empty)],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains(&format!("{} is a directory without WARC", empty.display())));
+    let out = run(
+        &[
+            "--db",
+            &s(&db),
+            "ingest",
+            "--sweep",
+            "x",
+            "--files-from",
+            "-",
+        ],
+        Some("/no/such.warc.gz\n"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such file: /no/such.warc.gz"));
+    let out = run(&["inspect", "--files-from", "/no/such/list"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--files-from /no/such/list"));
+    let out = run(&["inspect", "--files-from", "-"], Some("\n\n"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no input files"));
+    assert!(
+        !db.join("CURRENT").exists(),
+        "nothing was created for a refused command"
+    );
+}
+
+fn walkdir(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else if p.to_string_lossy().ends_with(".warc.gz") {
+            out.push(p);
+        }
+    }
+    out
+}
