@@ -194,3 +194,36 @@ fn walkdir(d: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn similar_on_a_damaged_file_exits_1_naming_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 60, 1, 5);
+    let db = dir.path().join("db");
+    let files = sweep_files(dir.path(), 1);
+    let s = |p: &Path| p.display().to_string();
+    let mut args = vec![
+        "--db".to_string(),
+        s(&db),
+        "ingest".into(),
+        "--sweep".into(),
+        "one".into(),
+    ];
+    args.extend(files.iter().map(|f| s(f)));
+    assert!(
+        run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None)
+            .status
+            .success()
+    );
+    // The first gzip member cut in half: damaged before any record is read.
+    let bytes = std::fs::read(&files[0]).unwrap();
+    let cut = dir.path().join("cut.warc.gz");
+    std::fs::write(&cut, &bytes[..200]).unwrap();
+    let out = run(&["--db", &s(&db), "similar", "--file", &s(&cut)], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "damaged input is exit 1: {err}");
+    assert!(
+        err.contains("cut.warc.gz") && err.contains("damaged") && err.contains("offset"),
+        "{err}"
+    );
+}

@@ -190,6 +190,9 @@ pub enum IndexError {
     /// A request the index cannot honour.
     #[error("{0}")]
     Invalid(String),
+    /// An input given to a query (a file, a posted document) is damaged.
+    #[error("{0}")]
+    Damaged(String),
     /// What a query needs is not in the index (e.g. a URL never captured).
     #[error("{0}")]
     NotFound(String),

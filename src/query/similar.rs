@@ -258,9 +258,9 @@ pub fn sketch_document(s: &Searcher, name: &str, bytes: &[u8]) -> Result<Sketch>
     let mut scratch = Scratch::default();
     if looks_like_archive(bytes) {
         let reader = RecordReader::from_reader(Box::new(std::io::Cursor::new(bytes.to_vec())), cap)
-            .map_err(|e| IndexError::Invalid(format!("{name}: {e}")))?;
+            .map_err(|e| IndexError::Damaged(format!("{name}: damaged: {e}")))?;
         for r in reader {
-            let rec = r.map_err(|e| IndexError::Invalid(format!("{name}: {e}")))?;
+            let rec = r.map_err(|e| IndexError::Damaged(format!("{name}: damaged: {e}")))?;
             let c = analyze(&rec, &params, cap, &mut scratch);
             if let Some(sk) = c.sketch.filter(|sk| !sk.values.is_empty()) {
                 return Ok(sk);

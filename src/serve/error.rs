@@ -91,7 +91,7 @@ impl From<IndexError> for ApiError {
     fn from(e: IndexError) -> ApiError {
         match &e {
             IndexError::NotFound(m) => ApiError::not_found("url", m.clone()),
-            IndexError::Invalid(m) => ApiError {
+            IndexError::Invalid(m) | IndexError::Damaged(m) => ApiError {
                 status: StatusCode::BAD_REQUEST,
                 code: "invalid_request",
                 parameter: None,
