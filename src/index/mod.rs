@@ -491,13 +491,15 @@ impl Index {
             .iterator_cf(self.cf(cf::SWEEPS), rocksdb::IteratorMode::Start)
         {
             let (k, v) = item?;
-            let id = u32::from_be_bytes(k[..4].try_into().map_err(|_| IndexError::Corruption {
-                cf: cf::SWEEPS,
-                comment: "short key".into(),
+            let id = u32::from_be_bytes(<[u8; 4]>::try_from(&k[..]).map_err(|_| {
+                IndexError::Corruption {
+                    cf: cf::SWEEPS,
+                    comment: format!("key {} has {} bytes, not 4", unionfind::hex(&k), k.len()),
+                }
             })?);
             let info: SweepInfo = decode(&v).map_err(|comment| IndexError::Corruption {
                 cf: cf::SWEEPS,
-                comment,
+                comment: format!("sweep {id}: {comment}"),
             })?;
             out.push((id, info));
         }
@@ -649,4 +651,49 @@ pub(crate) fn decode_capture(v: &[u8]) -> Result<codec::CaptureInfo> {
 /// Reads a doc id value (8 bytes BE).
 pub(crate) fn doc_value(v: &[u8]) -> Option<u64> {
     (v.len() >= 8).then(|| read_u64(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index with one damaged value or key in `name`, written behind the writer's back.
+    fn damaged(name: &'static str, key: &[u8], value: &[u8]) -> (tempfile::TempDir, Index) {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("db"), &Config::default(), true).unwrap();
+        index.db().put_cf(index.cf(name), key, value).unwrap();
+        (dir, index)
+    }
+
+    fn corruption_of<T: std::fmt::Debug>(r: Result<T>, want: &str) -> String {
+        match r {
+            Err(IndexError::Corruption { cf, comment }) => {
+                assert_eq!(cf, want);
+                comment
+            }
+            other => panic!("expected corruption of {want}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn damaged_keys_and_values_are_corruption_errors_not_panics() {
+        let (_d, i) = damaged(cf::SWEEPS, b"xy", b"");
+        assert!(corruption_of(i.sweeps(), cf::SWEEPS).contains("key 7879"));
+        let (_d, i) = damaged(cf::SWEEPS, &7u32.to_be_bytes(), &[1, 0xff]);
+        assert!(corruption_of(i.sweeps(), cf::SWEEPS).contains("sweep 7"));
+        for v in [&[][..], &[1, 2, 3][..], &[0; 23][..]] {
+            let (_d, i) = damaged(cf::PARENTS, &5u64.to_be_bytes(), v);
+            assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("doc 5"));
+            assert!(corruption_of(unionfind::node(&i, 5), cf::PARENTS).contains("doc 5"));
+        }
+        let (_d, i) = damaged(cf::PARENTS, b"abc", &[0; 24]);
+        assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("key 616263"));
+        let edge = codec::encode(&codec::EdgeInfo {
+            resemblance: 0.9,
+            contain_lo_in_hi: 0.9,
+            contain_hi_in_lo: 0.9,
+        });
+        let (_d, mut i) = damaged(cf::EDGES, b"short", &edge);
+        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES).contains("key 73686f7274"));
+    }
 }

@@ -154,13 +154,16 @@ pub fn stats(index: &Index) -> Result<Stats> {
     let mut in_multi = 0u64;
     for item in db.iterator_cf(index.cf(cf::PARENTS), rocksdb::IteratorMode::Start) {
         let (k, v) = item?;
-        let doc = super::codec::read_u64(&k);
-        let (parent, size, min) = (
-            super::codec::read_u64(&v[..8]),
-            super::codec::read_u64(&v[8..16]),
-            super::codec::read_u64(&v[16..24]),
-        );
-        let n = unionfind::Node { parent, size, min };
+        let doc = match <[u8; 8]>::try_from(&k[..]) {
+            Ok(b) => u64::from_be_bytes(b),
+            Err(_) => {
+                return Err(IndexError::Corruption {
+                    cf: cf::PARENTS,
+                    comment: format!("key {} has {} bytes, not 8", unionfind::hex(&k), k.len()),
+                })
+            }
+        };
+        let n = unionfind::unpack(doc, &v)?;
         if n.parent == doc && n.size > 1 {
             roots.push((n.min, n.size));
             in_multi += n.size;

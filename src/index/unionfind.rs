@@ -30,26 +30,36 @@ fn pack(n: &Node) -> [u8; 24] {
     b
 }
 
-fn unpack(b: &[u8]) -> Node {
-    Node {
+/// A stored node; a value of another length is corruption of `parents` (naming the doc).
+pub(crate) fn unpack(doc: u64, b: &[u8]) -> Result<Node> {
+    if b.len() != 24 {
+        return Err(super::IndexError::Corruption {
+            cf: cf::PARENTS,
+            comment: format!("the value of doc {doc} has {} bytes, not 24", b.len()),
+        });
+    }
+    Ok(Node {
         parent: read_u64(&b[..8]),
         size: read_u64(&b[8..16]),
         min: read_u64(&b[16..24]),
+    })
+}
+
+/// The node of a doc as stored (a doc without one is a cluster of its own).
+pub fn node(index: &Index, doc: u64) -> Result<Node> {
+    match index.db().get_cf(index.cf(cf::PARENTS), u64_key(doc))? {
+        Some(v) => unpack(doc, &v),
+        None => Ok(Node {
+            parent: doc,
+            size: 1,
+            min: doc,
+        }),
     }
 }
 
-/// The node of a doc as stored.
-pub fn node(index: &Index, doc: u64) -> Result<Node> {
-    Ok(
-        match index.db().get_cf(index.cf(cf::PARENTS), u64_key(doc))? {
-            Some(v) if v.len() == 24 => unpack(&v),
-            _ => Node {
-                parent: doc,
-                size: 1,
-                min: doc,
-            },
-        },
-    )
+/// A key in hexadecimal, for corruption messages.
+pub(crate) fn hex(k: &[u8]) -> String {
+    k.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The root of a doc's cluster and the root's node.
@@ -217,6 +227,12 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
             })?;
         if (e.resemblance as f64) < threshold {
             continue;
+        }
+        if k.len() != 16 {
+            return Err(super::IndexError::Corruption {
+                cf: cf::EDGES,
+                comment: format!("key {} has {} bytes, not 16", hex(&k), k.len()),
+            });
         }
         let (a, b) = (read_u64(&k[..8]), read_u64(&k[8..16]));
         parent.entry(a).or_insert(a);
