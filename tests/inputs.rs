@@ -26,6 +26,13 @@ fn run(args: &[&str], stdin: Option<&str>) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
+/// Runs tidemark with `args` followed by the paths of `files`.
+fn run_on(args: &[&str], files: &[std::path::PathBuf]) -> std::process::Output {
+    let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    all.extend(files.iter().map(|f| f.display().to_string()));
+    run(&all.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None)
+}
+
 fn export(db: &Path) -> Vec<u8> {
     let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
     assert!(out.status.success());
@@ -82,29 +89,15 @@ fn directories_and_file_lists_give_the_index_the_files_give() {
         String::from_utf8_lossy(&out.stderr)
     );
     // B: the same files named one by one.
-    let mut args = vec![
-        "--db".to_string(),
-        s(&b),
-        "ingest".into(),
-        "--sweep".into(),
-        "one".into(),
-    ];
-    args.extend(sorted.iter().map(|f| s(f)));
-    let out = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    let args = ["--db", &s(&b), "ingest", "--sweep", "one"];
+    let out = run_on(&args, &sorted);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut args = vec![
-        "--db".to_string(),
-        s(&b),
-        "ingest".into(),
-        "--sweep".into(),
-        "two".into(),
-    ];
-    args.extend(sweep_files(dir.path(), 2).iter().map(|f| s(f)));
-    let out = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    let args = ["--db", &s(&b), "ingest", "--sweep", "two"];
+    let out = run_on(&args, &sweep_files(dir.path(), 2));
     assert!(out.status.success());
     let (ea, eb) = (export(&a), export(&b));
     assert!(!ea.is_empty());
@@ -134,9 +127,7 @@ fn directories_and_file_lists_give_the_index_the_files_give() {
         ],
         None,
     );
-    let mut args = vec!["inspect".to_string(), "--summary".into(), "--json".into()];
-    args.extend(sorted.iter().map(|f| s(f)));
-    let by_files = run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None);
+    let by_files = run_on(&["inspect", "--summary", "--json"], &sorted);
     assert!(by_files.status.success());
     assert_eq!(by_dir.stdout, by_files.stdout);
     assert_eq!(by_list.stdout, by_files.stdout);
@@ -202,19 +193,8 @@ fn similar_on_a_damaged_file_exits_1_naming_file_and_offset() {
     let db = dir.path().join("db");
     let files = sweep_files(dir.path(), 1);
     let s = |p: &Path| p.display().to_string();
-    let mut args = vec![
-        "--db".to_string(),
-        s(&db),
-        "ingest".into(),
-        "--sweep".into(),
-        "one".into(),
-    ];
-    args.extend(files.iter().map(|f| s(f)));
-    assert!(
-        run(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>(), None)
-            .status
-            .success()
-    );
+    let args = ["--db", &s(&db), "ingest", "--sweep", "one"];
+    assert!(run_on(&args, &files).status.success());
     // The first gzip member cut in half: damaged before any record is read.
     let bytes = std::fs::read(&files[0]).unwrap();
     let cut = dir.path().join("cut.warc.gz");
