@@ -186,7 +186,11 @@ fn peak_rss_mb() -> Option<f64> {
 pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
     let sweep = match &a.sweep {
-        Some(label) => match index.sweeps()?.into_iter().find(|(_, s)| &s.label == label) {
+        Some(label) => match index
+            .all_sweeps()?
+            .into_iter()
+            .find(|(_, s)| &s.label == label)
+        {
             Some((id, _)) => Some(id),
             None => {
                 eprintln!("tidemark export: no sweep labelled {label:?} (see `tidemark sweeps`)");
@@ -207,10 +211,10 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
 
 pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
-    let sweeps = index.sweeps()?;
+    let sweeps = index.all_sweeps()?;
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &sweeps_json(&sweeps))?;
+        serde_json::to_writer_pretty(&mut out, &sweeps_json(&index)?)?;
         writeln!(out)?;
     } else {
         writeln!(
@@ -222,12 +226,7 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
             writeln!(
                 out,
                 "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}",
-                s.label,
-                s.date,
-                s.files.len(),
-                s.captures,
-                s.new_docs,
-                s.edges
+                s.label, s.date, s.files, s.captures, s.new_docs, s.edges
             )?;
         }
     }

@@ -27,9 +27,9 @@ pub const EXIT_USAGE: u8 = 2;
 /// Exit codes of the query commands, shown in their `--help`.
 const QUERY_EXIT_HELP: &str =
     "Exit status: 0 answered (also a URL never captured, for whereis and \
-history); 1 a URL the command needs is not in the index, or the index could not be read; 2 bad \
-arguments (e.g. an unparseable URL) or configuration, or no index at --db, or one of another \
-schema or parameters.";
+history); 1 a URL the command needs is not in the index, or a file given is damaged; 2 bad \
+arguments (e.g. an unparseable URL) or configuration, or no index at --db, one of another \
+schema or parameters, or a damaged index (the message names the column family and key).";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -161,23 +161,36 @@ pub fn run() -> ExitCode {
                 return ExitCode::from(EXIT_OK);
             }
             eprintln!("tidemark: {e:#}");
-            // A missing index, one of another schema or parameters, one another process
-            // writes, or an impossible request is a usage error; anything else is a
-            // failed operation.
+            // A missing index, one of another schema or parameters, a damaged one, one
+            // another process writes, or an impossible request is a usage error (2);
+            // anything else (damaged input, a failed operation) is 1.
             use tidemark::index::IndexError as E;
-            match e.downcast_ref::<E>() {
+            match index_error(&e) {
                 Some(
                     E::Missing(_)
                     | E::Version { .. }
                     | E::Params { .. }
                     | E::NotOurs(_)
                     | E::Busy(_)
+                    | E::Corruption { .. }
                     | E::Invalid(_),
                 ) => ExitCode::from(EXIT_USAGE),
                 _ => ExitCode::from(EXIT_DAMAGE),
             }
         }
     }
+}
+
+/// The index error behind `e`, also when it travelled inside an I/O error (`export`
+/// writes through `std::io::Write`).
+fn index_error(e: &anyhow::Error) -> Option<&tidemark::index::IndexError> {
+    e.chain().find_map(|c| {
+        c.downcast_ref::<tidemark::index::IndexError>().or_else(|| {
+            c.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<tidemark::index::IndexError>())
+        })
+    })
 }
 
 /// A closed pipe (`tidemark inspect … | head`) is not an error.

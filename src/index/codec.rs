@@ -1,10 +1,9 @@
-//! Values of the index. Structured values go through bincode (2.0.1, pinned) behind a
-//! leading format-version byte; hot data (keys, sketches, postings, doc ids) is
-//! fixed-width big-endian bytes and never goes through a serializer.
+//! Structured values of the index: bincode (2.0.1, pinned) behind a leading
+//! format-version byte. Hot data (keys, sketches, postings, doc ids) is fixed-width
+//! big-endian bytes and never goes through a serializer: its layouts are in
+//! [`super::columns`], one file per column family.
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
-
-use crate::sketch::Sketch;
 
 /// Version byte in front of every bincode value.
 pub const VALUE_FORMAT: u8 = 1;
@@ -31,93 +30,6 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     }
 }
 
-/// A u64 as 8 big-endian bytes.
-pub fn u64_key(v: u64) -> [u8; 8] {
-    v.to_be_bytes()
-}
-
-/// Reads 8 big-endian bytes.
-pub fn read_u64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_be_bytes(a)
-}
-
-/// Packs a sketch: [format 1][level u8][shingles u32 BE][values u64 BE…].
-pub fn pack_sketch(s: &Sketch) -> Vec<u8> {
-    let mut out = Vec::with_capacity(6 + 8 * s.values.len());
-    out.push(1);
-    out.push(s.level);
-    out.extend_from_slice(&s.shingles.to_be_bytes());
-    for v in &s.values {
-        out.extend_from_slice(&v.to_be_bytes());
-    }
-    out
-}
-
-/// A packed sketch's level, and its values at `level` (≥ its own), without unpacking.
-pub fn packed_values_at(b: &[u8], level: u8) -> impl Iterator<Item = u64> + '_ {
-    let mask = if level >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << level) - 1
-    };
-    b.get(6..)
-        .unwrap_or_default()
-        .chunks_exact(8)
-        .map(read_u64)
-        .filter(move |v| v & mask == 0)
-}
-
-/// The level stored in a packed sketch.
-pub fn packed_level(b: &[u8]) -> Option<u8> {
-    (b.len() >= 6 && b[0] == 1).then(|| b[1])
-}
-
-/// Unpacks a sketch.
-pub fn unpack_sketch(b: &[u8]) -> Result<Sketch, String> {
-    if b.len() < 6 || b[0] != 1 || (b.len() - 6) % 8 != 0 {
-        return Err(format!("bad sketch value ({} bytes)", b.len()));
-    }
-    let level = b[1];
-    let shingles = u32::from_be_bytes([b[2], b[3], b[4], b[5]]);
-    let values = b[6..].chunks_exact(8).map(read_u64).collect();
-    Ok(Sketch {
-        shingles,
-        level,
-        values,
-    })
-}
-
-/// One entry of a posting list: doc id u64, the doc's posting level u8 and its number
-/// of posting values u16 (so a candidate's expected overlap is known without reading it).
-pub const POSTING_ENTRY: usize = 11;
-
-/// Bytes a stored posting list keeps at most: cap + 1 entries.
-pub fn posting_list_limit(cap: usize) -> usize {
-    (cap + 1) * POSTING_ENTRY
-}
-
-/// Posting-list merge: operands are appended in write order (doc ids increase, so the
-/// list stays sorted); a list keeps at most `cap + 1` entries, enough to know it is
-/// over the cap (a boilerplate value, not expanded into candidates).
-pub fn merge_postings(
-    existing: Option<&[u8]>,
-    operands: &mut dyn Iterator<Item = &[u8]>,
-    cap: usize,
-) -> Vec<u8> {
-    let limit = posting_list_limit(cap);
-    let mut out = existing.map(|e| e.to_vec()).unwrap_or_default();
-    for op in operands {
-        if out.len() >= limit {
-            break;
-        }
-        let room = limit - out.len();
-        out.extend_from_slice(&op[..op.len().min(room)]);
-    }
-    out
-}
-
 /// Per-sweep record in the `sweeps` column family.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SweepInfo {
@@ -125,8 +37,9 @@ pub struct SweepInfo {
     pub label: String,
     /// 14-digit date.
     pub date: String,
-    /// File names in ingest order.
-    pub files: Vec<String>,
+    /// Files of the sweep so far (the next file gets this number); their names are in
+    /// `files`.
+    pub files: u64,
     /// Captures stored.
     pub captures: u64,
     /// Docs first seen in this sweep.
@@ -148,6 +61,8 @@ pub struct SweepInfo {
 pub struct FileState {
     /// Sweep id.
     pub sweep: u32,
+    /// Its number in the sweep (part of capture keys).
+    pub file_no: u32,
     /// Name as given.
     pub name: String,
     /// Records committed (resume point).
@@ -234,21 +149,5 @@ mod tests {
         let mut bad = b.clone();
         bad[0] = 9;
         assert!(decode::<DocInfo>(&bad).unwrap_err().contains("format 9"));
-        let s = Sketch {
-            shingles: 7,
-            level: 2,
-            values: vec![4, 8, 1 << 40],
-        };
-        assert_eq!(unpack_sketch(&pack_sketch(&s)).unwrap(), s);
-    }
-
-    #[test]
-    fn posting_lists_stop_growing_past_the_cap() {
-        let ops: Vec<Vec<u8>> = (0..10u64)
-            .map(|d| [&d.to_be_bytes()[..], &[0, 0, 5]].concat())
-            .collect();
-        let merged = merge_postings(None, &mut ops.iter().map(|v| v.as_slice()), 3);
-        assert_eq!(merged.len(), 4 * POSTING_ENTRY);
-        assert_eq!(read_u64(&merged[POSTING_ENTRY..]), 1);
     }
 }

@@ -16,18 +16,28 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use rocksdb::WriteBatch;
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::codec::{
-    self, encode, read_u64, u64_key, CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo,
-    POSTING_ENTRY,
-};
-use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
+use super::candidates;
+use super::codec::{CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo};
+use super::columns::captures::{self, CaptureKey, Captures};
+use super::columns::doc_captures::DocCaptures;
+use super::columns::docs::Docs;
+use super::columns::edges::Edges;
+use super::columns::files::Files;
+use super::columns::fingerprints::Fingerprints;
+use super::columns::host_sweeps::HostSweeps;
+use super::columns::payloads::Payloads;
+use super::columns::sketches::Sketches;
+use super::columns::sweeps::Sweeps;
+use super::columns::texts::Texts;
+use super::columns::url_last::{Last, UrlLast};
+use super::columns::{Batch, Column};
+use super::postings::{self, posting_values, Fresh, Lookup, OverCap};
 use super::snapshots;
 use super::texts::{self, TextEncoder};
-use super::{cf, decode_capture, doc_value, unionfind, Counters, Index, IndexError, Result};
+use super::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
@@ -150,18 +160,6 @@ fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Capture key: SURT ‖ 0x00 ‖ timestamp(14) ‖ sweep u32 ‖ file u16 ‖ record u32.
-pub fn capture_key(surt: &str, ts: &str, sweep: u32, file_no: u16, record: u32) -> Vec<u8> {
-    let mut k = Vec::with_capacity(surt.len() + 1 + 14 + 10);
-    k.extend_from_slice(surt.as_bytes());
-    k.push(0);
-    k.extend_from_slice(ts.as_bytes());
-    k.extend_from_slice(&sweep.to_be_bytes());
-    k.extend_from_slice(&file_no.to_be_bytes());
-    k.extend_from_slice(&record.to_be_bytes());
-    k
-}
-
 /// The host part of a SURT key (through its `)`), or the whole key.
 pub fn host_of_surt(surt: &str) -> &str {
     match surt.find(')') {
@@ -170,30 +168,13 @@ pub fn host_of_surt(surt: &str) -> &str {
     }
 }
 
-/// `host_sweeps` key: host SURT ‖ 0x00 ‖ sweep u32.
-pub fn host_sweep_key(host: &str, sweep: u32) -> Vec<u8> {
-    let mut k = Vec::with_capacity(host.len() + 5);
-    k.extend_from_slice(host.as_bytes());
-    k.push(0);
-    k.extend_from_slice(&sweep.to_be_bytes());
-    k
-}
-
-/// Splits a capture key into (SURT, timestamp).
-pub fn split_capture_key(k: &[u8]) -> Option<(&str, &str)> {
-    let z = k.iter().position(|b| *b == 0)?;
-    let surt = std::str::from_utf8(&k[..z]).ok()?;
-    let ts = std::str::from_utf8(k.get(z + 1..z + 15)?).ok()?;
-    Some((surt, ts))
-}
-
 struct Writer<'a> {
     index: &'a Index,
     sweep_id: u32,
     sweep: SweepInfo,
     summary: IngestSummary,
-    /// Per input file: (name, identity, sweep file number, state).
-    files: Vec<(String, [u8; 16], u16, FileState)>,
+    /// Per input file: (name, identity, state with its number in the sweep).
+    files: Vec<(String, [u8; 16], FileState)>,
     /// Over-cap posting values (boilerplate), shared with the workers' lookups.
     over_cap: &'a OverCap,
     /// Postings of docs not stored yet.
@@ -244,7 +225,7 @@ pub fn ingest(
     mut progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
     // The sweep: resumed by label, or new.
-    let sweeps = index.sweeps()?;
+    let sweeps = index.sweeps().all()?;
     let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
         Some((id, s)) => (*id, s.clone()),
         None => (
@@ -278,7 +259,7 @@ pub fn ingest(
             .to_string();
         let id = file_identity(path)
             .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
-        let state: Option<FileState> = index.get_value(cf::FILES, &id)?;
+        let state = index.files().get(&id)?;
         match state {
             Some(st) if st.complete => {
                 summary.already_ingested.push(if st.sweep == sweep_id {
@@ -302,32 +283,53 @@ pub fn ingest(
                     "{name} was partly ingested into sweep {other:?}; finish it with --sweep {other}"
                 )));
             }
-            other => {
-                let st = other.unwrap_or(FileState {
-                    sweep: sweep_id,
-                    name: name.clone(),
-                    ..Default::default()
-                });
-                let file_no = match sweep.files.iter().position(|f| *f == st.name) {
-                    Some(i) => i,
-                    None => {
-                        sweep.files.push(st.name.clone());
-                        sweep.files.len() - 1
-                    }
-                } as u16;
+            Some(st) => {
+                // Partly ingested: resumed from its last committed record, same number.
                 skips.push(st.records);
                 input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 todo.push(path.clone());
-                states.push((name, id, file_no, st));
+                states.push((name, id, st));
+            }
+            None => {
+                if states.iter().any(|(_, other, _)| *other == id) {
+                    // The same file given twice (under two names): read once.
+                    continue;
+                }
+                // Numbered in the order given, once: the number is stored with the
+                // file's state below, so a resumed run finds it by one lookup.
+                let file_no = u32::try_from(sweep.files).map_err(|_| {
+                    IndexError::Invalid(format!(
+                        "sweep {:?} has {} files, the most a sweep can hold",
+                        opts.sweep,
+                        u32::MAX
+                    ))
+                })?;
+                sweep.files += 1;
+                skips.push(0);
+                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                todo.push(path.clone());
+                states.push((
+                    name.clone(),
+                    id,
+                    FileState {
+                        sweep: sweep_id,
+                        file_no,
+                        name,
+                        ..Default::default()
+                    },
+                ));
             }
         }
     }
     // The sweep record exists before any capture points at it (and only when there is
-    // something to ingest).
+    // something to ingest), with the new files and their numbers, in one batch.
     if !todo.is_empty() {
-        index
-            .db()
-            .put_cf(index.cf(cf::SWEEPS), sweep_id.to_be_bytes(), encode(&sweep))?;
+        let mut batch = Batch::default();
+        batch.put::<Sweeps>(index, &sweep_id, &sweep);
+        for (_, id, st) in &states {
+            batch.put::<Files>(index, id, st);
+        }
+        index.write(batch)?;
     }
     let over_cap = OverCap::default();
     // Merges the previous ingest's last writes made due start now, beside this one (it
@@ -360,12 +362,11 @@ pub fn ingest(
     // Workers skip canonicalizing payloads the index already holds (same digest, same
     // content): the writer then takes the doc from `payloads`. Docs are never removed,
     // so what a worker saw is still there when the writer gets the record.
-    let payloads = index.cf(cf::PAYLOADS);
-    let db = index.db();
-    let known = |digest: &str| matches!(db.get_pinned_cf(payloads, digest.as_bytes()), Ok(Some(_)));
+    let payloads = index.payloads();
+    let known = |digest: &str| matches!(payloads.contains(&digest.to_string()), Ok(true));
     // Workers also read the stored postings of new content (see `postings`), unless its
     // canonical text is already indexed.
-    let fingerprints = index.cf(cf::FINGERPRINTS);
+    let fingerprints = index.fingerprints();
     let target = index.params().posting_target;
     // And compress its canonical text, when texts are stored.
     let encoder = if opts.store_texts {
@@ -375,7 +376,7 @@ pub fn ingest(
     };
     let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
         let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
-        if !matches!(db.get_pinned_cf(fingerprints, fp.to_be_bytes()), Ok(None)) {
+        if !matches!(fingerprints.contains(&fp), Ok(false)) {
             return None;
         }
         let lookup = if sketch.values.is_empty() {
@@ -475,22 +476,15 @@ impl Writer<'_> {
     ) -> Result<()> {
         self.summary.records += 1;
         self.sweep.records += 1;
-        let mut batch = WriteBatch::default();
-        let record_no = self.files[file].3.records;
+        let mut batch = Batch::default();
+        let record_no = self.files[file].2.records;
         self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
-        let st = &mut self.files[file].3;
+        let (_, id, st) = &mut self.files[file];
         st.records += 1;
-        batch.put_cf(
-            self.index.cf(cf::FILES),
-            self.files[file].1,
-            encode(&self.files[file].3),
-        );
-        batch.put_cf(
-            self.index.cf(cf::SWEEPS),
-            self.sweep_id.to_be_bytes(),
-            encode(&self.sweep),
-        );
-        self.index.db().write(batch)?;
+        // Both values keep their size whatever the number of files and records.
+        batch.put::<Files>(self.index, id, st);
+        batch.put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
+        self.index.write(batch)?;
         if self.fresh.full(self.fresh_budget) {
             self.fresh
                 .spill(self.index, self.index.counters().next_doc)?;
@@ -499,7 +493,7 @@ impl Writer<'_> {
     }
 
     fn file_end(&mut self, file: usize, error: Option<(u64, String)>) -> Result<()> {
-        let (name, id, _, st) = &mut self.files[file];
+        let (name, id, st) = &mut self.files[file];
         st.complete = true;
         st.error = error.clone();
         if let Some((offset, message)) = error {
@@ -509,15 +503,12 @@ impl Writer<'_> {
                 message,
             });
         }
-        let mut batch = WriteBatch::default();
-        batch.put_cf(self.index.cf(cf::FILES), *id, encode(st));
-        self.index.db().write(batch)?;
-        Ok(())
+        self.index.files().put_now(id, st)
     }
 
     fn capture(
         &mut self,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
         file: usize,
         record_no: u64,
         rec: &Record,
@@ -543,11 +534,7 @@ impl Writer<'_> {
         let host = host_of_surt(&key_surt);
         if !self.hosts_seen.contains(host) {
             // Idempotent: a resumed run may write it again.
-            batch.put_cf(
-                self.index.cf(cf::HOST_SWEEPS),
-                host_sweep_key(host, self.sweep_id),
-                [],
-            );
+            batch.put::<HostSweeps>(self.index, &(host.to_string(), self.sweep_id), &());
             self.hosts_seen.insert(host.to_string());
         }
         let status = cap.status;
@@ -556,13 +543,7 @@ impl Writer<'_> {
         let mut doc: Option<u64> = None;
         if ok {
             if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, cap.sketch.as_ref()) {
-                let fpk = fp.to_be_bytes();
-                let known = self
-                    .index
-                    .db()
-                    .get_cf(self.index.cf(cf::FINGERPRINTS), fpk)?
-                    .as_deref()
-                    .and_then(doc_value);
+                let known = self.index.fingerprints().get(&fp)?;
                 match known {
                     Some(d) => {
                         doc = Some(d);
@@ -571,25 +552,16 @@ impl Writer<'_> {
                     }
                     None => {
                         let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
-                        batch.put_cf(self.index.cf(cf::FINGERPRINTS), fpk, u64_key(d));
+                        batch.put::<Fingerprints>(self.index, &fp, &d);
                         doc = Some(d);
                     }
                 }
                 if let Some(dig) = &cap.payload_digest {
-                    batch.put_cf(
-                        self.index.cf(cf::PAYLOADS),
-                        dig.as_bytes(),
-                        u64_key(doc.expect("set above")),
-                    );
+                    batch.put::<Payloads>(self.index, dig, &doc.expect("set above"));
                 }
             } else if cap.payload_known {
-                let dig = cap.payload_digest.as_deref().unwrap_or_default();
-                doc = self
-                    .index
-                    .db()
-                    .get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?
-                    .as_deref()
-                    .and_then(doc_value);
+                let dig = cap.payload_digest.clone().unwrap_or_default();
+                doc = self.index.payloads().get(&dig)?;
                 if doc.is_none() {
                     return Err(IndexError::Corruption {
                         cf: cf::PAYLOADS,
@@ -632,21 +604,17 @@ impl Writer<'_> {
             r_prev,
             truncated: cap.truncated,
         };
-        let file_no = self.files[file].2;
-        let rec_no = record_no.min(u32::MAX as u64) as u32;
-        batch.put_cf(
-            self.index.cf(cf::CAPTURES),
-            capture_key(&key_surt, &ts, self.sweep_id, file_no, rec_no),
-            encode(&info),
-        );
+        let key = CaptureKey {
+            surt: key_surt,
+            timestamp: ts,
+            sweep: self.sweep_id,
+            file: self.files[file].2.file_no,
+            record: record_no.min(u32::MAX as u64) as u32,
+        };
+        batch.put::<Captures>(self.index, &key, &info);
         if let Some(d) = doc {
-            let mut k = Vec::with_capacity(8 + 14 + 10 + key_surt.len());
-            k.extend_from_slice(&d.to_be_bytes());
-            k.extend_from_slice(ts.as_bytes());
-            k.extend_from_slice(&self.sweep_id.to_be_bytes());
-            k.extend_from_slice(&file_no.to_be_bytes());
-            k.extend_from_slice(&rec_no.to_be_bytes());
-            batch.put_cf(self.index.cf(cf::DOC_CAPTURES), k, key_surt.as_bytes());
+            let surt = key.surt.clone();
+            batch.put::<DocCaptures>(self.index, &(d, key), &surt);
         }
         self.summary.captures += 1;
         self.sweep.captures += 1;
@@ -654,25 +622,25 @@ impl Writer<'_> {
     }
 
     fn resolve_revisit(&self, cap: &Capture) -> Result<Option<u64>> {
-        let db = self.index.db();
         if let Some(dig) = &cap.payload_digest {
-            if let Some(d) = db
-                .get_cf(self.index.cf(cf::PAYLOADS), dig.as_bytes())?
-                .as_deref()
-                .and_then(doc_value)
-            {
+            if let Some(d) = self.index.payloads().get(dig)? {
                 return Ok(Some(d));
             }
         }
         // By the capture it refers to.
         if let Some((Some(u), Some(date))) = &cap.refers_to {
             if let Some(ts) = crate::capture::timestamp14(date) {
-                let mut prefix = surt(u).into_bytes();
-                prefix.push(0);
+                let mut prefix = captures::url_prefix(&surt(u));
                 prefix.extend_from_slice(ts.as_bytes());
-                let caps = self.index.captures_with_prefix(&prefix)?;
-                if let Some(d) = caps.iter().find_map(|(_, c)| c.doc) {
-                    return Ok(Some(d));
+                let mut found = None;
+                self.index
+                    .captures()
+                    .scan_prefix_rows(&prefix, |(_, _, c)| {
+                        found = c.doc;
+                        Ok(found.is_none())
+                    })?;
+                if found.is_some() {
+                    return Ok(found);
                 }
             }
         }
@@ -685,30 +653,25 @@ impl Writer<'_> {
     /// `captures` finds the previous one.
     fn previous_and_remember(
         &self,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
         key_surt: &str,
         ts: &str,
         doc: u64,
         current: Option<&Sketch>,
     ) -> Result<Option<f32>> {
-        let ucf = self.index.cf(cf::URL_LAST);
-        let last = self.index.db().get_cf(ucf, key_surt.as_bytes())?;
-        let mut value = Vec::with_capacity(22);
-        value.extend_from_slice(ts.as_bytes());
-        value.extend_from_slice(&doc.to_be_bytes());
-        let r = match last.as_deref() {
+        let surt_key = key_surt.to_string();
+        let last = self.index.url_last().get(&surt_key)?;
+        let r = match &last {
             None => None,
-            Some(v) if v.len() == 22 && &v[..14] < ts.as_bytes() => {
-                let prev = read_u64(&v[14..]);
-                Some(self.resemblance(prev, doc, current)?)
-            }
+            Some(l) if l.timestamp.as_str() < ts => Some(self.resemblance(l.doc, doc, current)?),
             Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
         };
-        if last
-            .as_deref()
-            .is_none_or(|v| v.len() != 22 || &v[..14] <= ts.as_bytes())
-        {
-            batch.put_cf(ucf, key_surt.as_bytes(), value);
+        if last.as_ref().is_none_or(|l| l.timestamp.as_str() <= ts) {
+            let now = Last {
+                timestamp: ts.to_string(),
+                doc,
+            };
+            batch.put::<UrlLast>(self.index, &surt_key, &now);
         }
         Ok(r.flatten())
     }
@@ -735,34 +698,28 @@ impl Writer<'_> {
         doc: u64,
         current: Option<&Sketch>,
     ) -> Result<Option<Option<f32>>> {
-        let db = self.index.db();
-        let mut upper = key_surt.as_bytes().to_vec();
-        upper.push(0);
-        let prefix = upper.clone();
+        let prefix = captures::url_prefix(key_surt);
+        let mut upper = prefix.clone();
         upper.extend_from_slice(ts.as_bytes());
-        for (n, item) in db
-            .iterator_cf(
-                self.index.cf(cf::CAPTURES),
-                rocksdb::IteratorMode::From(&upper, rocksdb::Direction::Reverse),
-            )
-            .enumerate()
-        {
-            let (k, v) = item?;
-            if !k.starts_with(&prefix) || n > 64 {
-                break;
-            }
-            let Some(prev) = decode_capture(&v)?.doc else {
-                continue;
-            };
-            return Ok(Some(self.resemblance(prev, doc, current)?));
+        // The latest earlier capture with content, among the 65 before this one.
+        let (mut n, mut prev) = (0, None);
+        self.index
+            .captures()
+            .scan_range(&upper, &prefix, true, |_, (_, _, c)| {
+                n += 1;
+                prev = c.doc;
+                Ok(prev.is_none() && n <= 64)
+            })?;
+        match prev {
+            Some(p) => Ok(Some(self.resemblance(p, doc, current)?)),
+            None => Ok(None),
         }
-        Ok(None)
     }
 
     /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
     fn new_doc(
         &mut self,
-        batch: &mut WriteBatch,
+        batch: &mut Batch,
         sketch: &Sketch,
         cap: &Capture,
         ts: &str,
@@ -774,11 +731,9 @@ impl Writer<'_> {
             next_doc: d + 1,
             ..counters
         });
-        batch.put_cf(
-            self.index.cf(cf::META),
-            b"counters",
-            encode(&self.index.counters()),
-        );
+        self.index
+            .meta()
+            .put_counters(batch, &self.index.counters());
         let info = DocInfo {
             shingles: sketch.shingles,
             tokens: cap.tokens,
@@ -786,15 +741,11 @@ impl Writer<'_> {
             created: ts.to_string(),
             title: cap.title.clone(),
         };
-        batch.put_cf(self.index.cf(cf::DOCS), u64_key(d), encode(&info));
-        batch.put_cf(
-            self.index.cf(cf::SKETCHES),
-            u64_key(d),
-            codec::pack_sketch(sketch),
-        );
+        batch.put::<Docs>(self.index, &d, &info);
+        batch.put::<Sketches>(self.index, &d, sketch);
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
-            batch.put_cf(self.index.cf(cf::TEXTS), u64_key(d), text);
+            batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
         self.summary.new_docs += 1;
         self.sweep.new_docs += 1;
@@ -803,63 +754,20 @@ impl Writer<'_> {
         }
         let p = self.index.params().clone();
         let threshold = self.index.counters().threshold;
-        let (plevel, pvals) = posting_values(sketch, p.posting_target);
         // Candidates: docs sharing posting values, counted. The stored lists come from
         // the worker's lookup when it saw the current mark, else are read now; the fresh
         // entries complete them.
-        let lookup = match prepared.and_then(|p| p.lookup) {
-            Some(l) if l.mark == self.fresh.mark() => l,
-            _ => postings::lookup(self.index, &pvals, self.over_cap)?,
-        };
-        let cap_bytes = p.common_shingle_cap as usize * POSTING_ENTRY;
-        let mut shared: U64Map<(u32, u8, u16)> = U64Map::default();
-        let mut heads: Vec<u64> = Vec::new();
-        let mut n_common = 0usize;
-        // Values whose lists are over the cap take no more entries (the merge operator
-        // would drop them anyway): same index, less to store.
-        let mut over = vec![false; pvals.len()];
-        for (i, (v, stored)) in pvals.iter().zip(&lookup.lists).enumerate() {
-            let fresh = self.fresh.entries(*v);
-            let list: &[u8] = match stored {
-                Stored::Over(head) => {
-                    heads.extend_from_slice(head);
-                    n_common += 1;
-                    over[i] = true;
-                    continue;
-                }
-                Stored::Absent => &[],
-                Stored::List(l) => l,
-            };
-            if list.len() + fresh.len() > cap_bytes {
-                let head = list
-                    .chunks_exact(POSTING_ENTRY)
-                    .chain(fresh.chunks_exact(POSTING_ENTRY))
-                    .take(COMMON_HEAD)
-                    .map(|e| read_u64(&e[..8]));
-                heads.extend(head);
-                n_common += 1;
-                over[i] = true;
-                continue;
-            }
-            for e in list
-                .chunks_exact(POSTING_ENTRY)
-                .chain(fresh.chunks_exact(POSTING_ENTRY))
-            {
-                let b = read_u64(&e[..8]);
-                let entry = shared
-                    .entry(b)
-                    .or_insert((0, e[8], u16::from_be_bytes([e[9], e[10]])));
-                entry.0 += 1;
-            }
-        }
-        let mut cands: Vec<(u64, u32, u8, u16)> = shared
-            .into_iter()
-            .map(|(b, (n, l, c))| (b, n, l, c))
-            .collect();
-        cands.sort_unstable_by_key(|c| c.0);
+        let found = candidates::search(
+            self.index,
+            &self.fresh,
+            self.over_cap,
+            sketch,
+            prepared.and_then(|p| p.lookup),
+        )?;
+        let (plevel, pvals) = (found.level, &found.values);
         // My posting values at each coarser level.
         let mut at_level = [0u32; 65];
-        for v in &pvals {
+        for v in pvals {
             let tz = v.trailing_zeros().min(64) as usize;
             for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
                 *slot += 1;
@@ -877,41 +785,27 @@ impl Writer<'_> {
             let m = m.max(1.0);
             est + 3.0 * (floor * (1.0 - floor) / m).sqrt() + 1.0 / m >= floor
         };
-        let passing: Vec<u64> = cands
-            .into_iter()
-            .filter(|&(_, n, blevel, bcount)| {
-                let level = plevel.max(blevel).min(64);
-                let mine = at_level[level as usize] as f64;
-                let theirs = bcount as f64 / f64::powi(2.0, (level - blevel) as i32);
-                let n = n as f64;
-                let union = (mine + theirs - n).max(n);
-                reachable(n / union, union)
-                    || reachable(n / theirs.max(n), theirs)
-                    || reachable(n / mine.max(n), mine)
-            })
-            .map(|c| c.0)
-            .collect();
         // Mostly over-cap content: also the heads of those lists (see COMMON_HEAD).
-        let mut passing = passing;
-        if 2 * n_common >= pvals.len() && !heads.is_empty() {
-            passing.extend(heads);
-            passing.sort_unstable();
-            passing.dedup();
-        }
-        let ecf = self.index.cf(cf::EDGES);
-        for (b, e) in self.index.estimates(&passing, sketch)? {
+        let passing = found.to_compare(|c| {
+            let level = plevel.max(c.level).min(64);
+            let mine = at_level[level as usize] as f64;
+            let theirs = c.values as f64 / f64::powi(2.0, (level - c.level) as i32);
+            let n = c.count as f64;
+            let union = (mine + theirs - n).max(n);
+            reachable(n / union, union)
+                || reachable(n / theirs.max(n), theirs)
+                || reachable(n / mine.max(n), mine)
+        });
+        for (b, e) in self.index.sketches().estimates(&passing, sketch)? {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
             if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
-                let mut k = [0u8; 16];
-                k[..8].copy_from_slice(&b.to_be_bytes());
-                k[8..].copy_from_slice(&d.to_be_bytes());
                 let edge = EdgeInfo {
                     resemblance: r as f32,
                     contain_lo_in_hi: c_b_in_d as f32,
                     contain_hi_in_lo: c_d_in_b as f32,
                 };
-                batch.put_cf(ecf, k, encode(&edge));
+                batch.put::<Edges>(self.index, &(b, d), &edge);
                 self.summary.edges += 1;
                 self.sweep.edges += 1;
                 if r >= threshold {
@@ -922,14 +816,16 @@ impl Writer<'_> {
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.summary.unions += unions;
         self.sweep.unions += unions;
+        // Values whose lists are over the cap take no more entries (the merge would drop
+        // them anyway): same index, less to store.
         self.fresh.add(
             d,
             plevel,
             pvals.len(),
             pvals
                 .iter()
-                .zip(&over)
-                .zip(&lookup.lists)
+                .zip(&found.over)
+                .zip(&found.lookup.lists)
                 .filter(|((_, o), _)| !**o)
                 .map(|((v, _), st)| (*v, Some(st))),
         );

@@ -1,11 +1,14 @@
 //! The index: RocksDB column families holding sweeps, files, fingerprints, docs,
 //! sketches, postings, dated captures, edges and the union-find of clusters.
 //!
-//! The rest of the crate talks to [`Index`], never to RocksDB directly. The layout is
-//! documented, versioned, in `schema/README.md`; [`Index::open`] refuses an index of
-//! another schema version or built with other sketch parameters.
+//! The rest of the crate talks to [`Index`] and the typed handles of its column families
+//! ([`columns`], one file per family); RocksDB is named only inside this module. The
+//! layout is documented, versioned, in `schema/README.md`; [`Index::open`] refuses an
+//! index of another schema version or built with other sketch parameters.
 
+pub mod candidates;
 pub mod codec;
+pub mod columns;
 pub mod ingest;
 pub mod postings;
 pub mod query;
@@ -15,71 +18,56 @@ pub mod unionfind;
 
 use std::path::{Path, PathBuf};
 
-use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options, DB,
-};
+use rocksdb::{Cache, ColumnFamily, ColumnFamilyDescriptor, Options, DB};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::sketch::{estimate_sorted, Estimate, Sketch, SKETCH_SCHEME};
-use codec::{decode, encode, read_u64, u64_key, DocInfo, SweepInfo};
+use crate::sketch::{Sketch, SKETCH_SCHEME};
+use codec::{DocInfo, SweepInfo};
+use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version of the on-disk layout this build reads and writes. 4: file numbers in
+/// `captures` and `doc_captures` keys are u32 (were u16), and a sweep's files are
+/// numbered in `files` instead of listed in its `sweeps` value.
+pub const SCHEMA_VERSION: u32 = 4;
 
-/// Column family names.
+/// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
-    /// Schema version, parameters, counters.
-    pub const META: &str = "meta";
-    /// Sweep id → sweep info.
-    pub const SWEEPS: &str = "sweeps";
-    /// File identity → ingest progress.
-    pub const FILES: &str = "files";
-    /// Canonical-text fingerprint → doc id.
-    pub const FINGERPRINTS: &str = "fingerprints";
-    /// Payload digest → doc id.
-    pub const PAYLOADS: &str = "payloads";
-    /// Doc id → doc info.
-    pub const DOCS: &str = "docs";
-    /// Doc id → packed sketch.
-    pub const SKETCHES: &str = "sketches";
-    /// Sketch value → posting list (merge operator).
-    pub const POSTINGS: &str = "postings";
-    /// SURT ‖ 0 ‖ timestamp ‖ sweep ‖ file ‖ record → capture.
-    pub const CAPTURES: &str = "captures";
-    /// Doc id ‖ timestamp ‖ sweep ‖ file ‖ record → SURT.
-    pub const DOC_CAPTURES: &str = "doc_captures";
-    /// SURT → timestamp ‖ doc of the URL's latest capture with content.
-    pub const URL_LAST: &str = "url_last";
-    /// Doc id ‖ doc id → estimated resemblance and containments.
-    pub const EDGES: &str = "edges";
-    /// Doc id → union-find parent, size, smallest member.
-    pub const PARENTS: &str = "parents";
-    /// Root ‖ doc id → (cluster listing).
-    pub const MEMBERS: &str = "members";
-    /// Host SURT ‖ 0x00 ‖ sweep id → (which sweeps captured a host: "vanished" URLs).
-    pub const HOST_SWEEPS: &str = "host_sweeps";
-    /// Doc id → compressed canonical text (with `index.store_texts`).
-    pub const TEXTS: &str = "texts";
-    /// Every column family, in creation order.
-    pub const ALL: &[&str] = &[
-        META,
-        SWEEPS,
-        FILES,
-        FINGERPRINTS,
-        PAYLOADS,
-        DOCS,
-        SKETCHES,
-        POSTINGS,
-        CAPTURES,
-        DOC_CAPTURES,
-        URL_LAST,
-        EDGES,
-        PARENTS,
-        MEMBERS,
-        HOST_SWEEPS,
-        TEXTS,
-    ];
+    pub use super::columns::ALL;
+    use super::columns::*;
+    use super::Column;
+    /// `meta`.
+    pub const META: &str = meta::Meta::NAME;
+    /// `sweeps`.
+    pub const SWEEPS: &str = sweeps::Sweeps::NAME;
+    /// `files`.
+    pub const FILES: &str = files::Files::NAME;
+    /// `fingerprints`.
+    pub const FINGERPRINTS: &str = fingerprints::Fingerprints::NAME;
+    /// `payloads`.
+    pub const PAYLOADS: &str = payloads::Payloads::NAME;
+    /// `docs`.
+    pub const DOCS: &str = docs::Docs::NAME;
+    /// `sketches`.
+    pub const SKETCHES: &str = sketches::Sketches::NAME;
+    /// `postings`.
+    pub const POSTINGS: &str = postings::Postings::NAME;
+    /// `captures`.
+    pub const CAPTURES: &str = captures::Captures::NAME;
+    /// `doc_captures`.
+    pub const DOC_CAPTURES: &str = doc_captures::DocCaptures::NAME;
+    /// `url_last`.
+    pub const URL_LAST: &str = url_last::UrlLast::NAME;
+    /// `edges`.
+    pub const EDGES: &str = edges::Edges::NAME;
+    /// `parents`.
+    pub const PARENTS: &str = parents::Parents::NAME;
+    /// `members`.
+    pub const MEMBERS: &str = members::Members::NAME;
+    /// `host_sweeps`.
+    pub const HOST_SWEEPS: &str = host_sweeps::HostSweeps::NAME;
+    /// `texts`.
+    pub const TEXTS: &str = texts::Texts::NAME;
 }
 
 /// The parameters an index is built with; data made with other values cannot be mixed.
@@ -210,74 +198,7 @@ pub struct Index {
     path: PathBuf,
     params: IndexParams,
     counters: std::sync::Mutex<Counters>,
-    cache: Cache,
-}
-
-fn cf_options(name: &str, cache: &Cache, cap: usize) -> Options {
-    let mut o = Options::default();
-    let mut t = BlockBasedOptions::default();
-    t.set_block_cache(cache);
-    t.set_cache_index_and_filter_blocks(true);
-    // Charged to the cache but held by the table readers: a lookup does not go through
-    // the cache for them (measured: a tenth less CPU in a later 100k-page sweep, where
-    // every new doc looks up ~75 posting values in every sorted run).
-    t.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    t.set_pin_top_level_index_and_filter(true);
-    if matches!(
-        name,
-        cf::POSTINGS
-            | cf::FINGERPRINTS
-            | cf::PAYLOADS
-            | cf::SKETCHES
-            | cf::DOCS
-            | cf::PARENTS
-            | cf::URL_LAST
-    ) {
-        // Point lookups, most of them misses for new content: full-key bloom filters, in
-        // the SST files and in the memtable (a miss then costs no skip-list search).
-        t.set_bloom_filter(10.0, false);
-        o.set_memtable_whole_key_filtering(true);
-        o.set_memtable_prefix_bloom_ratio(0.1);
-        // A hash table in each data block: a point lookup finds its key without a
-        // binary search over the block's restart points (sweep 5 of the steady 100k
-        // corpus, three alternating pairs: 2.7 s less wall time at the median). A
-        // partitioned index for postings and sketches was tried and cost 5 s more: each
-        // probe then went through the block cache for its partition.
-        t.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
-        t.set_data_block_hash_ratio(0.75);
-    }
-    o.set_block_based_table_factory(&t);
-    // Small and hot in upper levels, zstd where most of the data sits.
-    o.set_compression_type(DBCompressionType::None);
-    o.set_bottommost_compression_type(DBCompressionType::Zstd);
-    o.set_level_compaction_dynamic_level_bytes(true);
-    if name == cf::SKETCHES || name == cf::TEXTS {
-        // Sketch values are uniform hashes and texts are zstd frames already: RocksDB's
-        // zstd saved nothing and cost a recompression at each compaction.
-        o.set_bottommost_compression_type(DBCompressionType::None);
-    }
-    if name == cf::POSTINGS {
-        o.set_merge_operator_associative("tidemark-postings-v1", move |_k, existing, ops| {
-            Some(codec::merge_postings(existing, &mut ops.iter(), cap))
-        });
-        // Written only by ingesting sorted files (see `postings`), never through the
-        // memtable.
-        o.set_write_buffer_size(4 << 20);
-        // Keys are random 64-bit values, so under levelled compaction every level-0 file
-        // overlaps the whole last level and each compaction rewrote all postings (13.6 s
-        // of CPU in the fourth 100k-page sweep). Size-tiered ("universal") compaction
-        // merges runs of similar size instead: each entry is rewritten O(log n) times.
-        // Lists only grow, so there is no space amplification to chase.
-        o.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
-        let mut u = rocksdb::UniversalCompactOptions::default();
-        u.set_max_size_amplification_percent(1000);
-        o.set_universal_compaction_options(&u);
-        // Uncompressed: zstd was an eighth of compaction CPU, and universal compaction
-        // compares run sizes, which only means something when spills (written
-        // uncompressed by the writer) and compacted runs are measured alike.
-        o.set_bottommost_compression_type(DBCompressionType::None);
-    }
-    o
+    tuning: Tuning,
 }
 
 impl Index {
@@ -315,9 +236,13 @@ impl Index {
         db_opts.set_db_write_buffer_size(config.index.write_buffer_mb << 20);
         // One writer thread: no concurrent memtable writes to coordinate.
         db_opts.set_allow_concurrent_memtable_write(false);
+        let tuning = Tuning {
+            cache: cache.clone(),
+            cap,
+        };
         let descriptors: Vec<ColumnFamilyDescriptor> = cf::ALL
             .iter()
-            .map(|n| ColumnFamilyDescriptor::new(*n, cf_options(n, &cache, cap)))
+            .map(|n| ColumnFamilyDescriptor::new(*n, columns::options(n, &tuning)))
             .collect();
         if exists {
             let present = DB::list_cf(&Options::default(), path)?;
@@ -344,56 +269,40 @@ impl Index {
                 }
             })?
         };
-        let meta = db.cf_handle(cf::META).expect("meta column family");
-        let version = db.get_cf(meta, b"schema_version")?;
         let index = Index {
             db,
             path: path.to_path_buf(),
             params: params.clone(),
             counters: Default::default(),
-            cache: cache.clone(),
+            tuning,
         };
+        let version = index.meta().schema_version()?;
         // A directory RocksDB created but that never got our meta (a first run killed
         // in between) is empty: initialize it. Anything else without a version is not ours.
-        let empty = cf::ALL.iter().all(|n| {
-            let mut ro = rocksdb::ReadOptions::default();
-            ro.set_total_order_seek(true);
-            index
-                .db
-                .iterator_cf_opt(index.cf(n), ro, rocksdb::IteratorMode::Start)
-                .next()
-                .is_none()
-        });
+        let empty = cf::ALL.iter().all(|n| index.family_is_empty(n));
         match version {
             None if exists && !(create && empty) => {
                 return Err(IndexError::NotOurs(path.to_path_buf()))
             }
             None => {
-                index.set_counters(Counters {
+                let c = Counters {
                     next_doc: 1,
                     threshold: config.cluster.threshold,
-                });
-                let meta = index.cf(cf::META);
-                let mut b = rocksdb::WriteBatch::default();
-                b.put_cf(meta, b"schema_version", SCHEMA_VERSION.to_be_bytes());
-                b.put_cf(meta, b"params", encode(&params));
-                b.put_cf(meta, b"counters", encode(&index.counters()));
-                index.db.write(b)?;
+                };
+                index.write(columns::meta::initial(&index, SCHEMA_VERSION, &params, &c))?;
+                index.set_counters(c);
             }
-            Some(v) => {
-                let found = u32::from_be_bytes(
-                    v.as_slice()
-                        .try_into()
-                        .map_err(|_| IndexError::NotOurs(path.to_path_buf()))?,
-                );
+            Some(Err(_)) => return Err(IndexError::NotOurs(path.to_path_buf())),
+            Some(Ok(found)) => {
                 if found != SCHEMA_VERSION {
                     return Err(IndexError::Version {
                         path: path.to_path_buf(),
                         found,
                     });
                 }
-                let stored: IndexParams = index
-                    .get_value(cf::META, b"params")?
+                let stored = index
+                    .meta()
+                    .params()?
                     .ok_or(IndexError::NotOurs(path.to_path_buf()))?;
                 let diffs = stored.differences(&params);
                 if !diffs.is_empty() {
@@ -402,7 +311,7 @@ impl Index {
                         diffs,
                     });
                 }
-                index.set_counters(index.get_value(cf::META, b"counters")?.unwrap_or_default());
+                index.set_counters(index.meta().counters()?.unwrap_or_default());
             }
         }
         Ok(index)
@@ -425,11 +334,7 @@ impl Index {
 
     /// Options of the `postings` column family (for writing its files).
     pub(crate) fn postings_options(&self) -> Options {
-        cf_options(
-            cf::POSTINGS,
-            &self.cache,
-            self.params.common_shingle_cap as usize,
-        )
+        columns::options(cf::POSTINGS, &self.tuning)
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
@@ -442,20 +347,99 @@ impl Index {
         &self.db
     }
 
-    pub(crate) fn get_value<T: serde::de::DeserializeOwned>(
-        &self,
-        cf_name: &'static str,
-        key: &[u8],
-    ) -> Result<Option<T>> {
-        match self.db.get_cf(self.cf(cf_name), key)? {
-            None => Ok(None),
-            Some(v) => decode(&v)
-                .map(Some)
-                .map_err(|comment| IndexError::Corruption {
-                    cf: cf_name,
-                    comment,
-                }),
-        }
+    fn family_is_empty(&self, name: &'static str) -> bool {
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_total_order_seek(true);
+        self.db
+            .iterator_cf_opt(self.cf(name), ro, rocksdb::IteratorMode::Start)
+            .next()
+            .is_none()
+    }
+
+    /// Applies a batch of writes to several families at once.
+    pub fn write(&self, batch: Batch) -> Result<()> {
+        self.db.write(batch.0)?;
+        Ok(())
+    }
+
+    /// `meta`: schema version, parameters, counters, the texts' dictionary.
+    pub fn meta(&self) -> Col<'_, columns::meta::Meta> {
+        Col::new(self)
+    }
+
+    /// `sweeps`: sweep id → label, date, counts.
+    pub fn sweeps(&self) -> Col<'_, columns::sweeps::Sweeps> {
+        Col::new(self)
+    }
+
+    /// `files`: file identity → its sweep, number, name and resume point.
+    pub fn files(&self) -> Col<'_, columns::files::Files> {
+        Col::new(self)
+    }
+
+    /// `fingerprints`: canonical-text fingerprint → doc id.
+    pub fn fingerprints(&self) -> Col<'_, columns::fingerprints::Fingerprints> {
+        Col::new(self)
+    }
+
+    /// `payloads`: payload digest → doc id.
+    pub fn payloads(&self) -> Col<'_, columns::payloads::Payloads> {
+        Col::new(self)
+    }
+
+    /// `docs`: doc id → doc facts.
+    pub fn docs(&self) -> Col<'_, columns::docs::Docs> {
+        Col::new(self)
+    }
+
+    /// `sketches`: doc id → packed sketch.
+    pub fn sketches(&self) -> Col<'_, columns::sketches::Sketches> {
+        Col::new(self)
+    }
+
+    /// `postings`: sketch value → posting list, and the mark.
+    pub fn postings(&self) -> Col<'_, columns::postings::Postings> {
+        Col::new(self)
+    }
+
+    /// `captures`: SURT ‖ timestamp ‖ sweep ‖ file ‖ record → capture.
+    pub fn captures(&self) -> Col<'_, columns::captures::Captures> {
+        Col::new(self)
+    }
+
+    /// `doc_captures`: doc ‖ capture key tail → SURT.
+    pub fn doc_captures(&self) -> Col<'_, columns::doc_captures::DocCaptures> {
+        Col::new(self)
+    }
+
+    /// `url_last`: SURT → latest capture with content.
+    pub fn url_last(&self) -> Col<'_, columns::url_last::UrlLast> {
+        Col::new(self)
+    }
+
+    /// `edges`: doc pair → resemblance and containments.
+    pub fn edges(&self) -> Col<'_, columns::edges::Edges> {
+        Col::new(self)
+    }
+
+    /// `parents`: doc id → union-find node.
+    pub fn parents(&self) -> Col<'_, columns::parents::Parents> {
+        Col::new(self)
+    }
+
+    /// `members`: root ‖ member → (cluster listings).
+    pub fn members(&self) -> Col<'_, columns::members::Members> {
+        Col::new(self)
+    }
+
+    /// `host_sweeps`: host ‖ sweep → (which sweeps captured a host).
+    pub fn host_sweeps(&self) -> Col<'_, columns::host_sweeps::HostSweeps> {
+        Col::new(self)
+    }
+
+    /// `texts`: doc id → compressed canonical text.
+    pub fn texts(&self) -> Col<'_, columns::texts::Texts> {
+        Col::new(self)
     }
 
     /// Number of docs.
@@ -465,45 +449,17 @@ impl Index {
 
     /// The sketch of a doc.
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
-        match self.db.get_cf(self.cf(cf::SKETCHES), u64_key(doc))? {
-            None => Ok(None),
-            Some(v) => {
-                codec::unpack_sketch(&v)
-                    .map(Some)
-                    .map_err(|comment| IndexError::Corruption {
-                        cf: cf::SKETCHES,
-                        comment,
-                    })
-            }
-        }
+        self.sketches().get(&doc)
     }
 
     /// Facts about a doc.
     pub fn doc(&self, doc: u64) -> Result<Option<DocInfo>> {
-        self.get_value(cf::DOCS, &u64_key(doc))
+        self.docs().get(&doc)
     }
 
     /// Every sweep, by id.
-    pub fn sweeps(&self) -> Result<Vec<(u32, SweepInfo)>> {
-        let mut out = Vec::new();
-        for item in self
-            .db
-            .iterator_cf(self.cf(cf::SWEEPS), rocksdb::IteratorMode::Start)
-        {
-            let (k, v) = item?;
-            let id = u32::from_be_bytes(<[u8; 4]>::try_from(&k[..]).map_err(|_| {
-                IndexError::Corruption {
-                    cf: cf::SWEEPS,
-                    comment: format!("key {} has {} bytes, not 4", unionfind::hex(&k), k.len()),
-                }
-            })?);
-            let info: SweepInfo = decode(&v).map_err(|comment| IndexError::Corruption {
-                cf: cf::SWEEPS,
-                comment: format!("sweep {id}: {comment}"),
-            })?;
-            out.push((id, info));
-        }
-        Ok(out)
+    pub fn all_sweeps(&self) -> Result<Vec<(u32, SweepInfo)>> {
+        self.sweeps().all()
     }
 
     /// Bytes of SST files of each column family (call [`Index::flush`] first to count
@@ -535,96 +491,19 @@ impl Index {
             .unwrap_or(0)
     }
 
-    /// Estimates of `sketch` against the stored sketch of each of `docs` (ascending), read
-    /// in one batch and compared without unpacking: `(doc, estimate)` with the doc as `a`
-    /// (so `containment_a_in_b` is the doc's containment in `sketch`). Docs without a
-    /// stored sketch are left out.
-    pub fn estimates(&self, docs: &[u64], sketch: &Sketch) -> Result<Vec<(u64, Estimate)>> {
-        let keys: Vec<[u8; 8]> = docs.iter().map(|d| u64_key(*d)).collect();
-        let scf = self.cf(cf::SKETCHES);
-        let mut out = Vec::with_capacity(docs.len());
-        for (d, res) in docs
-            .iter()
-            .zip(self.db.batched_multi_get_cf(scf, keys.iter(), true))
-        {
-            let Some(packed) = res? else { continue };
-            let Some(level) = codec::packed_level(&packed) else {
-                return Err(IndexError::Corruption {
-                    cf: cf::SKETCHES,
-                    comment: format!("bad sketch of doc {d}"),
-                });
-            };
-            let level = level.max(sketch.level);
-            out.push((
-                *d,
-                estimate_sorted(
-                    codec::packed_values_at(&packed, level),
-                    sketch.at_level(level),
-                ),
-            ));
-        }
-        Ok(out)
-    }
-
-    /// Every capture whose key starts with `prefix` (a SURT ‖ 0x00, optionally followed
-    /// by a timestamp), in key order, with its key.
-    pub(crate) fn captures_with_prefix(
-        &self,
-        prefix: &[u8],
-    ) -> Result<Vec<(Box<[u8]>, codec::CaptureInfo)>> {
-        let mut out = Vec::new();
-        for item in self.db.iterator_cf(
-            self.cf(cf::CAPTURES),
-            rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward),
-        ) {
-            let (k, v) = item?;
-            if !k.starts_with(prefix) {
-                break;
-            }
-            out.push((k, decode_capture(&v)?));
-        }
-        Ok(out)
-    }
-
-    /// Calls `each` with every capture from the key `start` on (below `end`), or with
-    /// `reverse` from the last key before `start` backwards (down to `end`), until it
-    /// returns `Ok(false)`. The bound lets RocksDB stop at the range's end instead of
-    /// positioning every sorted run past it.
-    pub(crate) fn scan_captures(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        reverse: bool,
-        mut each: impl FnMut(&[u8], codec::CaptureInfo) -> Result<bool>,
-    ) -> Result<()> {
-        let mut ro = rocksdb::ReadOptions::default();
-        let dir = if reverse {
-            ro.set_iterate_lower_bound(end.to_vec());
-            rocksdb::Direction::Reverse
-        } else {
-            ro.set_iterate_upper_bound(end.to_vec());
-            rocksdb::Direction::Forward
-        };
-        for item in self.db.iterator_cf_opt(
-            self.cf(cf::CAPTURES),
-            ro,
-            rocksdb::IteratorMode::From(start, dir),
-        ) {
-            let (k, v) = item?;
-            if !each(&k, decode_capture(&v)?)? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// Whether any doc's text is stored (`index.store_texts` at ingest): `history` can
     /// then show word-level diffs.
     pub fn has_texts(&self) -> bool {
-        self.db
-            .iterator_cf(self.cf(cf::TEXTS), rocksdb::IteratorMode::Start)
-            .next()
-            .is_some()
+        !self.texts().is_empty()
+    }
+
+    /// Empties `parents` and `members` (before `recluster` writes them again).
+    pub(crate) fn clear_union_find(&self) -> Result<()> {
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_range_cf(self.cf(cf::PARENTS), &[0u8; 8][..], &[0xffu8; 9][..]);
+        b.delete_range_cf(self.cf(cf::MEMBERS), &[0u8; 16][..], &[0xffu8; 17][..]);
+        self.db.write(b)?;
+        Ok(())
     }
 
     /// Flushes memtables to SST files (so sizes on disk are real).
@@ -638,19 +517,6 @@ impl Index {
     pub(crate) fn set_counters(&self, c: Counters) {
         *self.counters.lock().expect("counters lock") = c;
     }
-}
-
-/// Decodes a `captures` value; bad bytes are corruption of that column family.
-pub(crate) fn decode_capture(v: &[u8]) -> Result<codec::CaptureInfo> {
-    decode(v).map_err(|comment| IndexError::Corruption {
-        cf: cf::CAPTURES,
-        comment,
-    })
-}
-
-/// Reads a doc id value (8 bytes BE).
-pub(crate) fn doc_value(v: &[u8]) -> Option<u64> {
-    (v.len() >= 8).then(|| read_u64(v))
 }
 
 #[cfg(test)]
@@ -678,22 +544,32 @@ mod tests {
     #[test]
     fn damaged_keys_and_values_are_corruption_errors_not_panics() {
         let (_d, i) = damaged(cf::SWEEPS, b"xy", b"");
-        assert!(corruption_of(i.sweeps(), cf::SWEEPS).contains("key 7879"));
+        assert!(corruption_of(i.sweeps().all(), cf::SWEEPS).contains("key \"xy\""));
         let (_d, i) = damaged(cf::SWEEPS, &7u32.to_be_bytes(), &[1, 0xff]);
-        assert!(corruption_of(i.sweeps(), cf::SWEEPS).contains("sweep 7"));
+        assert!(corruption_of(i.sweeps().all(), cf::SWEEPS).contains("key 00000007"));
         for v in [&[][..], &[1, 2, 3][..], &[0; 23][..]] {
             let (_d, i) = damaged(cf::PARENTS, &5u64.to_be_bytes(), v);
-            assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("doc 5"));
-            assert!(corruption_of(unionfind::node(&i, 5), cf::PARENTS).contains("doc 5"));
+            let key5 = "key 0000000000000005";
+            assert!(corruption_of(query::stats(&i), cf::PARENTS).contains(key5));
+            assert!(corruption_of(unionfind::node(&i, 5), cf::PARENTS).contains(key5));
         }
-        let (_d, i) = damaged(cf::PARENTS, b"abc", &[0; 24]);
-        assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("key 616263"));
+        let (_d, i) = damaged(cf::PARENTS, &[1, 2, 3], &[0; 24]);
+        assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("key 010203"));
         let edge = codec::encode(&codec::EdgeInfo {
             resemblance: 0.9,
             contain_lo_in_hi: 0.9,
             contain_hi_in_lo: 0.9,
         });
         let (_d, mut i) = damaged(cf::EDGES, b"short", &edge);
-        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES).contains("key 73686f7274"));
+        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES).contains("key \"short\""));
+        // The postings mark and a list of partial entries.
+        let (_d, i) = damaged(cf::POSTINGS, &columns::postings::MARK_KEY, &[1, 2]);
+        assert!(
+            corruption_of(postings::Fresh::load(&i).map(|_| ()), cf::POSTINGS)
+                .contains("key ffffffffffffffffff")
+        );
+        let (_d, i) = damaged(cf::POSTINGS, &9u64.to_be_bytes(), &[0; 12]);
+        let looked = postings::lookup(&i, &[9], &Default::default()).map(|_| ());
+        assert!(corruption_of(looked, cf::POSTINGS).contains("12 bytes"));
     }
 }

@@ -24,13 +24,9 @@ use std::sync::RwLock;
 
 use rocksdb::{IngestExternalFileOptions, ReadOptions, SstFileWriter};
 
-use super::codec::{self, read_u64, u64_key, POSTING_ENTRY};
-use super::{cf, Index, IndexError, Result};
+use super::columns::postings::{self as layout, entry_doc, ENTRY as POSTING_ENTRY, MARK_KEY};
+use super::{cf, Index, Result};
 use crate::sketch::Sketch;
-
-/// Key of the mark (9 bytes: after every 8-byte value key): the first doc id whose
-/// postings are not stored yet.
-pub const MARK_KEY: [u8; 9] = [0xff; 9];
 
 /// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
 /// values (a member of a family larger than the cap) is compared with these, so such
@@ -64,14 +60,7 @@ impl Hasher for U64Hasher {
 /// A map keyed by u64 with [`U64Hasher`].
 pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
 
-/// One posting entry: doc, its posting level, its number of posting values.
-pub fn entry(doc: u64, level: u8, count: u16) -> [u8; POSTING_ENTRY] {
-    let mut e = [0u8; POSTING_ENTRY];
-    e[..8].copy_from_slice(&doc.to_be_bytes());
-    e[8] = level;
-    e[9..11].copy_from_slice(&count.to_be_bytes());
-    e
-}
+pub use layout::entry;
 
 /// The values of a sketch that go into postings: those ≡ 0 mod 2^ℓ for the smallest
 /// ℓ ≥ the sketch's level that leaves fewer than 2P of them.
@@ -134,11 +123,10 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
     let snap = db.snapshot();
     let mut ro = ReadOptions::default();
     ro.set_snapshot(&snap);
-    let mark = db
-        .get_cf_opt(pcf, MARK_KEY, &ro)?
-        .as_deref()
-        .map(read_u64)
-        .unwrap_or(0);
+    let mark = match db.get_cf_opt(pcf, MARK_KEY, &ro)? {
+        Some(v) => layout::mark(&v)?,
+        None => 0,
+    };
     let mut lists: Vec<Stored> = values
         .iter()
         .map(|v| match over.get(*v) {
@@ -150,11 +138,12 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
         .iter()
         .enumerate()
         .filter(|(i, _)| matches!(lists[*i], Stored::Absent))
-        .map(|(i, v)| (i, u64_key(*v)))
+        .map(|(i, v)| (i, v.to_be_bytes()))
         .collect();
     let got = db.batched_multi_get_cf_opt(pcf, ask.iter().map(|(_, k)| k), true, &ro);
     for ((i, _), res) in ask.iter().zip(got) {
         let Some(list) = res? else { continue };
+        let list = layout::entries(values[*i], &list)?;
         lists[*i] = if list.len() > cap * POSTING_ENTRY {
             let head = heads_of(&list);
             over.insert(values[*i], head.clone());
@@ -169,7 +158,7 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
 fn heads_of(list: &[u8]) -> Vec<u64> {
     list.chunks_exact(POSTING_ENTRY)
         .take(COMMON_HEAD)
-        .map(|e| read_u64(&e[..8]))
+        .map(entry_doc)
         .collect()
 }
 
@@ -194,30 +183,18 @@ pub struct Fresh {
 impl Fresh {
     /// The fresh lists of `index`: rebuilt from the sketches of docs from the mark on.
     pub fn load(index: &Index) -> Result<Fresh> {
-        let db = index.db();
-        let mark = db
-            .get_cf(index.cf(cf::POSTINGS), MARK_KEY)?
-            .as_deref()
-            .map(read_u64)
-            .unwrap_or(0);
+        let mark = match index.db().get_cf(index.cf(cf::POSTINGS), MARK_KEY)? {
+            Some(v) => layout::mark(&v)?,
+            None => 0,
+        };
         let mut fresh = Fresh {
             mark,
             ..Default::default()
         };
         let target = index.params().posting_target;
-        let start = u64_key(mark);
-        for item in db.iterator_cf(
-            index.cf(cf::SKETCHES),
-            rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward),
-        ) {
-            let (k, v) = item?;
-            let doc = read_u64(&k);
-            let sketch = codec::unpack_sketch(&v).map_err(|comment| IndexError::Corruption {
-                cf: cf::SKETCHES,
-                comment,
-            })?;
+        index.sketches().from_doc(mark, |doc, sketch| {
             if sketch.values.is_empty() {
-                continue;
+                return Ok(());
             }
             let (level, values) = posting_values(&sketch, target);
             // The stored lists are not read here: these are written as merge operands.
@@ -227,7 +204,8 @@ impl Fresh {
                 values.len(),
                 values.iter().map(|v| (*v, None::<&Stored>)),
             );
-        }
+            Ok(())
+        })?;
         Ok(fresh)
     }
 
@@ -333,17 +311,17 @@ impl Fresh {
         let mut keys: Vec<u64> = self.lists.keys().copied().collect();
         keys.sort_unstable();
         // Exactly what the merge operator would make of the stored list and the entries.
-        let limit = codec::posting_list_limit(index.params().common_shingle_cap as usize);
+        let limit = layout::list_limit(index.params().common_shingle_cap as usize);
         for k in &keys {
             let (base, list) = &self.lists[k];
             if *base == UNKNOWN_BASE {
-                w.merge(u64_key(*k), list)?;
+                w.merge(k.to_be_bytes(), list)?;
             } else {
-                w.put(u64_key(*k), &list[..list.len().min(limit)])?;
+                w.put(k.to_be_bytes(), &list[..list.len().min(limit)])?;
             }
         }
         drop(keys);
-        w.put(MARK_KEY, u64_key(next_doc))?;
+        w.put(MARK_KEY, next_doc.to_be_bytes())?;
         w.finish()?;
         let mut io = IngestExternalFileOptions::default();
         io.set_move_files(true);

@@ -5,10 +5,10 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::json;
 
-use super::codec::{decode, CaptureInfo};
-use super::ingest::split_capture_key;
+use super::codec::CaptureInfo;
+use super::columns::Batch;
 use super::unionfind;
-use super::{cf, Index, IndexError, Result};
+use super::{Index, IndexError, Result};
 
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,44 +29,63 @@ pub fn export(
 ) -> std::io::Result<u64> {
     let mut n = 0u64;
     let mut clusters = unionfind::ClusterIds::new(index);
-    let to_io = |e: IndexError| std::io::Error::other(e.to_string());
-    for item in index
-        .db()
-        .iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start)
-    {
-        let (k, v) = item.map_err(|e| std::io::Error::other(e.to_string()))?;
-        let (surt, ts) =
-            split_capture_key(&k).ok_or_else(|| std::io::Error::other("corrupt capture key"))?;
-        let c: CaptureInfo = decode(&v).map_err(std::io::Error::other)?;
+    // Write errors are carried out of the scan as they are (a closed pipe is not an
+    // index error); index errors come out of the scan itself.
+    let mut io_error: Option<std::io::Error> = None;
+    let scanned = index.captures().scan_all(|(surt, ts, c)| {
         if sweep.is_some_and(|s| s != c.sweep) {
-            continue;
+            return Ok(true);
         }
-        let cluster = c.doc.map(|d| clusters.of(d)).transpose().map_err(to_io)?;
-        let mut m = capture_fields(&c, cluster);
-        match format {
-            ExportFormat::Cdxj => {
-                write!(out, "{surt} {ts} ")?;
-                serde_json::to_writer(&mut *out, &m)?;
-                out.write_all(b"\n")?;
+        let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
+        match write_capture(out, format, surt, ts, &c, cluster) {
+            Ok(()) => {
+                n += 1;
+                Ok(true)
             }
-            ExportFormat::Jsonl => {
-                m.insert("url_surtkey".into(), json!(surt));
-                m.insert("fetch_time".into(), json!(ts));
-                m.insert("content_digest".into(), json!(c.digest));
-                m.insert("warc_filename".into(), json!(c.file));
-                m.insert("warc_record_offset".into(), json!(c.offset));
-                m.insert("warc_record_length".into(), json!(c.length));
-                m.insert("fetch_status".into(), json!(c.status));
-                if let Some(r) = c.r_prev {
-                    m.insert("resemblance_to_previous".into(), json!(r));
-                }
-                serde_json::to_writer(&mut *out, &m)?;
-                out.write_all(b"\n")?;
+            Err(e) => {
+                io_error = Some(e);
+                Ok(false)
             }
         }
-        n += 1;
+    });
+    if let Some(e) = io_error {
+        return Err(e);
     }
+    scanned.map_err(std::io::Error::other)?;
     Ok(n)
+}
+
+fn write_capture(
+    out: &mut dyn Write,
+    format: ExportFormat,
+    surt: &str,
+    ts: &str,
+    c: &CaptureInfo,
+    cluster: Option<u64>,
+) -> std::io::Result<()> {
+    let mut m = capture_fields(c, cluster);
+    match format {
+        ExportFormat::Cdxj => {
+            write!(out, "{surt} {ts} ")?;
+            serde_json::to_writer(&mut *out, &m)?;
+            out.write_all(b"\n")?;
+        }
+        ExportFormat::Jsonl => {
+            m.insert("url_surtkey".into(), json!(surt));
+            m.insert("fetch_time".into(), json!(ts));
+            m.insert("content_digest".into(), json!(c.digest));
+            m.insert("warc_filename".into(), json!(c.file));
+            m.insert("warc_record_offset".into(), json!(c.offset));
+            m.insert("warc_record_length".into(), json!(c.length));
+            m.insert("fetch_status".into(), json!(c.status));
+            if let Some(r) = c.r_prev {
+                m.insert("resemblance_to_previous".into(), json!(r));
+            }
+            serde_json::to_writer(&mut *out, &m)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
 }
 
 /// The CDXJ fields of a capture, as `export` writes them (pywb/OutbackCDX names plus
@@ -95,14 +114,21 @@ pub fn capture_fields(
     std::mem::take(m)
 }
 
-/// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id.
-pub fn sweeps_json(sweeps: &[(u32, super::codec::SweepInfo)]) -> serde_json::Value {
-    serde_json::Value::Array(
-        sweeps
-            .iter()
-            .map(|(id, s)| json!({"id": id, "label": s.label, "date": s.date, "files": s.files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped}))
+/// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id,
+/// with its files' names in the order of their numbers.
+pub fn sweeps_json(index: &Index) -> Result<serde_json::Value> {
+    let mut names = index.files().names_by_sweep()?;
+    Ok(serde_json::Value::Array(
+        index
+            .sweeps()
+            .all()?
+            .into_iter()
+            .map(|(id, s)| {
+                let files = names.remove(&id).unwrap_or_default();
+                json!({"id": id, "label": s.label, "date": s.date, "files": files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped})
+            })
             .collect(),
-    )
+    ))
 }
 
 /// Index statistics.
@@ -137,38 +163,26 @@ pub struct Stats {
 
 /// Computes statistics (a scan of captures and parents).
 pub fn stats(index: &Index) -> Result<Stats> {
-    let db = index.db();
     let mut captures = 0u64;
     let mut urls = 0u64;
-    let mut last: Vec<u8> = Vec::new();
-    for item in db.iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start) {
-        let (k, _) = item?;
+    let mut last = String::new();
+    index.captures().scan_keys(|surt, _| {
         captures += 1;
-        let z = k.iter().position(|b| *b == 0).unwrap_or(k.len());
-        if k[..z] != last[..] {
+        if surt != last {
             urls += 1;
-            last = k[..z].to_vec();
+            last = surt.to_string();
         }
-    }
+        Ok(true)
+    })?;
     let mut roots: Vec<(u64, u64)> = Vec::new();
     let mut in_multi = 0u64;
-    for item in db.iterator_cf(index.cf(cf::PARENTS), rocksdb::IteratorMode::Start) {
-        let (k, v) = item?;
-        let doc = match <[u8; 8]>::try_from(&k[..]) {
-            Ok(b) => u64::from_be_bytes(b),
-            Err(_) => {
-                return Err(IndexError::Corruption {
-                    cf: cf::PARENTS,
-                    comment: format!("key {} has {} bytes, not 8", unionfind::hex(&k), k.len()),
-                })
-            }
-        };
-        let n = unionfind::unpack(doc, &v)?;
+    index.parents().for_each(|doc, n| {
         if n.parent == doc && n.size > 1 {
             roots.push((n.min, n.size));
             in_multi += n.size;
         }
-    }
+        Ok(true)
+    })?;
     roots.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     let docs = index.doc_count();
     let sizes = index.cf_sizes();
@@ -183,7 +197,7 @@ pub fn stats(index: &Index) -> Result<Stats> {
         clusters: docs - in_multi + multi,
         multi_doc_clusters: multi,
         largest_clusters: roots,
-        sweeps: index.sweeps()?.len() as u64,
+        sweeps: index.sweeps().all()?.len() as u64,
         threshold: index.counters().threshold,
         column_families: sizes.into_iter().map(|(n, b)| (n.to_string(), b)).collect(),
         wal_bytes,
@@ -208,9 +222,9 @@ pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
     let r = unionfind::rebuild(index, threshold)?;
     let mut c = index.counters();
     c.threshold = threshold;
-    index
-        .db()
-        .put_cf(index.cf(cf::META), b"counters", super::codec::encode(&c))?;
+    let mut batch = Batch::default();
+    index.meta().put_counters(&mut batch, &c);
+    index.write(batch)?;
     index.set_counters(c);
     super::snapshots::publish(index)?;
     Ok(r)

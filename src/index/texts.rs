@@ -6,16 +6,12 @@
 //! enough texts trains one (stored in `meta`), recompresses what was stored before, and
 //! every later text is compressed with it.
 //!
-//! Value: `[format u8][text length u32 BE][zstd frame]`, format 1 = no dictionary,
-//! 2 = the index's dictionary.
+//! The stored form is in [`super::columns::texts`].
 
-use rocksdb::WriteBatch;
-
-use super::codec::{read_u64, u64_key};
-use super::{cf, Index, IndexError, Result};
-
-/// Key of the dictionary in `meta`.
-pub const DICT_KEY: &[u8] = b"text_dict";
+use super::columns::meta::MetaKey;
+use super::columns::texts::{Stored, Texts};
+use super::columns::{corrupt, Batch};
+use super::{Index, Result};
 
 /// Texts stored before a dictionary is trained.
 const TRAIN_MIN_TEXTS: usize = 100;
@@ -35,8 +31,8 @@ impl TextEncoder {
     /// The encoder for `index` (with its dictionary, when it has one).
     pub fn new(index: &Index) -> Result<TextEncoder> {
         let dict = index
-            .db()
-            .get_cf(index.cf(cf::META), DICT_KEY)?
+            .meta()
+            .text_dict()?
             .map(|d| zstd::dict::EncoderDictionary::copy(&d, LEVEL));
         Ok(TextEncoder { dict })
     }
@@ -49,23 +45,19 @@ impl TextEncoder {
             None => zstd::bulk::compress(text.as_bytes(), LEVEL),
         }
         .expect("in-memory compression");
-        let mut out = Vec::with_capacity(5 + frame.len());
-        out.push(if self.dict.is_some() { 2 } else { 1 });
-        out.extend_from_slice(&(text.len() as u32).to_be_bytes());
-        out.extend_from_slice(&frame);
-        out
+        <Texts as super::columns::Column>::value(&Stored {
+            format: if self.dict.is_some() { 2 } else { 1 },
+            len: text.len(),
+            frame,
+        })
     }
 }
 
-fn decode(v: &[u8], dict: Option<&[u8]>) -> std::result::Result<String, String> {
-    if v.len() < 5 {
-        return Err("short text value".into());
-    }
-    let len = u32::from_be_bytes(v[1..5].try_into().expect("4 bytes")) as usize;
-    let bytes = match (v[0], dict) {
-        (1, _) => zstd::bulk::decompress(&v[5..], len).map_err(|e| e.to_string())?,
+fn decode(v: &Stored, dict: Option<&[u8]>) -> std::result::Result<String, String> {
+    let bytes = match (v.format, dict) {
+        (1, _) => zstd::bulk::decompress(&v.frame, v.len).map_err(|e| e.to_string())?,
         (2, Some(d)) => zstd::bulk::Decompressor::with_dictionary(d)
-            .and_then(|mut z| z.decompress(&v[5..], len))
+            .and_then(|mut z| z.decompress(&v.frame, v.len))
             .map_err(|e| e.to_string())?,
         (2, None) => return Err("text needs the dictionary, which is missing".into()),
         (f, _) => return Err(format!("text format {f}, this build reads 1 and 2")),
@@ -82,43 +74,32 @@ impl TextReader {
     /// A reader for `index`.
     pub fn new(index: &Index) -> Result<TextReader> {
         Ok(TextReader {
-            dict: index.db().get_cf(index.cf(cf::META), DICT_KEY)?,
+            dict: index.meta().text_dict()?,
         })
     }
 
     /// The canonical text of `doc`, if it was stored.
     pub fn text(&self, index: &Index, doc: u64) -> Result<Option<String>> {
-        let Some(v) = index.db().get_cf(index.cf(cf::TEXTS), u64_key(doc))? else {
+        let Some(v) = index.texts().get(&doc)? else {
             return Ok(None);
         };
         decode(&v, self.dict.as_deref())
             .map(Some)
-            .map_err(|comment| IndexError::Corruption {
-                cf: cf::TEXTS,
-                comment: format!("doc {doc}: {comment}"),
-            })
+            .map_err(|e| corrupt::<Texts>(&doc.to_be_bytes(), e))
     }
 }
 
 /// Trains the dictionary once enough texts are stored, and recompresses the texts stored
 /// without one. Returns the number of texts recompressed (0: nothing to do yet).
 pub fn train_if_ready(index: &Index) -> Result<usize> {
-    let db = index.db();
-    if db.get_cf(index.cf(cf::META), DICT_KEY)?.is_some() {
+    if index.meta().text_dict()?.is_some() {
         return Ok(0);
     }
-    let tcf = index.cf(cf::TEXTS);
-    let reader = TextReader { dict: None };
     let mut samples: Vec<String> = Vec::new();
-    for item in db.iterator_cf(tcf, rocksdb::IteratorMode::Start) {
-        let (k, _) = item?;
-        if let Some(t) = reader.text(index, read_u64(&k))? {
-            samples.push(t);
-        }
-        if samples.len() >= TRAIN_SAMPLES {
-            break;
-        }
-    }
+    index.texts().for_each(|doc, v| {
+        samples.push(decode(&v, None).map_err(|e| corrupt::<Texts>(&doc.to_be_bytes(), e))?);
+        Ok(samples.len() < TRAIN_SAMPLES)
+    })?;
     if samples.len() < TRAIN_MIN_TEXTS {
         return Ok(0);
     }
@@ -134,24 +115,21 @@ pub fn train_if_ready(index: &Index) -> Result<usize> {
     // The dictionary and the recompressed texts in batches; a text is readable at every
     // moment (its format byte says whether it needs the dictionary, which is written
     // first).
-    db.put_cf(index.cf(cf::META), DICT_KEY, &dict)?;
+    index.meta().put_now(&MetaKey::TextDict, &dict)?;
     let mut n = 0usize;
-    let mut batch = WriteBatch::default();
-    for item in db.iterator_cf(tcf, rocksdb::IteratorMode::Start) {
-        let (k, v) = item?;
-        if v.first() != Some(&1) {
-            continue;
+    let mut batch = Batch::default();
+    index.texts().for_each(|doc, v| {
+        if v.format != 1 {
+            return Ok(true);
         }
-        let text = decode(&v, None).map_err(|comment| IndexError::Corruption {
-            cf: cf::TEXTS,
-            comment,
-        })?;
-        batch.put_cf(tcf, &k, enc.encode(&text));
+        let text = decode(&v, None).map_err(|e| corrupt::<Texts>(&doc.to_be_bytes(), e))?;
+        batch.put_raw::<Texts>(index, &doc.to_be_bytes(), &enc.encode(&text));
         n += 1;
         if batch.len() >= 1024 {
-            db.write(std::mem::take(&mut batch))?;
+            index.write(std::mem::take(&mut batch))?;
         }
-    }
-    db.write(batch)?;
+        Ok(true)
+    })?;
+    index.write(batch)?;
     Ok(n)
 }

@@ -3,7 +3,6 @@
 //! subdomains; within a time range; in key order, reversed, or — for one URL — closest
 //! to a date first. The HTTP service streams these; nothing here knows about HTTP.
 
-use crate::index::ingest::split_capture_key;
 use crate::index::{Index, Result};
 use crate::url::surt;
 
@@ -159,25 +158,24 @@ impl CaptureRange {
         } else {
             (self.start.clone(), past)
         };
-        index.scan_captures(&start, &end, reverse, |key, info| {
-            if !key.starts_with(&self.prefix) {
-                return Ok(false);
-            }
-            let Some((surt, ts)) = split_capture_key(key) else {
-                return Ok(true);
-            };
-            if !self.holds(key, ts) {
-                return Ok(true);
-            }
-            each(
-                key,
-                CaptureRow {
-                    surt: surt.to_string(),
-                    timestamp: ts.to_string(),
-                    info,
-                },
-            )
-        })
+        index
+            .captures()
+            .scan_range(&start, &end, reverse, |key, (surt, ts, info)| {
+                if !key.starts_with(&self.prefix) {
+                    return Ok(false);
+                }
+                if !self.holds(key, ts) {
+                    return Ok(true);
+                }
+                each(
+                    key,
+                    CaptureRow {
+                        surt: surt.to_string(),
+                        timestamp: ts.to_string(),
+                        info,
+                    },
+                )
+            })
     }
 }
 

@@ -21,9 +21,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::index::codec::CaptureInfo;
-use crate::index::ingest::{host_of_surt, split_capture_key};
+use crate::index::ingest::host_of_surt;
 use crate::index::postings::{Fresh, OverCap};
-use crate::index::{cf, decode_capture, Index, Result};
+use crate::index::{Index, Result};
 use crate::sketch::Sketch;
 use crate::url::surt;
 
@@ -77,7 +77,8 @@ impl Prepared {
     /// Reads what the searchers of `index` share.
     pub fn load(index: &Index) -> Result<Prepared> {
         let sweeps = index
-            .sweeps()?
+            .sweeps()
+            .all()?
             .into_iter()
             .map(|(id, s)| (id, (s.label, s.date)))
             .collect();
@@ -125,81 +126,38 @@ impl<'a> Searcher<'a> {
 
     /// Every capture under a SURT key, oldest first.
     pub fn captures_of_surt(&self, key: &str) -> Result<Vec<CaptureRow>> {
-        let mut prefix = key.as_bytes().to_vec();
-        prefix.push(0);
-        Ok(self
-            .index
-            .captures_with_prefix(&prefix)?
-            .into_iter()
-            .filter_map(|(k, info)| {
-                let (s, ts) = split_capture_key(&k)?;
-                Some(CaptureRow {
-                    surt: s.to_string(),
-                    timestamp: ts.to_string(),
-                    info,
-                })
-            })
-            .collect())
+        let mut out = Vec::new();
+        self.index.captures().scan_url(key, |(s, ts, info)| {
+            out.push(CaptureRow {
+                surt: s.to_string(),
+                timestamp: ts.to_string(),
+                info,
+            });
+            Ok(true)
+        })?;
+        Ok(out)
     }
 
     /// Every capture of a doc (any URL), oldest first.
     pub fn doc_captures(&self, doc: u64) -> Result<Vec<CaptureRow>> {
-        let db = self.index.db();
-        let prefix = doc.to_be_bytes();
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        for item in db.iterator_cf(
-            self.index.cf(cf::DOC_CAPTURES),
-            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
-        ) {
-            let (k, v) = item?;
-            if !k.starts_with(&prefix) || k.len() < 8 + 14 + 10 {
-                break;
-            }
-            // doc ‖ ts ‖ sweep ‖ file ‖ record → SURT ‖ 0 ‖ ts ‖ sweep ‖ file ‖ record.
-            let mut ck = v.to_vec();
-            ck.push(0);
-            ck.extend_from_slice(&k[8..]);
-            keys.push(ck);
-        }
-        let ccf = self.index.cf(cf::CAPTURES);
-        let mut out = Vec::with_capacity(keys.len());
-        for (k, v) in keys
-            .iter()
-            .zip(db.batched_multi_get_cf(ccf, keys.iter(), false))
-        {
-            let Some(v) = v? else { continue };
-            let Some((s, ts)) = split_capture_key(k) else {
-                continue;
-            };
-            out.push(CaptureRow {
-                surt: s.to_string(),
-                timestamp: ts.to_string(),
-                info: decode_capture(&v)?,
-            });
-        }
+        let mut out: Vec<CaptureRow> = self
+            .index
+            .doc_captures()
+            .captures_of(doc)?
+            .into_iter()
+            .map(|(k, info)| CaptureRow {
+                surt: k.surt,
+                timestamp: k.timestamp,
+                info,
+            })
+            .collect();
         out.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.surt.cmp(&b.surt)));
         Ok(out)
     }
 
     /// Sweep ids in which any URL of the SURT key's host was captured, ascending.
     pub fn host_sweeps(&self, key: &str) -> Result<Vec<u32>> {
-        let host = host_of_surt(key);
-        let mut prefix = host.as_bytes().to_vec();
-        prefix.push(0);
-        let mut out = Vec::new();
-        for item in self.index.db().iterator_cf(
-            self.index.cf(cf::HOST_SWEEPS),
-            rocksdb::IteratorMode::From(&prefix, rocksdb::Direction::Forward),
-        ) {
-            let (k, _) = item?;
-            if !k.starts_with(&prefix) || k.len() != prefix.len() + 4 {
-                break;
-            }
-            out.push(u32::from_be_bytes(
-                k[prefix.len()..].try_into().expect("4 bytes"),
-            ));
-        }
-        Ok(out)
+        self.index.host_sweeps().of_host(host_of_surt(key))
     }
 
     /// A doc's sketch.
@@ -233,30 +191,19 @@ pub(crate) fn round3(x: f64) -> f64 {
 /// Up to `n` distinct URLs of the index spread evenly over its capture keys (every k-th
 /// key), for benchmarks and spot checks. Deterministic.
 pub fn sample_urls(index: &Index, n: usize) -> Result<Vec<String>> {
-    let ccf = index.cf(cf::CAPTURES);
-    let total = index
-        .db()
-        .property_int_value_cf(ccf, "rocksdb.estimate-num-keys")?
-        .unwrap_or(0)
-        .max(1);
+    let total = index.captures().estimated_count()?.max(1);
     let step = (total as usize / n.max(1)).max(1);
     let mut out: Vec<String> = Vec::with_capacity(n);
-    for (i, item) in index
-        .db()
-        .iterator_cf(ccf, rocksdb::IteratorMode::Start)
-        .enumerate()
-    {
-        if i % step != 0 {
-            continue;
+    let mut i = 0usize;
+    index.captures().scan_all(|(_, _, c)| {
+        i += 1;
+        if (i - 1) % step != 0 {
+            return Ok(true);
         }
-        let (_, v) = item?;
-        let c = decode_capture(&v)?;
         if out.last() != Some(&c.url) {
             out.push(c.url);
         }
-        if out.len() >= n {
-            break;
-        }
-    }
+        Ok(out.len() < n)
+    })?;
     Ok(out)
 }

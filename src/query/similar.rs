@@ -2,15 +2,13 @@
 //! docs that share its posting values, estimate resemblance and containment from their
 //! sketches, sort, threshold. Works for documents that were never ingested.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::{iso_date, round3, Searcher};
 use crate::capture::{analyze, Scratch};
-use crate::index::codec::{read_u64, POSTING_ENTRY};
-use crate::index::postings::{self, posting_values, Stored};
+use crate::index::candidates;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
 use crate::sketch::{Sketch, SketchParams};
@@ -41,44 +39,12 @@ pub fn similar_docs(
         return Ok(Vec::new());
     }
     let index = s.index;
-    let p = index.params();
-    let (_, values) = posting_values(sketch, p.posting_target);
-    let lookup = postings::lookup(index, &values, &s.over_cap)?;
-    let cap_bytes = p.common_shingle_cap as usize * POSTING_ENTRY;
-    let mut shared: HashMap<u64, u32> = HashMap::new();
-    let mut heads = Vec::new();
-    let mut n_over = 0usize;
-    for (v, stored) in values.iter().zip(&lookup.lists) {
-        let fresh = s.fresh.entries(*v);
-        let list: &[u8] = match stored {
-            Stored::Over(h) => {
-                heads.extend_from_slice(h);
-                n_over += 1;
-                continue;
-            }
-            Stored::Absent => &[],
-            Stored::List(l) => l,
-        };
-        if list.len() + fresh.len() > cap_bytes {
-            n_over += 1;
-            continue;
-        }
-        for e in list
-            .chunks_exact(POSTING_ENTRY)
-            .chain(fresh.chunks_exact(POSTING_ENTRY))
-        {
-            *shared.entry(read_u64(&e[..8])).or_default() += 1;
-        }
-    }
-    let mut cands: Vec<u64> = shared.keys().copied().collect();
-    // Mostly boilerplate: the first docs of the over-cap lists too (as ingest does).
-    if 2 * n_over >= values.len() {
-        cands.extend(heads);
-    }
-    cands.sort_unstable();
-    cands.dedup();
+    // Every candidate is compared (no estimate from the shared count first: a query
+    // may ask below the edge floor).
+    let cands =
+        candidates::search(index, &s.fresh, &s.over_cap, sketch, None)?.to_compare(|_| true);
     let mut out = Vec::new();
-    for (d, e) in index.estimates(&cands, sketch)? {
+    for (d, e) in index.sketches().estimates(&cands, sketch)? {
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
         let m = DocMatch {
             doc: d,

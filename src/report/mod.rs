@@ -21,10 +21,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::index::decode_capture;
-use crate::index::ingest::{host_of_surt, split_capture_key};
+use crate::index::ingest::host_of_surt;
 use crate::index::postings::posting_values;
-use crate::index::{cf, unionfind, Index, IndexError, Result};
+use crate::index::{unionfind, Index, IndexError, Result};
 use crate::query::{round3, Searcher};
 use crate::sketch::{estimate, Sketch};
 use crate::url::surt;
@@ -384,7 +383,8 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let s = Searcher::new(index)?;
     // Sweeps in date order, cut to the range.
     let mut all: Vec<(u32, String, String)> = index
-        .sweeps()?
+        .sweeps()
+        .all()?
         .into_iter()
         .map(|(id, sw)| (id, sw.label, sw.date))
         .collect();
@@ -588,14 +588,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             Ok(())
         };
 
-    for item in index
-        .db()
-        .iterator_cf(index.cf(cf::CAPTURES), rocksdb::IteratorMode::Start)
-    {
-        let (k, v) = item?;
-        let Some((key_surt, ts)) = split_capture_key(&k) else {
-            continue;
-        };
+    index.captures().scan_all(|(key_surt, ts, c)| {
         if key_surt != cur_surt {
             if !cur_surt.is_empty() {
                 finish(&cur_surt, first_sweep_pos, &mut states)?;
@@ -603,14 +596,13 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             cur_surt = key_surt.to_string();
             first_sweep_pos = None;
         }
-        let c = decode_capture(&v)?;
         let p = position.get(&c.sweep).copied();
         first_sweep_pos = match (first_sweep_pos, p) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let Some(&i) = slot.get(&c.sweep) else {
-            continue;
+            return Ok(true);
         };
         let st = match c.status {
             Some(code) if (300..400).contains(&code) => State::Redirect(c.redirect.clone()),
@@ -623,7 +615,8 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             },
         };
         states[i] = Some(st);
-    }
+        Ok(true)
+    })?;
     if !cur_surt.is_empty() {
         finish(&cur_surt, first_sweep_pos, &mut states)?;
     }

@@ -320,7 +320,7 @@ async fn report(
 #[utoipa::path(get, path = "/api/sweeps",
     responses((status = 200, description = "as `tidemark sweeps --json`")))]
 async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
-    state.with_index(|s| Ok(Json(sweeps_json(&s.sweeps)))).await
+    state.with_index(|s| Ok(Json(sweeps_json(&s.index)?))).await
 }
 
 /// Docs, captures, URLs, clusters and bytes on disk.

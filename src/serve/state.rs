@@ -33,10 +33,10 @@ pub struct Served {
 impl Served {
     fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
         let index = Index::open_read_only(&lease.path, config)?;
-        let sweeps = index.sweeps()?;
+        let sweeps = index.sweeps().all()?;
         let mut files = HashMap::new();
-        for (_, s) in &sweeps {
-            for f in &s.files {
+        for names in index.files().names_by_sweep()?.values() {
+            for f in names {
                 let p = PathBuf::from(f);
                 if let Some(name) = p.file_name() {
                     files.insert(name.to_string_lossy().to_string(), p.clone());

@@ -1,0 +1,178 @@
+//! `captures`: every capture, keyed so that one URL's captures are adjacent and in time
+//! order: SURT ‖ 0x00 ‖ timestamp (14 ASCII digits) ‖ sweep u32 BE ‖ file number u32 BE
+//! ‖ record number u32 BE → [`CaptureInfo`] (URL, sweep, record type, doc, status,
+//! mime, digest, redirect, WARC file name, offset, length, resemblance to the previous
+//! capture; bincode). The last three numbers make the key unique: two records of one URL
+//! and second in one sweep are two captures. The fixed 26-byte tail is read from the
+//! end, so a key decodes whatever its SURT holds.
+//!
+//! Written by ingest (every capture). Read by `whereis`, `history`, the report, `stats`,
+//! `export`, the CDX, Wayback and Memento endpoints of the service (prefix and range
+//! scans) and ingest (the previous capture of a URL, a revisit's original).
+
+use super::{corrupt, Col, Column};
+use crate::index::codec::{decode, encode, CaptureInfo};
+use crate::index::Result;
+
+/// Marker of the `captures` column family.
+pub struct Captures;
+
+/// Bytes after the SURT's 0x00: timestamp, sweep, file, record.
+pub const TAIL: usize = 14 + 4 + 4 + 4;
+
+/// A key of `captures`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureKey {
+    /// SURT of the URL.
+    pub surt: String,
+    /// 14-digit timestamp.
+    pub timestamp: String,
+    /// Sweep id.
+    pub sweep: u32,
+    /// The file's number in its sweep.
+    pub file: u32,
+    /// The record's number in its file.
+    pub record: u32,
+}
+
+impl Column for Captures {
+    const NAME: &'static str = "captures";
+    type Key = CaptureKey;
+    type Value = CaptureInfo;
+
+    fn key(k: &CaptureKey) -> Vec<u8> {
+        let mut out = Vec::with_capacity(k.surt.len() + 1 + TAIL);
+        out.extend_from_slice(k.surt.as_bytes());
+        out.push(0);
+        out.extend_from_slice(k.timestamp.as_bytes());
+        out.extend_from_slice(&k.sweep.to_be_bytes());
+        out.extend_from_slice(&k.file.to_be_bytes());
+        out.extend_from_slice(&k.record.to_be_bytes());
+        out
+    }
+
+    fn decode_key(b: &[u8]) -> std::result::Result<CaptureKey, String> {
+        let (surt, ts) = split(b)?;
+        let n = b.len();
+        let num = |at: usize| u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+        Ok(CaptureKey {
+            surt: surt.to_string(),
+            timestamp: ts.to_string(),
+            sweep: num(n - 12),
+            file: num(n - 8),
+            record: num(n - 4),
+        })
+    }
+
+    fn value(v: &CaptureInfo) -> Vec<u8> {
+        encode(v)
+    }
+
+    fn decode_value(b: &[u8]) -> std::result::Result<CaptureInfo, String> {
+        decode(b)
+    }
+}
+
+/// The SURT and timestamp of a key, borrowed.
+pub fn split(b: &[u8]) -> std::result::Result<(&str, &str), String> {
+    let n = b.len();
+    if n < TAIL + 1 || b[n - TAIL - 1] != 0 {
+        return Err(format!("not SURT ‖ 0 ‖ {TAIL} bytes ({n} bytes)"));
+    }
+    let surt = std::str::from_utf8(&b[..n - TAIL - 1]).map_err(|_| "a SURT that is not UTF-8")?;
+    let ts = std::str::from_utf8(&b[n - TAIL..n - 12])
+        .ok()
+        .filter(|t| t.bytes().all(|c| c.is_ascii_digit()))
+        .ok_or("a timestamp that is not 14 digits")?;
+    Ok((surt, ts))
+}
+
+/// The key prefix of every capture of a SURT: SURT ‖ 0x00.
+pub fn url_prefix(surt: &str) -> Vec<u8> {
+    let mut p = Vec::with_capacity(surt.len() + 1 + 14);
+    p.extend_from_slice(surt.as_bytes());
+    p.push(0);
+    p
+}
+
+/// One capture as a scan yields it: SURT and timestamp (borrowed from the key) and the
+/// value.
+pub type Row<'k> = (&'k str, &'k str, CaptureInfo);
+
+impl Col<'_, Captures> {
+    /// Calls `each` with every capture whose key starts with `prefix`, in key order.
+    pub fn scan_prefix_rows(
+        &self,
+        prefix: &[u8],
+        mut each: impl FnMut(Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_raw(prefix, None, false, |k, v| {
+            if !k.starts_with(prefix) {
+                return Ok(false);
+            }
+            each(row(k, v)?)
+        })
+    }
+
+    /// Every capture of a SURT, oldest first.
+    pub fn scan_url(&self, surt: &str, each: impl FnMut(Row<'_>) -> Result<bool>) -> Result<()> {
+        self.scan_prefix_rows(&url_prefix(surt), each)
+    }
+
+    /// Every capture from the key `start` on (below `end`), or with `reverse` from the
+    /// last key before `start` backwards (down to `end`), with its key bytes, until
+    /// `each` returns false.
+    pub fn scan_range(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_raw(start, Some(end), reverse, |k, v| each(k, row(k, v)?))
+    }
+
+    /// Every capture in key order.
+    pub fn scan_all(&self, mut each: impl FnMut(Row<'_>) -> Result<bool>) -> Result<()> {
+        self.scan_raw(&[], None, false, |k, v| each(row(k, v)?))
+    }
+
+    /// Every key in key order (the values are not decoded).
+    pub fn scan_keys(&self, mut each: impl FnMut(&str, &str) -> Result<bool>) -> Result<()> {
+        self.scan_raw(&[], None, false, |k, _| {
+            let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+            each(s, t)
+        })
+    }
+
+    /// The captures at the given keys (absent ones left out), in the order given.
+    pub fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<(CaptureKey, CaptureInfo)>> {
+        let db = self.index.db();
+        let mut out = Vec::with_capacity(keys.len());
+        for (k, v) in keys
+            .iter()
+            .zip(db.batched_multi_get_cf(self.handle(), keys.iter(), false))
+        {
+            let Some(v) = v? else { continue };
+            let key = Captures::decode_key(k).map_err(|e| corrupt::<Captures>(k, e))?;
+            let info = Captures::decode_value(&v).map_err(|e| corrupt::<Captures>(k, e))?;
+            out.push((key, info));
+        }
+        Ok(out)
+    }
+
+    /// An estimate of the number of captures (RocksDB's, from its files' properties).
+    pub fn estimated_count(&self) -> Result<u64> {
+        Ok(self
+            .index
+            .db()
+            .property_int_value_cf(self.handle(), "rocksdb.estimate-num-keys")?
+            .unwrap_or(0))
+    }
+}
+
+fn row<'k>(k: &'k [u8], v: &[u8]) -> Result<Row<'k>> {
+    let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+    let info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
+    Ok((s, t, info))
+}

@@ -1,0 +1,352 @@
+//! The column families of the index, one file each, in the order of `schema/README.md`.
+//!
+//! Each file has a marker type implementing [`Column`] (in the manner of Agave's
+//! blockstore `column.rs`): the family's name, its key and value types, how both are
+//! encoded and decoded, its RocksDB options, and a doc comment saying who writes it and
+//! who reads it. Everything outside `src/index/` reads and writes through the typed
+//! handles of [`Index`] (`index.captures().scan_url(surt, …)`); RocksDB is named only
+//! inside `src/index/`.
+//!
+//! Decoding never panics: a key or value of the wrong shape is
+//! [`IndexError::Corruption`] naming the column family and the key.
+
+pub mod captures;
+pub mod doc_captures;
+pub mod docs;
+pub mod edges;
+pub mod files;
+pub mod fingerprints;
+pub mod host_sweeps;
+pub mod members;
+pub mod meta;
+pub mod parents;
+pub mod payloads;
+pub mod postings;
+pub mod sketches;
+pub mod sweeps;
+pub mod texts;
+pub mod url_last;
+
+use std::marker::PhantomData;
+
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamily, DBCompressionType, Options};
+
+use super::{Index, IndexError, Result};
+
+/// One column family: its name, key and value types and their byte forms.
+pub trait Column {
+    /// The column family's name in RocksDB.
+    const NAME: &'static str;
+    /// What a key holds.
+    type Key;
+    /// What a value holds.
+    type Value;
+    /// The key's bytes.
+    fn key(k: &Self::Key) -> Vec<u8>;
+    /// A key from its bytes (an error message when they are not one).
+    fn decode_key(b: &[u8]) -> std::result::Result<Self::Key, String>;
+    /// The value's bytes.
+    fn value(v: &Self::Value) -> Vec<u8>;
+    /// A value from its bytes (an error message when they are not one).
+    fn decode_value(b: &[u8]) -> std::result::Result<Self::Value, String>;
+    /// Options beyond the defaults of every family ([`base_options`]).
+    fn tune(_o: &mut Options, _t: &mut BlockBasedOptions, _cx: &Tuning) {}
+}
+
+/// What a family's options may depend on.
+pub struct Tuning {
+    /// The block cache shared by all families.
+    pub cache: Cache,
+    /// The common-shingle cap (the postings merge keeps cap + 1 entries).
+    pub cap: usize,
+}
+
+/// Every column family name, in creation order (the order of the files here and of the
+/// sections of `schema/README.md`).
+pub const ALL: &[&str] = &[
+    meta::Meta::NAME,
+    sweeps::Sweeps::NAME,
+    files::Files::NAME,
+    fingerprints::Fingerprints::NAME,
+    payloads::Payloads::NAME,
+    docs::Docs::NAME,
+    sketches::Sketches::NAME,
+    postings::Postings::NAME,
+    captures::Captures::NAME,
+    doc_captures::DocCaptures::NAME,
+    url_last::UrlLast::NAME,
+    edges::Edges::NAME,
+    parents::Parents::NAME,
+    members::Members::NAME,
+    host_sweeps::HostSweeps::NAME,
+    texts::Texts::NAME,
+];
+
+/// The options of the family `name`.
+pub(crate) fn options(name: &str, cx: &Tuning) -> Options {
+    let (mut o, mut t) = base_options(cx);
+    macro_rules! tune {
+        ($($c:ty),*) => {
+            $(if name == <$c>::NAME { <$c>::tune(&mut o, &mut t, cx); })*
+        };
+    }
+    tune!(
+        meta::Meta,
+        sweeps::Sweeps,
+        files::Files,
+        fingerprints::Fingerprints,
+        payloads::Payloads,
+        docs::Docs,
+        sketches::Sketches,
+        postings::Postings,
+        captures::Captures,
+        doc_captures::DocCaptures,
+        url_last::UrlLast,
+        edges::Edges,
+        parents::Parents,
+        members::Members,
+        host_sweeps::HostSweeps,
+        texts::Texts
+    );
+    o.set_block_based_table_factory(&t);
+    o
+}
+
+/// What every family gets: the shared block cache with index and filter blocks in it,
+/// no compression in upper levels (small and hot) and zstd where most data sits.
+fn base_options(cx: &Tuning) -> (Options, BlockBasedOptions) {
+    let mut o = Options::default();
+    let mut t = BlockBasedOptions::default();
+    t.set_block_cache(&cx.cache);
+    t.set_cache_index_and_filter_blocks(true);
+    // Charged to the cache but held by the table readers: a lookup does not go through
+    // the cache for them (measured: a tenth less CPU in a later 100k-page sweep, where
+    // every new doc looks up ~75 posting values in every sorted run).
+    t.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    t.set_pin_top_level_index_and_filter(true);
+    o.set_compression_type(DBCompressionType::None);
+    o.set_bottommost_compression_type(DBCompressionType::Zstd);
+    o.set_level_compaction_dynamic_level_bytes(true);
+    (o, t)
+}
+
+/// For families read by point lookups, most of them misses for new content: full-key
+/// bloom filters, in the SST files and in the memtable (a miss then costs no skip-list
+/// search), and a hash table in each data block, so a lookup finds its key without a
+/// binary search over the block's restart points (sweep 5 of the steady 100k corpus,
+/// three alternating pairs: 2.7 s less wall time at the median). A partitioned index
+/// for postings and sketches was tried and cost 5 s more: each probe then went through
+/// the block cache for its partition.
+pub(crate) fn point_lookups(o: &mut Options, t: &mut BlockBasedOptions) {
+    t.set_bloom_filter(10.0, false);
+    o.set_memtable_whole_key_filtering(true);
+    o.set_memtable_prefix_bloom_ratio(0.1);
+    t.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
+    t.set_data_block_hash_ratio(0.75);
+}
+
+/// A key for messages: as text when it is printable, else in hexadecimal.
+pub fn show_key(k: &[u8]) -> String {
+    if !k.is_empty() && k.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        format!("{:?}", String::from_utf8_lossy(k))
+    } else {
+        k.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Corruption of family `C` at key `k`.
+pub fn corrupt<C: Column>(k: &[u8], what: impl std::fmt::Display) -> IndexError {
+    IndexError::Corruption {
+        cf: C::NAME,
+        comment: format!("key {}: {what}", show_key(k)),
+    }
+}
+
+/// A big-endian u64 of exactly 8 bytes.
+pub(crate) fn be_u64(b: &[u8]) -> std::result::Result<u64, String> {
+    <[u8; 8]>::try_from(b)
+        .map(u64::from_be_bytes)
+        .map_err(|_| format!("{} bytes where 8 were expected", b.len()))
+}
+
+/// A big-endian u32 of exactly 4 bytes.
+pub(crate) fn be_u32(b: &[u8]) -> std::result::Result<u32, String> {
+    <[u8; 4]>::try_from(b)
+        .map(u32::from_be_bytes)
+        .map_err(|_| format!("{} bytes where 4 were expected", b.len()))
+}
+
+/// An empty value (families whose keys say everything).
+pub(crate) fn empty_value(b: &[u8]) -> std::result::Result<(), String> {
+    if b.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} bytes where none were expected", b.len()))
+    }
+}
+
+/// Writes to several families applied at once ([`Index::write`]).
+#[derive(Default)]
+pub struct Batch(pub(crate) rocksdb::WriteBatch);
+
+impl Batch {
+    /// Puts `value` at `key` in family `C`.
+    pub fn put<C: Column>(&mut self, index: &Index, key: &C::Key, value: &C::Value) {
+        self.0
+            .put_cf(index.cf(C::NAME), C::key(key), C::value(value));
+    }
+
+    /// Puts bytes already encoded (hot paths that build keys in place).
+    pub(crate) fn put_raw<C: Column>(&mut self, index: &Index, key: &[u8], value: &[u8]) {
+        self.0.put_cf(index.cf(C::NAME), key, value);
+    }
+
+    /// Deletes `key` from family `C`.
+    pub fn delete<C: Column>(&mut self, index: &Index, key: &C::Key) {
+        self.0.delete_cf(index.cf(C::NAME), C::key(key));
+    }
+
+    /// Operations in the batch.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the batch holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A typed handle on one column family of an open index.
+pub struct Col<'a, C> {
+    pub(crate) index: &'a Index,
+    _c: PhantomData<C>,
+}
+
+impl<C> Clone for Col<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for Col<'_, C> {}
+
+impl<'a, C: Column> Col<'a, C> {
+    pub(crate) fn new(index: &'a Index) -> Self {
+        Col {
+            index,
+            _c: PhantomData,
+        }
+    }
+
+    pub(crate) fn handle(&self) -> &'a ColumnFamily {
+        self.index.cf(C::NAME)
+    }
+
+    /// The value at `key`.
+    pub fn get(&self, key: &C::Key) -> Result<Option<C::Value>> {
+        let k = C::key(key);
+        self.get_raw(&k)
+    }
+
+    pub(crate) fn get_raw(&self, k: &[u8]) -> Result<Option<C::Value>> {
+        match self.index.db().get_pinned_cf(self.handle(), k)? {
+            None => Ok(None),
+            Some(v) => C::decode_value(&v)
+                .map(Some)
+                .map_err(|e| corrupt::<C>(k, e)),
+        }
+    }
+
+    /// Whether `key` is present (its value is not decoded).
+    pub fn contains(&self, key: &C::Key) -> Result<bool> {
+        Ok(self
+            .index
+            .db()
+            .get_pinned_cf(self.handle(), C::key(key))?
+            .is_some())
+    }
+
+    /// Writes `value` at `key` now, alone.
+    pub fn put_now(&self, key: &C::Key, value: &C::Value) -> Result<()> {
+        self.index
+            .db()
+            .put_cf(self.handle(), C::key(key), C::value(value))?;
+        Ok(())
+    }
+
+    /// Calls `each` with every entry whose key bytes start with `prefix`, in key order,
+    /// until it returns `Ok(false)`.
+    pub fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        mut each: impl FnMut(C::Key, C::Value) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_raw(prefix, None, false, |k, v| {
+            if !k.starts_with(prefix) {
+                return Ok(false);
+            }
+            let key = C::decode_key(k).map_err(|e| corrupt::<C>(k, e))?;
+            let value = C::decode_value(v).map_err(|e| corrupt::<C>(k, e))?;
+            each(key, value)
+        })
+    }
+
+    /// Every entry in key order.
+    pub fn for_each(&self, each: impl FnMut(C::Key, C::Value) -> Result<bool>) -> Result<()> {
+        self.scan_prefix(&[], each)
+    }
+
+    /// Raw entries from `start` (forward, below `end`), or with `reverse` from the last
+    /// key before `start` backwards (down to `end`), until `each` returns `Ok(false)`.
+    /// The bound lets RocksDB stop at the range's end instead of positioning every
+    /// sorted run past it.
+    pub(crate) fn scan_raw(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut ro = rocksdb::ReadOptions::default();
+        let dir = if reverse {
+            if let Some(e) = end {
+                ro.set_iterate_lower_bound(e.to_vec());
+            }
+            rocksdb::Direction::Reverse
+        } else {
+            if let Some(e) = end {
+                ro.set_iterate_upper_bound(e.to_vec());
+            }
+            rocksdb::Direction::Forward
+        };
+        let mode = if start.is_empty() && !reverse {
+            rocksdb::IteratorMode::Start
+        } else {
+            rocksdb::IteratorMode::From(start, dir)
+        };
+        for item in self.index.db().iterator_cf_opt(self.handle(), ro, mode) {
+            let (k, v) = item?;
+            if !each(&k, &v)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the family holds no entry.
+    pub fn is_empty(&self) -> bool {
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_total_order_seek(true);
+        self.index
+            .db()
+            .iterator_cf_opt(self.handle(), ro, rocksdb::IteratorMode::Start)
+            .next()
+            .is_none()
+    }
+
+    /// Bytes of its SST files.
+    pub fn size(&self) -> u64 {
+        self.index.cf_size(C::NAME)
+    }
+}

@@ -1,0 +1,166 @@
+//! `postings`: a sampled sketch value (u64 BE) → its posting list, the docs whose
+//! posting sample holds the value, in doc order: entries of [`ENTRY`] bytes (doc id u64
+//! BE, the doc's posting level u8, its number of posting values u16 BE), at most
+//! cap + 1 of them (a longer list is boilerplate: only its head is used). One more key,
+//! [`MARK_KEY`] (nine 0xff bytes, after every value key), holds the mark: the first doc
+//! id whose postings are not stored yet (u64 BE).
+//!
+//! Written only by ingest's spills ([`crate::index::postings::Fresh::spill`]): whole lists
+//! in a sorted file that RocksDB ingests atomically with the new mark. A list whose
+//! stored part the writer did not read (rebuilt after a kill) is written as a merge
+//! operand, which [`merge`] appends. Read by the candidate search
+//! ([`crate::index::postings::lookup`]) for ingest, `similar` and the report.
+
+use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
+
+use super::{corrupt, Column, Tuning};
+use crate::index::Result;
+
+/// Marker of the `postings` column family.
+pub struct Postings;
+
+/// Bytes of one posting entry.
+pub const ENTRY: usize = 11;
+
+/// Key of the mark.
+pub const MARK_KEY: [u8; 9] = [0xff; 9];
+
+/// A key of `postings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostingKey {
+    /// The list of a sketch value.
+    Value(u64),
+    /// The mark.
+    Mark,
+}
+
+impl Column for Postings {
+    const NAME: &'static str = "postings";
+    type Key = PostingKey;
+    /// Raw: a list of entries (checked by [`entries`]) or, at the mark, a doc id.
+    type Value = Vec<u8>;
+
+    fn key(k: &PostingKey) -> Vec<u8> {
+        match k {
+            PostingKey::Value(v) => v.to_be_bytes().to_vec(),
+            PostingKey::Mark => MARK_KEY.to_vec(),
+        }
+    }
+
+    fn decode_key(b: &[u8]) -> std::result::Result<PostingKey, String> {
+        if b == MARK_KEY {
+            return Ok(PostingKey::Mark);
+        }
+        super::be_u64(b).map(PostingKey::Value)
+    }
+
+    fn value(v: &Vec<u8>) -> Vec<u8> {
+        v.clone()
+    }
+
+    fn decode_value(b: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        Ok(b.to_vec())
+    }
+
+    fn tune(o: &mut Options, t: &mut BlockBasedOptions, cx: &Tuning) {
+        super::point_lookups(o, t);
+        let cap = cx.cap;
+        o.set_merge_operator_associative("tidemark-postings-v1", move |_k, existing, ops| {
+            Some(merge(existing, &mut ops.iter(), cap))
+        });
+        // Written only by ingesting sorted files, never through the memtable.
+        o.set_write_buffer_size(4 << 20);
+        // Keys are random 64-bit values, so under levelled compaction every level-0 file
+        // overlaps the whole last level and each compaction rewrote all postings (13.6 s
+        // of CPU in the fourth 100k-page sweep). Size-tiered ("universal") compaction
+        // merges runs of similar size instead: each entry is rewritten O(log n) times.
+        // Lists only grow, so there is no space amplification to chase.
+        o.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+        let mut u = rocksdb::UniversalCompactOptions::default();
+        u.set_max_size_amplification_percent(1000);
+        o.set_universal_compaction_options(&u);
+        // Uncompressed: zstd was an eighth of compaction CPU, and universal compaction
+        // compares run sizes, which only means something when spills (written
+        // uncompressed by the writer) and compacted runs are measured alike.
+        o.set_bottommost_compression_type(DBCompressionType::None);
+    }
+}
+
+/// One posting entry: doc, its posting level, its number of posting values.
+pub fn entry(doc: u64, level: u8, count: u16) -> [u8; ENTRY] {
+    let mut e = [0u8; ENTRY];
+    e[..8].copy_from_slice(&doc.to_be_bytes());
+    e[8] = level;
+    e[9..11].copy_from_slice(&count.to_be_bytes());
+    e
+}
+
+/// The fields of one entry (exactly [`ENTRY`] bytes, as [`entries`] yields them).
+pub fn entry_fields(e: &[u8]) -> (u64, u8, u16) {
+    (
+        u64::from_be_bytes(e[..8].try_into().expect("an entry")),
+        e[8],
+        u16::from_be_bytes([e[9], e[10]]),
+    )
+}
+
+/// The doc of one entry.
+pub fn entry_doc(e: &[u8]) -> u64 {
+    entry_fields(e).0
+}
+
+/// A stored list checked for shape: whole entries only.
+pub fn entries(value: u64, list: &[u8]) -> Result<&[u8]> {
+    if list.len() % ENTRY != 0 {
+        return Err(corrupt::<Postings>(
+            &value.to_be_bytes(),
+            format!(
+                "a list of {} bytes, not whole {ENTRY}-byte entries",
+                list.len()
+            ),
+        ));
+    }
+    Ok(list)
+}
+
+/// The mark's value.
+pub fn mark(v: &[u8]) -> Result<u64> {
+    super::be_u64(v).map_err(|e| corrupt::<Postings>(&MARK_KEY, e))
+}
+
+/// Bytes a stored list keeps at most: cap + 1 entries.
+pub fn list_limit(cap: usize) -> usize {
+    (cap + 1) * ENTRY
+}
+
+/// The merge: operands are appended in write order (doc ids increase, so the list stays
+/// sorted); a list keeps at most `cap + 1` entries, enough to know it is over the cap.
+pub fn merge(
+    existing: Option<&[u8]>,
+    operands: &mut dyn Iterator<Item = &[u8]>,
+    cap: usize,
+) -> Vec<u8> {
+    let limit = list_limit(cap);
+    let mut out = existing.map(|e| e.to_vec()).unwrap_or_default();
+    for op in operands {
+        if out.len() >= limit {
+            break;
+        }
+        let room = limit - out.len();
+        out.extend_from_slice(&op[..op.len().min(room)]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_stop_growing_past_the_cap() {
+        let ops: Vec<Vec<u8>> = (0..10u64).map(|d| entry(d, 0, 5).to_vec()).collect();
+        let merged = merge(None, &mut ops.iter().map(|v| v.as_slice()), 3);
+        assert_eq!(merged.len(), 4 * ENTRY);
+        assert_eq!(entry_doc(&merged[ENTRY..2 * ENTRY]), 1);
+    }
+}
