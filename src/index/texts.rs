@@ -53,7 +53,8 @@ impl TextEncoder {
     }
 }
 
-fn decode(v: &Stored, dict: Option<&[u8]>) -> std::result::Result<String, String> {
+/// A stored text, decompressed (`dict`: the index's dictionary, when it has one).
+pub fn decode(v: &Stored, dict: Option<&[u8]>) -> std::result::Result<String, String> {
     let bytes = match (v.format, dict) {
         (1, _) => zstd::bulk::decompress(&v.frame, v.len).map_err(|e| e.to_string())?,
         (2, Some(d)) => zstd::bulk::Decompressor::with_dictionary(d)

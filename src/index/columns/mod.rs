@@ -112,6 +112,39 @@ pub(crate) fn options(name: &str, cx: &Tuning) -> Options {
     o
 }
 
+/// Decodes one entry of the family `name` with its codecs: the message of the first
+/// part that is not what the family holds. For checks and for fuzzing the decoders.
+pub fn check_entry(name: &str, key: &[u8], value: &[u8]) -> std::result::Result<(), String> {
+    macro_rules! check {
+        ($($c:ty),*) => {
+            $(if name == <$c>::NAME {
+                <$c>::decode_key(key)?;
+                <$c>::decode_value(value)?;
+                return Ok(());
+            })*
+        };
+    }
+    check!(
+        meta::Meta,
+        sweeps::Sweeps,
+        files::Files,
+        fingerprints::Fingerprints,
+        payloads::Payloads,
+        docs::Docs,
+        sketches::Sketches,
+        postings::Postings,
+        captures::Captures,
+        doc_captures::DocCaptures,
+        url_last::UrlLast,
+        edges::Edges,
+        parents::Parents,
+        members::Members,
+        host_sweeps::HostSweeps,
+        texts::Texts
+    );
+    Err(format!("no column family {name:?}"))
+}
+
 /// What every family gets: the shared block cache with index and filter blocks in it,
 /// no compression in upper levels (small and hot) and zstd where most data sits.
 fn base_options(cx: &Tuning) -> (Options, BlockBasedOptions) {
