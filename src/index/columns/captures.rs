@@ -145,18 +145,19 @@ impl Col<'_, Captures> {
         })
     }
 
-    /// The captures at the given keys (absent ones left out), in the order given.
-    pub fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<(CaptureKey, CaptureInfo)>> {
+    /// The captures at the given keys, in the order given (`None`: absent), read in one
+    /// batch.
+    pub fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<CaptureInfo>>> {
         let db = self.index.db();
         let mut out = Vec::with_capacity(keys.len());
         for (k, v) in keys
             .iter()
             .zip(db.batched_multi_get_cf(self.handle(), keys.iter(), false))
         {
-            let Some(v) = v? else { continue };
-            let key = Captures::decode_key(k).map_err(|e| corrupt::<Captures>(k, e))?;
-            let info = Captures::decode_value(&v).map_err(|e| corrupt::<Captures>(k, e))?;
-            out.push((key, info));
+            out.push(match v? {
+                Some(v) => Some(Captures::decode_value(&v).map_err(|e| corrupt::<Captures>(k, e))?),
+                None => None,
+            });
         }
         Ok(out)
     }

@@ -53,27 +53,41 @@ impl Column for DocCaptures {
 }
 
 impl Col<'_, DocCaptures> {
-    /// Every capture of `doc` (any URL), in the order of their timestamps then keys.
+    /// Every capture of `doc` (any URL), in key order. An entry whose capture is not in
+    /// `captures` is corruption of this family (every capture with content has both).
     pub fn captures_of(&self, doc: u64) -> Result<Vec<(CaptureKey, CaptureInfo)>> {
         let prefix = doc.to_be_bytes();
-        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut keys: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         self.scan_raw(&prefix, None, false, |k, v| {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
-            if k.len() != 8 + TAIL {
-                return Err(corrupt::<DocCaptures>(
-                    k,
-                    format!("{} bytes, not {}", k.len(), 8 + TAIL),
-                ));
-            }
+            DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            let surt = DocCaptures::decode_value(v).map_err(|e| corrupt::<DocCaptures>(k, e))?;
             // doc ‖ tail → SURT ‖ 0 ‖ tail.
-            let mut ck = v.to_vec();
+            let mut ck = surt.into_bytes();
             ck.push(0);
             ck.extend_from_slice(&k[8..]);
-            keys.push(ck);
+            keys.push((k.to_vec(), ck));
             Ok(true)
         })?;
-        Col::<Captures>::new(self.index).get_many(&keys)
+        let cks: Vec<Vec<u8>> = keys.iter().map(|(_, ck)| ck.clone()).collect();
+        let found = Col::<Captures>::new(self.index).get_many(&cks)?;
+        let mut out = Vec::with_capacity(keys.len());
+        for ((k, ck), info) in keys.iter().zip(found) {
+            match info {
+                Some(info) => out.push((
+                    Captures::decode_key(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?,
+                    info,
+                )),
+                None => {
+                    return Err(corrupt::<DocCaptures>(
+                        k,
+                        format!("its capture {} is not in captures", super::show_key(ck)),
+                    ))
+                }
+            }
+        }
+        Ok(out)
     }
 }

@@ -1,0 +1,285 @@
+//! A damaged index, tried as a user meets it: every column family with its values
+//! truncated, emptied or flipped, or a key of the wrong shape among its keys, then the
+//! commands that read that family. A value or key of the wrong shape is a corruption
+//! error naming the family and the key, exit status 2; nothing panics, whatever the
+//! damage (a flipped value may still have the right shape: then any clean exit will do).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{generate, ingest_generated, sweep_files, tidemark};
+use rocksdb::{Options, DB};
+
+/// A generated index of two sweeps with stored texts, the files of a third sweep, and a
+/// URL with several captures and a multi-doc cluster.
+struct Pristine {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    config: PathBuf,
+    next_sweep: Vec<PathBuf>,
+    /// Sweep 3's first file without payload digests: every text is canonicalized and
+    /// looked up by fingerprint (a digest would settle known payloads first).
+    no_digests: PathBuf,
+    url: String,
+}
+
+fn pristine() -> Pristine {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 300, 3, 13);
+    let config = dir.path().join("texts.toml");
+    std::fs::write(&config, "[index]\nstore_texts = true\n").unwrap();
+    let db = dir.path().join("db");
+    ingest_generated(&corpus, &db, 2, &["--config", config.to_str().unwrap()]);
+    // A URL whose content changed between the sweeps (two docs, history with a diff).
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    assert!(out.status.success());
+    let rows = common::json_lines(&out);
+    let mut docs_of: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for r in &rows {
+        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
+            docs_of.entry(u.to_string()).or_default().push(d);
+        }
+    }
+    let url = docs_of
+        .iter()
+        .find(|(_, d)| d.len() >= 2 && d[0] != d[1])
+        .map(|(u, _)| u.clone())
+        .expect("a URL whose content changed");
+    let next_sweep = sweep_files(&corpus, 3);
+    let mut warc = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::MultiGzDecoder::new(std::fs::File::open(&next_sweep[0]).unwrap()),
+        &mut warc,
+    )
+    .unwrap();
+    let text = String::from_utf8_lossy(&warc).to_string();
+    assert!(text.contains("WARC-Payload-Digest: "));
+    let stripped: String = text
+        .split_inclusive("\r\n")
+        .filter(|l| !l.starts_with("WARC-Payload-Digest: "))
+        .collect();
+    let no_digests = dir.path().join("no-digests.warc");
+    std::fs::write(&no_digests, stripped).unwrap();
+    Pristine {
+        next_sweep,
+        no_digests,
+        _dir: dir,
+        db,
+        config,
+        url,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Damage {
+    /// Every value one byte shorter.
+    Truncate,
+    /// Every value empty.
+    Empty,
+    /// Every value one byte longer.
+    Extend,
+    /// Every byte of every value inverted (the shape may survive).
+    Flip,
+    /// One key of the wrong shape where the commands' scans pass.
+    Key,
+}
+
+/// Copies the index and damages family `cf` in the copy.
+fn damaged_copy(p: &Pristine, cf: &str, damage: Damage, at: &Path) -> PathBuf {
+    let copy = at.join(format!("{cf}-{damage:?}"));
+    copy_dir(&p.db, &copy);
+    let cfs = DB::list_cf(&Options::default(), &copy).unwrap();
+    let db = DB::open_cf(&Options::default(), &copy, &cfs).unwrap();
+    let h = db.cf_handle(cf).unwrap();
+    let entries: Vec<(Box<[u8]>, Box<[u8]>)> = db
+        .iterator_cf(h, rocksdb::IteratorMode::Start)
+        .map(|e| e.unwrap())
+        .collect();
+    assert!(!entries.is_empty(), "{cf} is empty in the pristine index");
+    match damage {
+        Damage::Key => {
+            // Under the prefix the reads scan: the URL's SURT, its host, a root, a doc.
+            let k: Vec<u8> = match cf {
+                "captures" | "host_sweeps" => {
+                    let surt = surt_of(&p.url);
+                    let cut = if cf == "host_sweeps" {
+                        surt.find(')').unwrap() + 1
+                    } else {
+                        surt.len()
+                    };
+                    [&surt.as_bytes()[..cut], &[0, b'2', b'0']].concat()
+                }
+                // Scanned by a doc or root prefix: a short key under every one.
+                "members" | "doc_captures" => {
+                    for (k, _) in &entries {
+                        db.put_cf(h, [&k[..8], &[1, 2, 3][..]].concat(), b"")
+                            .unwrap();
+                    }
+                    Vec::new()
+                }
+                _ => entries[0].0[..3].to_vec(),
+            };
+            if !k.is_empty() {
+                db.put_cf(h, k, b"").unwrap();
+            }
+        }
+        _ => {
+            for (k, v) in &entries {
+                let nv: Vec<u8> = match damage {
+                    Damage::Truncate => v[..v.len().saturating_sub(1)].to_vec(),
+                    Damage::Empty => Vec::new(),
+                    Damage::Extend => [&v[..], &[7][..]].concat(),
+                    Damage::Flip => v.iter().map(|b| !b).collect(),
+                    Damage::Key => unreachable!(),
+                };
+                db.put_cf(h, k, nv).unwrap();
+            }
+        }
+    }
+    db.flush_cf(h).unwrap();
+    copy
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn surt_of(url: &str) -> String {
+    tidemark::url::surt(url)
+}
+
+/// The commands that read family `cf` (those that write go last: they change the copy).
+fn readers(cf: &str, p: &Pristine) -> Vec<Vec<String>> {
+    let u = p.url.clone();
+    let ingest = {
+        let mut a = vec!["ingest".to_string(), "--sweep".into(), "sweep-3".into()];
+        a.extend(p.next_sweep.iter().map(|f| f.display().to_string()));
+        a
+    };
+    let cmds: Vec<Vec<&str>> = match cf {
+        "meta" => vec![vec!["stats"]],
+        "sweeps" => vec![vec!["sweeps", "--json"], vec!["stats"]],
+        "files" => vec![vec!["sweeps", "--json"]],
+        "docs" => vec![vec!["cluster", &u]],
+        "sketches" | "postings" => vec![vec!["similar", &u]],
+        "captures" => vec![vec!["export"], vec!["stats"], vec!["history", &u]],
+        "doc_captures" => vec![vec!["cluster", &u], vec!["similar", &u]],
+        "parents" => vec![vec!["stats"], vec!["export"]],
+        "members" => vec![vec!["cluster", &u]],
+        "host_sweeps" => vec![vec!["whereis", &u]],
+        "texts" => vec![vec!["history", "--diff", &u]],
+        "edges" => vec![vec!["recluster", "--threshold", "0.6"]],
+        _ => vec![],
+    };
+    let mut out: Vec<Vec<String>> = cmds
+        .into_iter()
+        .map(|c| c.into_iter().map(String::from).collect())
+        .collect();
+    if matches!(cf, "files" | "payloads" | "url_last" | "sweeps") {
+        out.push(ingest);
+    }
+    if cf == "fingerprints" {
+        out.push(vec![
+            "ingest".into(),
+            "--sweep".into(),
+            "resent".into(),
+            p.no_digests.display().to_string(),
+        ]);
+    }
+    out
+}
+
+#[test]
+fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
+    let p = pristine();
+    let work = tempfile::tempdir().unwrap();
+    let families = [
+        "meta",
+        "sweeps",
+        "files",
+        "fingerprints",
+        "payloads",
+        "docs",
+        "sketches",
+        "postings",
+        "captures",
+        "doc_captures",
+        "url_last",
+        "edges",
+        "parents",
+        "members",
+        "host_sweeps",
+        "texts",
+    ];
+    // Families whose values are empty by design: growing them is the damage.
+    let keyed_only = ["members", "host_sweeps"];
+    let scanned = [
+        "sweeps",
+        "files",
+        "captures",
+        "parents",
+        "edges",
+        "members",
+        "host_sweeps",
+        "doc_captures",
+    ];
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for cf in families {
+        let mut damages = vec![Damage::Flip];
+        if keyed_only.contains(&cf) {
+            damages.push(Damage::Extend);
+        } else {
+            damages.extend([Damage::Truncate, Damage::Empty]);
+        }
+        if scanned.contains(&cf) {
+            damages.push(Damage::Key);
+        }
+        for damage in damages {
+            let copy = damaged_copy(&p, cf, damage, work.path());
+            let mut named = false;
+            let mut seen = Vec::new();
+            for cmd in readers(cf, &p) {
+                let mut args = vec![
+                    "--db".to_string(),
+                    copy.display().to_string(),
+                    "--config".into(),
+                    p.config.display().to_string(),
+                ];
+                args.extend(cmd.iter().cloned());
+                let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+                let err = String::from_utf8_lossy(&out.stderr).to_string();
+                let code = out.status.code();
+                if err.contains("panicked") || !matches!(code, Some(0..=2)) {
+                    failures.push(format!("{cf} {damage:?} {cmd:?}: exit {code:?}: {err}"));
+                }
+                let names_it = err.contains(&format!("data corruption in {cf}: key "))
+                    || (cf == "meta" && err.contains("is not a tidemark index"));
+                if names_it {
+                    if code != Some(2) {
+                        failures.push(format!("{cf} {damage:?} {cmd:?}: exit {code:?}, not 2"));
+                    }
+                    named = true;
+                }
+                seen.push(format!("{cmd:?} → {code:?} {}", err.trim()));
+                checked += 1;
+            }
+            if !matches!(damage, Damage::Flip) && !named {
+                failures.push(format!(
+                    "{cf} {damage:?}: no command named the damage:\n  {}",
+                    seen.join("\n  ")
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked > 60, "only {checked} commands ran");
+}
