@@ -283,3 +283,34 @@ fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked > 60, "only {checked} commands ran");
 }
+
+/// An index of the previous layout (schema 3: 16-bit file numbers, a sweep's files
+/// listed in its value) is refused with the version found and what to do, not misread.
+#[test]
+fn an_index_of_an_older_schema_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 40, 1, 5);
+    let db = dir.path().join("db");
+    ingest_generated(&corpus, &db, 1, &[]);
+    {
+        let cfs = DB::list_cf(&Options::default(), &db).unwrap();
+        let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
+        let meta = rdb.cf_handle("meta").unwrap();
+        rdb.put_cf(meta, b"schema_version", 3u32.to_be_bytes())
+            .unwrap();
+    }
+    let more = sweep_files(&corpus, 1)[0].display().to_string();
+    for cmd in [&["stats"][..], &["ingest", "--sweep", "x", &more][..]] {
+        let mut args = vec!["--db", db.to_str().unwrap()];
+        args.extend_from_slice(cmd);
+        let out = tidemark(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        assert!(
+            err.contains("has schema version 3; this tidemark reads version 4")
+                && err.contains("ingest into a new --db"),
+            "{cmd:?}: {err}"
+        );
+    }
+}

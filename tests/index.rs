@@ -503,26 +503,15 @@ fn clusters_match_the_exact_clustering() {
 }
 
 fn write_warc(path: &Path, pages: &[(String, String)]) {
-    use std::io::Write;
+    use tidemark::synth::warc;
     let mut out = Vec::new();
     for (i, (url, html)) in pages.iter().enumerate() {
-        let mut block = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
-            html.len()
-        )
-        .into_bytes();
-        block.extend_from_slice(html.as_bytes());
-        let head = format!(
-            "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-05-01T00:{:02}:{:02}Z\r\nWARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
-            i / 60,
-            i % 60,
-            block.len()
-        );
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        e.write_all(head.as_bytes()).unwrap();
-        e.write_all(&block).unwrap();
-        e.write_all(b"\r\n\r\n").unwrap();
-        out.extend(e.finish().unwrap());
+        let block = warc::http_response(200, &[("Content-Type", "text/html")], html.as_bytes());
+        let date = format!("2026-05-01T00:{:02}:{:02}Z", i / 60, i % 60);
+        out.extend(warc::gzip_member(
+            &warc::response(url, &date, None, &block),
+            1,
+        ));
     }
     std::fs::write(path, out).unwrap();
 }

@@ -207,3 +207,71 @@ fn similar_on_a_damaged_file_exits_1_naming_file_and_offset() {
         "{err}"
     );
 }
+
+/// A sweep of more than 65,535 files (a Common Crawl month has 80,000–100,000): every
+/// file keeps its captures. All hold the same URL at the same second, so their capture
+/// keys differ only by the file's number — a 16-bit number would wrap and files 65,536
+/// apart would overwrite each other.
+#[test]
+fn a_sweep_of_more_than_65535_files_keeps_every_capture() {
+    use tidemark::synth::warc;
+    const N: usize = 65_540;
+    let dir = tempfile::tempdir().unwrap();
+    let body =
+        b"<html><body><p>the same page captured in every file of the sweep</p></body></html>";
+    let block = warc::http_response(200, &[("Content-Type", "text/html")], body);
+    let digest = tidemark::capture::sha1_base32(body);
+    let rec = warc::response(
+        "http://many.example/",
+        "2026-01-01T00:00:00Z",
+        Some(&digest),
+        &block,
+    );
+    let mut list = String::new();
+    for i in 0..N {
+        let sub = dir.path().join(format!("{:03}", i / 1000));
+        if i % 1000 == 0 {
+            std::fs::create_dir(&sub).unwrap();
+        }
+        let path = sub.join(format!("f{i:06}.warc"));
+        // Each file its own bytes (a file is known by its content, not its name).
+        let mut bytes = rec.clone();
+        bytes.extend_from_slice(&warc::record(
+            &[
+                ("WARC-Type", "metadata"),
+                ("WARC-Date", "2026-01-01T00:00:00Z"),
+            ],
+            format!("file {i}").as_bytes(),
+        ));
+        std::fs::write(&path, bytes).unwrap();
+        list.push_str(&format!("{}\n", path.display()));
+    }
+    let list_path = dir.path().join("files.txt");
+    std::fs::write(&list_path, list).unwrap();
+    let db = dir.path().join("db");
+    let out = tidemark(&[
+        "--db",
+        db.to_str().unwrap(),
+        "ingest",
+        "--sweep",
+        "big",
+        "--json",
+        "--files-from",
+        list_path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = export(&db);
+    let n = lines
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    assert_eq!(n, N, "captures kept of {N} files");
+    let sweeps = tidemark(&["--db", db.to_str().unwrap(), "sweeps", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&sweeps.stdout).unwrap();
+    assert_eq!(v[0]["files"].as_array().map(|f| f.len()), Some(N));
+}

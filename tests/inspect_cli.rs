@@ -3,31 +3,16 @@
 
 mod common;
 
-use std::io::Write;
-
 use common::{generate, json_lines, sweep_files, tidemark};
+use tidemark::synth::warc;
 
 fn gz(data: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).unwrap();
-    e.finish().unwrap()
+    warc::gzip_member(data, 1)
 }
 
-fn response(url: &str, http_headers: &str, body: &[u8]) -> Vec<u8> {
-    let mut block = format!(
-        "HTTP/1.1 200 OK\r\n{http_headers}Content-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    block.extend_from_slice(body);
-    let mut rec = format!(
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-11-01T12:00:00Z\r\nWARC-Target-URI: {url}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
-        block.len()
-    )
-    .into_bytes();
-    rec.extend_from_slice(&block);
-    rec.extend_from_slice(b"\r\n\r\n");
-    rec
+fn response(url: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let block = warc::http_response(200, headers, body);
+    warc::response(url, "2026-11-01T12:00:00Z", None, &block)
 }
 
 #[test]
@@ -105,17 +90,17 @@ fn records_over_the_cap_are_truncated_and_flagged_and_gzip_bombs_stop_at_the_cap
     let bomb = gz(&vec![b'a'; 200 << 20]);
     let mut warc = gz(&response(
         "http://example.com/big",
-        "Content-Type: text/html\r\n",
+        &[("Content-Type", "text/html")],
         &big,
     ));
     warc.extend(gz(&response(
         "http://example.com/bomb",
-        "Content-Type: text/plain\r\nContent-Encoding: gzip\r\n",
+        &[("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
         &bomb,
     )));
     warc.extend(gz(&response(
         "http://example.com/small",
-        "Content-Type: text/html\r\n",
+        &[("Content-Type", "text/html")],
         b"<p>hello world</p>",
     )));
     let path = dir.path().join("caps.warc.gz");

@@ -8,7 +8,6 @@
 //! Figures are wall-clock seconds of whole passes over the files (best of `--repeat`),
 //! MB = 10^6 bytes of uncompressed WARC.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -17,7 +16,7 @@ use clap::Parser;
 use serde_json::json;
 use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
 use tidemark::sketch::SketchParams;
-use tidemark::synth::{generate, parse_size, GenOptions};
+use tidemark::synth::{generate, parse_size, warc, GenOptions};
 
 // The same allocator as the `tidemark` binary, so in-process figures match it.
 #[global_allocator]
@@ -72,6 +71,10 @@ struct Args {
     /// URLs sampled for --queries.
     #[arg(long, default_value_t = 2000)]
     samples: usize,
+    /// Measure the per-file cost of ingest instead: for each N (comma-separated), one
+    /// sweep of N one-record files given with --files-from; seconds and ms per file.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',')]
+    many_files: Vec<usize>,
 }
 
 fn warc_files(dir: &Path) -> Vec<PathBuf> {
@@ -155,21 +158,10 @@ fn huge_records(dir: &Path) -> Vec<serde_json::Value> {
                 body.extend_from_slice(format!("w{} ", (i * 2_654_435_761) % 50_000).as_bytes());
                 i += 1;
             }
-            let mut block = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
-                body.len()
-            )
-            .into_bytes();
-            block.extend_from_slice(&body);
-            let head = format!(
-                "WARC/1.0\r\nWARC-Type: response\r\nWARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://example.com/{mb}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
-                block.len()
-            );
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-            enc.write_all(head.as_bytes()).unwrap();
-            enc.write_all(&block).unwrap();
-            enc.write_all(b"\r\n\r\n").unwrap();
-            std::fs::write(&path, enc.finish().unwrap()).unwrap();
+            let block = warc::http_response(200, &[("Content-Type", "text/html")], &body);
+            let url = format!("http://example.com/{mb}");
+            let rec = warc::response(&url, "2026-01-01T00:00:00Z", None, &block);
+            std::fs::write(&path, warc::gzip_member(&rec, 6)).unwrap();
         }
         let files = vec![path];
         let (t, bytes) = best(3, || scan(&files, 1, false));
@@ -215,6 +207,68 @@ struct IngestRun {
     secs: f64,
     warc_mb: f64,
     summary: serde_json::Value,
+}
+
+/// One sweep of `n` one-record files per size: the cost per file must not grow with
+/// the number of files (no per-file work proportional to the files before it).
+fn bench_many_files(a: &Args) -> ExitCode {
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
+        .expect("tidemark beside tidemark-bench");
+    let body = b"<html><body><p>one record per file, the same page in each</p></body></html>";
+    let block = warc::http_response(200, &[("Content-Type", "text/html")], body);
+    let digest = tidemark::capture::sha1_base32(body);
+    let mut rows = Vec::new();
+    println!("{:>8} {:>10} {:>12}", "files", "seconds", "ms per file");
+    for &n in &a.many_files {
+        let dir = a.dir.join(format!("many-{n}"));
+        let list = dir.join("files.txt");
+        if !list.exists() {
+            std::fs::create_dir_all(&dir).expect("create the files' directory");
+            let mut names = String::new();
+            for i in 0..n {
+                let sub = dir.join(format!("{:03}", i / 1000));
+                std::fs::create_dir_all(&sub).expect("create a subdirectory");
+                let path = sub.join(format!("f{i:07}.warc.gz"));
+                let url = format!("http://many.example/p{i}");
+                let rec = warc::response(&url, "2026-01-01T00:00:00Z", Some(&digest), &block);
+                std::fs::write(&path, warc::gzip_member(&rec, 1)).expect("write a file");
+                names.push_str(&format!("{}\n", path.display()));
+            }
+            std::fs::write(&list, names).expect("write the list");
+        }
+        let db = dir.join("bench.db");
+        let _ = std::fs::remove_dir_all(&db);
+        let t = Instant::now();
+        let out = Command::new(&exe)
+            .arg("--db")
+            .arg(&db)
+            .args(["ingest", "--sweep", "many", "--json", "--files-from"])
+            .arg(&list)
+            .output()
+            .expect("run tidemark ingest");
+        let secs = t.elapsed().as_secs_f64();
+        if !out.status.success() {
+            eprintln!(
+                "tidemark-bench: ingest failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return ExitCode::from(1);
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if v["captures"].as_u64() != Some(n as u64) {
+            eprintln!("tidemark-bench: {n} files gave {} captures", v["captures"]);
+            return ExitCode::from(1);
+        }
+        println!("{n:>8} {secs:>10.2} {:>12.3}", 1000.0 * secs / n as f64);
+        rows.push(json!({"files": n, "seconds": secs, "ms_per_file": 1000.0 * secs / n as f64}));
+        let _ = std::fs::remove_dir_all(&db);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+    }
+    ExitCode::SUCCESS
 }
 
 fn bench_ingest(a: &Args) -> ExitCode {
@@ -393,6 +447,9 @@ fn main() -> ExitCode {
     }
     if a.queries {
         return bench_queries(&a);
+    }
+    if !a.many_files.is_empty() {
+        return bench_many_files(&a);
     }
     let mut files = warc_files(&a.dir);
     files.retain(|f| {

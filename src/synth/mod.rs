@@ -9,12 +9,13 @@
 //! function of the options and the seed (our own SplitMix64, so the corpus never depends
 //! on a crate's idea of value stability).
 
+pub mod warc;
+
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::write::GzEncoder;
 use serde::Serialize;
 
 use crate::canon::{canonicalize, Canon, MediaKind};
@@ -1073,25 +1074,24 @@ impl SweepWriter {
             .and_then(|p| p.file_name())
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
-        let head = format!(
-            "WARC/1.1\r\nWARC-Type: warcinfo\r\nWARC-Record-ID: {id}\r\nWARC-Date: {date}\r\nWARC-Filename: {fname}\r\nContent-Type: application/warc-fields\r\nContent-Length: {}\r\n\r\n",
-            info.len()
+        let rec = warc::record(
+            &[
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Record-ID", &id),
+                ("WARC-Date", &date),
+                ("WARC-Filename", &fname),
+                ("Content-Type", "application/warc-fields"),
+            ],
+            info.as_bytes(),
         );
-        self.write_record(head.as_bytes(), info.as_bytes())
+        self.write_record(&rec)
     }
 
-    fn write_record(&mut self, head: &[u8], block: &[u8]) -> std::io::Result<()> {
+    fn write_record(&mut self, rec: &[u8]) -> std::io::Result<()> {
         let (w, _) = self.file.as_mut().expect("file open");
-        let mut enc = GzEncoder::new(
-            Vec::with_capacity(block.len() / 3 + 256),
-            flate2::Compression::new(6),
-        );
-        enc.write_all(head)?;
-        enc.write_all(block)?;
-        enc.write_all(b"\r\n\r\n")?;
-        let gz = enc.finish()?;
+        let gz = warc::gzip_member(rec, 6);
         w.write_all(&gz)?;
-        let n = (head.len() + block.len() + 4) as u64;
+        let n = rec.len() as u64;
         self.in_file += n;
         self.bytes += n;
         self.compressed += gz.len() as u64;
@@ -1107,26 +1107,21 @@ impl SweepWriter {
         body: &[u8],
     ) -> std::io::Result<()> {
         self.open_if_needed()?;
-        let reason = match status {
-            200 => "OK",
-            301 => "Moved Permanently",
-            404 => "Not Found",
-            _ => "Status",
-        };
-        let mut http = format!("HTTP/1.1 {status} {reason}\r\n");
-        for (k, v) in headers {
-            http.push_str(&format!("{k}: {v}\r\n"));
-        }
-        http.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-        let mut block = http.into_bytes();
-        block.extend_from_slice(body);
+        let block = warc::http_response(status, headers, body);
         let id = self.uuid();
-        let head = format!(
-            "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {id}\r\nWARC-Date: {ts}\r\nWARC-Target-URI: {url}\r\nWARC-Payload-Digest: {}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
-            sha1_base32(body),
-            block.len()
+        let digest = sha1_base32(body);
+        let rec = warc::record(
+            &[
+                ("WARC-Type", "response"),
+                ("WARC-Record-ID", &id),
+                ("WARC-Date", ts),
+                ("WARC-Target-URI", url),
+                ("WARC-Payload-Digest", &digest),
+                ("Content-Type", "application/http; msgtype=response"),
+            ],
+            &block,
         );
-        self.write_record(head.as_bytes(), &block)
+        self.write_record(&rec)
     }
 
     fn revisit(
@@ -1138,14 +1133,34 @@ impl SweepWriter {
         refers_date: &str,
     ) -> std::io::Result<()> {
         self.open_if_needed()?;
-        let http = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n", body.len());
-        let id = self.uuid();
-        let head = format!(
-            "WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {id}\r\nWARC-Date: {ts}\r\nWARC-Target-URI: {url}\r\nWARC-Profile: http://netpreserve.org/warc/1.1/revisit/identical-payload-digest\r\nWARC-Refers-To-Target-URI: {refers_url}\r\nWARC-Refers-To-Date: {refers_date}\r\nWARC-Payload-Digest: {}\r\nWARC-Truncated: length\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
-            sha1_base32(body.as_bytes()),
-            http.len()
+        // Headers only, as a revisit carries them (the payload is the record it repeats).
+        let mut http = warc::http_response(
+            200,
+            &[("Content-Type", "text/html; charset=utf-8")],
+            body.as_bytes(),
         );
-        self.write_record(head.as_bytes(), http.as_bytes())
+        http.truncate(http.len() - body.len());
+        let id = self.uuid();
+        let digest = sha1_base32(body.as_bytes());
+        let rec = warc::record(
+            &[
+                ("WARC-Type", "revisit"),
+                ("WARC-Record-ID", &id),
+                ("WARC-Date", ts),
+                ("WARC-Target-URI", url),
+                (
+                    "WARC-Profile",
+                    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+                ),
+                ("WARC-Refers-To-Target-URI", refers_url),
+                ("WARC-Refers-To-Date", refers_date),
+                ("WARC-Payload-Digest", &digest),
+                ("WARC-Truncated", "length"),
+                ("Content-Type", "application/http; msgtype=response"),
+            ],
+            &http,
+        );
+        self.write_record(&rec)
     }
 
     fn finish(mut self) -> std::io::Result<(Vec<PathBuf>, u64, u64)> {
