@@ -155,3 +155,30 @@ fn a_broken_pipe_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Damage found inside a gzip member (here a header line over the 64 KiB limit, in the
+/// second member) is reported at the compressed offset of that member — where a reader
+/// of the file can seek to it — not at a position in the decompressed stream.
+#[test]
+fn damage_in_a_gzip_file_is_reported_at_its_members_offset() {
+    use tidemark::read::RecordReader;
+    let first = gz(&response(
+        "http://example.com/a",
+        &[("Content-Type", "text/html")],
+        b"<p>first</p>",
+    ));
+    let long = "x".repeat(70_000);
+    let second = gz(&warc::record(
+        &[("WARC-Type", "resource"), ("X-Long", &long)],
+        b"body",
+    ));
+    let bytes = [first.clone(), second].concat();
+    let items: Vec<_> = RecordReader::from_reader(Box::new(std::io::Cursor::new(bytes)), 1 << 20)
+        .unwrap()
+        .collect();
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].is_ok());
+    let err = items[1].as_ref().unwrap_err();
+    assert!(err.message.contains("header line longer"), "{err}");
+    assert_eq!(err.offset, first.len() as u64, "{err}");
+}

@@ -186,21 +186,31 @@ impl RecordReader {
         self.pos += n as u64;
     }
 
+    /// An error at decompressed position `pos`, reported at its offset in the file (the
+    /// compressed offset of its gzip member), as [`ReadError::offset`] promises.
+    fn error_at(&mut self, pos: u64, message: String) -> ReadError {
+        ReadError {
+            offset: self.file_offset(pos),
+            message,
+        }
+    }
+
     fn fill(&mut self) -> Result<&[u8], ReadError> {
         let pos = self.pos;
-        self.stream.fill_buf().map_err(|e| ReadError {
-            offset: pos,
-            message: format!("read error: {e}"),
-        })
+        if let Err(e) = self.stream.fill_buf() {
+            return Err(self.error_at(pos, format!("read error: {e}")));
+        }
+        // Buffered now: no I/O, no error.
+        Ok(self.stream.fill_buf().unwrap_or_default())
     }
 
     /// At least `n` bytes ahead (fewer only at the end of the stream).
     fn peek(&mut self, n: usize) -> Result<&[u8], ReadError> {
         let pos = self.pos;
-        self.stream.peek(n).map_err(|e| ReadError {
-            offset: pos,
-            message: format!("read error: {e}"),
-        })
+        if let Err(e) = self.stream.peek(n) {
+            return Err(self.error_at(pos, format!("read error: {e}")));
+        }
+        Ok(self.stream.peek(n).unwrap_or_default())
     }
 
     /// Damage below the record layer (gzip), if any, as a ReadError.
@@ -215,12 +225,9 @@ impl RecordReader {
     /// Returns false at end of stream with nothing read.
     fn read_line(&mut self) -> Result<bool, ReadError> {
         self.line.clear();
+        let start = self.pos;
         loop {
-            let pos = self.pos;
-            let buf = self.stream.fill_buf().map_err(|e| ReadError {
-                offset: pos,
-                message: format!("read error: {e}"),
-            })?;
+            let buf = self.fill()?;
             if buf.is_empty() {
                 return Ok(!self.line.is_empty());
             }
@@ -229,11 +236,11 @@ impl RecordReader {
                 None => (buf.len(), false),
             };
             if self.line.len() + take > MAX_LINE {
-                return Err(ReadError {
-                    offset: pos,
-                    message: format!("header line longer than {MAX_LINE} bytes"),
-                });
+                return Err(
+                    self.error_at(start, format!("header line longer than {MAX_LINE} bytes"))
+                );
             }
+            let buf = self.stream.fill_buf().unwrap_or_default();
             self.line.extend_from_slice(&buf[..take]);
             self.consume(take);
             if found {
