@@ -105,10 +105,16 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         if !quiet {
             println!(
                 "ingested sweep {}: {} captures, {} new docs, {} known, {} edges, {} unions",
-                s.sweep, s.captures, s.new_docs, s.known_docs, s.edges, s.unions
+                s.sweep,
+                s.counts.captures,
+                s.counts.new_docs,
+                s.counts.known_docs,
+                s.counts.edges,
+                s.counts.unions
             );
         }
-        ingested.push(json!({"sweep": s.sweep, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions}));
+        let c = &s.counts;
+        ingested.push(json!({"sweep": s.sweep, "captures": c.captures, "new_docs": c.new_docs, "known_docs": c.known_docs, "edges": c.edges, "unions": c.unions}));
     }
     let stats = tidemark::index::query::stats(&index)?;
     drop(index);

@@ -132,16 +132,22 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     }
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &json!({
-                "sweep": summary.sweep, "files": summary.files, "records": summary.records, "captures": summary.captures,
-                "new_docs": summary.new_docs, "known_docs": summary.known_docs, "edges": summary.edges, "unions": summary.unions,
-                "skipped": summary.skipped, "errors": summary.errors, "already_ingested": summary.already_ingested,
-                "seconds": secs, "mb_per_s": summary.bytes as f64 / 1e6 / secs.max(1e-9),
-                "peak_rss_mb": peak_rss_mb(),
-            }),
-        )?;
+        /// The summary and how long it took.
+        #[derive(serde::Serialize)]
+        struct Report<'a> {
+            #[serde(flatten)]
+            summary: &'a tidemark::index::ingest::IngestSummary,
+            seconds: f64,
+            mb_per_s: f64,
+            peak_rss_mb: Option<f64>,
+        }
+        let report = Report {
+            summary: &summary,
+            seconds: secs,
+            mb_per_s: summary.bytes as f64 / 1e6 / secs.max(1e-9),
+            peak_rss_mb: peak_rss_mb(),
+        };
+        serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
         writeln!(
@@ -149,17 +155,18 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             "sweep {}: {} files, {} records, {} captures ({} new docs, {} known), {} edges, {} unions in {:.1} s ({:.1} MB/s)",
             summary.sweep,
             summary.files,
-            summary.records,
-            summary.captures,
-            summary.new_docs,
-            summary.known_docs,
-            summary.edges,
-            summary.unions,
+            summary.counts.records,
+            summary.counts.captures,
+            summary.counts.new_docs,
+            summary.counts.known_docs,
+            summary.counts.edges,
+            summary.counts.unions,
             secs,
             summary.bytes as f64 / 1e6 / secs.max(1e-9)
         )?;
-        if !summary.skipped.is_empty() {
+        if !summary.counts.skipped.is_empty() {
             let s: Vec<String> = summary
+                .counts
                 .skipped
                 .iter()
                 .map(|(k, v)| format!("{k} {v}"))
@@ -226,7 +233,7 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
             writeln!(
                 out,
                 "{:<14} {:<15} {:>6} {:>10} {:>10} {:>10}",
-                s.label, s.date, s.files, s.captures, s.new_docs, s.edges
+                s.label, s.date, s.files, s.counts.captures, s.counts.new_docs, s.counts.edges
             )?;
         }
     }

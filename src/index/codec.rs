@@ -30,6 +30,48 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     }
 }
 
+/// What an ingest counts: kept per sweep in `sweeps`, and reported per run (the
+/// difference over the run, [`Counts::since`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Counts {
+    /// Records read.
+    pub records: u64,
+    /// Captures stored.
+    pub captures: u64,
+    /// Docs first seen.
+    pub new_docs: u64,
+    /// Captures whose content was already known.
+    pub known_docs: u64,
+    /// Edges stored.
+    pub edges: u64,
+    /// Unions that merged two clusters.
+    pub unions: u64,
+    /// Records not stored as captures, by reason.
+    pub skipped: std::collections::BTreeMap<String, u64>,
+}
+
+impl Counts {
+    /// What was counted after `before` (an earlier state of the same counts).
+    pub fn since(&self, before: &Counts) -> Counts {
+        let mut skipped = self.skipped.clone();
+        for (reason, n) in &before.skipped {
+            if let Some(m) = skipped.get_mut(reason) {
+                *m = m.saturating_sub(*n);
+            }
+        }
+        skipped.retain(|_, n| *n > 0);
+        Counts {
+            records: self.records - before.records,
+            captures: self.captures - before.captures,
+            new_docs: self.new_docs - before.new_docs,
+            known_docs: self.known_docs - before.known_docs,
+            edges: self.edges - before.edges,
+            unions: self.unions - before.unions,
+            skipped,
+        }
+    }
+}
+
 /// Per-sweep record in the `sweeps` column family.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SweepInfo {
@@ -40,20 +82,8 @@ pub struct SweepInfo {
     /// Files of the sweep so far (the next file gets this number); their names are in
     /// `files`.
     pub files: u64,
-    /// Captures stored.
-    pub captures: u64,
-    /// Docs first seen in this sweep.
-    pub new_docs: u64,
-    /// Captures whose content was already known.
-    pub known_docs: u64,
-    /// Edges stored.
-    pub edges: u64,
-    /// Unions that merged two clusters.
-    pub unions: u64,
-    /// Records read.
-    pub records: u64,
-    /// Records not stored as captures, by reason.
-    pub skipped: std::collections::BTreeMap<String, u64>,
+    /// What its ingests counted.
+    pub counts: Counts,
 }
 
 /// Per-file progress in the `files` column family.

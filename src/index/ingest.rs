@@ -13,14 +13,13 @@
 //! shares enough values; pairs at or above the edge floor become edges, pairs at or
 //! above the threshold join clusters.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::candidates;
-use super::codec::{CaptureInfo, DocInfo, EdgeInfo, FileState, SweepInfo};
+use super::codec::{CaptureInfo, Counts, DocInfo, EdgeInfo, FileState, SweepInfo};
 use super::columns::captures::{self, CaptureKey, Captures};
 use super::columns::doc_captures::DocCaptures;
 use super::columns::docs::Docs;
@@ -81,7 +80,7 @@ pub struct FileError {
     pub message: String,
 }
 
-/// The summary printed at the end (`--json`).
+/// What one ingest did (printed at the end; `--json` adds timings).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestSummary {
     /// Sweep label.
@@ -90,20 +89,9 @@ pub struct IngestSummary {
     pub files: u64,
     /// Files skipped because they were already ingested.
     pub already_ingested: Vec<String>,
-    /// Records read in this run.
-    pub records: u64,
-    /// Captures stored.
-    pub captures: u64,
-    /// New docs.
-    pub new_docs: u64,
-    /// Captures of known content.
-    pub known_docs: u64,
-    /// Edges stored.
-    pub edges: u64,
-    /// Cluster unions.
-    pub unions: u64,
-    /// Records not stored as captures, by reason.
-    pub skipped: BTreeMap<String, u64>,
+    /// What this run counted (the sweep's counts in `sweeps` include earlier runs).
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Damaged files.
     pub errors: Vec<FileError>,
     /// Decompressed bytes read.
@@ -173,6 +161,8 @@ struct Writer<'a> {
     sweep_id: u32,
     sweep: SweepInfo,
     summary: IngestSummary,
+    /// The sweep's counts when this run started.
+    counts_before: Counts,
     /// Per input file: (name, identity, state with its number in the sweep).
     files: Vec<(String, [u8; 16], FileState)>,
     /// Over-cap posting values (boilerplate), shared with the workers' lookups.
@@ -346,6 +336,7 @@ pub fn ingest(
         fresh_budget,
         hosts_seen: Default::default(),
         sweep_id,
+        counts_before: sweep.counts.clone(),
         sweep,
         summary,
         files: states,
@@ -395,9 +386,9 @@ pub fn ingest(
                 let sc = *scanned;
                 done_bytes = file_base + sc.record.offset + sc.record.length;
                 let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
-                if w.summary.records % 256 == 0 {
+                if w.sweep.counts.records % 256 == 0 {
                     progress(Progress {
-                        records: w.summary.records,
+                        records: w.sweep.counts.records - w.counts_before.records,
                         input_bytes: done_bytes,
                         input_total,
                         finishing: false,
@@ -425,7 +416,7 @@ pub fn ingest(
         return Err(e);
     }
     progress(Progress {
-        records: w.summary.records,
+        records: w.sweep.counts.records - w.counts_before.records,
         input_bytes: input_total,
         input_total,
         finishing: true,
@@ -448,6 +439,7 @@ pub fn ingest(
         snapshots::publish(index)?;
     }
     w.summary.files = todo.len() as u64;
+    w.summary.counts = w.sweep.counts.since(&w.counts_before);
     Ok(w.summary)
 }
 
@@ -462,8 +454,12 @@ impl Writer<'_> {
     }
 
     fn skip(&mut self, reason: &str) {
-        *self.summary.skipped.entry(reason.to_string()).or_default() += 1;
-        *self.sweep.skipped.entry(reason.to_string()).or_default() += 1;
+        *self
+            .sweep
+            .counts
+            .skipped
+            .entry(reason.to_string())
+            .or_default() += 1;
     }
 
     /// Commits one record: its capture (if it is one) and the file's resume point.
@@ -474,8 +470,7 @@ impl Writer<'_> {
         cap: &Capture,
         prepared: Option<Prepared>,
     ) -> Result<()> {
-        self.summary.records += 1;
-        self.sweep.records += 1;
+        self.sweep.counts.records += 1;
         let mut batch = Batch::default();
         let record_no = self.files[file].2.records;
         self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
@@ -547,8 +542,7 @@ impl Writer<'_> {
                 match known {
                     Some(d) => {
                         doc = Some(d);
-                        self.summary.known_docs += 1;
-                        self.sweep.known_docs += 1;
+                        self.sweep.counts.known_docs += 1;
                     }
                     None => {
                         let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
@@ -568,14 +562,12 @@ impl Writer<'_> {
                         comment: format!("digest {dig} vanished"),
                     });
                 }
-                self.summary.known_docs += 1;
-                self.sweep.known_docs += 1;
+                self.sweep.counts.known_docs += 1;
             } else if rec.kind == "revisit" {
                 doc = self.resolve_revisit(cap)?;
                 match doc {
                     Some(_) => {
-                        self.summary.known_docs += 1;
-                        self.sweep.known_docs += 1;
+                        self.sweep.counts.known_docs += 1;
                     }
                     None => self.skip("revisit of unknown content (stored without doc)"),
                 }
@@ -616,8 +608,7 @@ impl Writer<'_> {
             let surt = key.surt.clone();
             batch.put::<DocCaptures>(self.index, &(d, key), &surt);
         }
-        self.summary.captures += 1;
-        self.sweep.captures += 1;
+        self.sweep.counts.captures += 1;
         Ok(())
     }
 
@@ -747,8 +738,7 @@ impl Writer<'_> {
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
-        self.summary.new_docs += 1;
-        self.sweep.new_docs += 1;
+        self.sweep.counts.new_docs += 1;
         if sketch.values.is_empty() {
             return Ok(d);
         }
@@ -806,16 +796,14 @@ impl Writer<'_> {
                     contain_hi_in_lo: c_d_in_b as f32,
                 };
                 batch.put::<Edges>(self.index, &(b, d), &edge);
-                self.summary.edges += 1;
-                self.sweep.edges += 1;
+                self.sweep.counts.edges += 1;
                 if r >= threshold {
                     targets.push(b);
                 }
             }
         }
         let unions = unionfind::join(self.index, batch, d, &targets)?;
-        self.summary.unions += unions;
-        self.sweep.unions += unions;
+        self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (the merge would drop
         // them anyway): same index, less to store.
         self.fresh.add(

@@ -114,21 +114,39 @@ pub fn capture_fields(
     std::mem::take(m)
 }
 
+/// One sweep as `tidemark sweeps --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepRow {
+    /// Sweep id.
+    pub id: u32,
+    /// Label.
+    pub label: String,
+    /// 14-digit date.
+    pub date: String,
+    /// Its files, in the order of their numbers.
+    pub files: Vec<String>,
+    /// What its ingests counted.
+    #[serde(flatten)]
+    pub counts: super::codec::Counts,
+}
+
 /// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id,
 /// with its files' names in the order of their numbers.
 pub fn sweeps_json(index: &Index) -> Result<serde_json::Value> {
     let mut names = index.files().names_by_sweep()?;
-    Ok(serde_json::Value::Array(
-        index
-            .sweeps()
-            .all()?
-            .into_iter()
-            .map(|(id, s)| {
-                let files = names.remove(&id).unwrap_or_default();
-                json!({"id": id, "label": s.label, "date": s.date, "files": files, "records": s.records, "captures": s.captures, "new_docs": s.new_docs, "known_docs": s.known_docs, "edges": s.edges, "unions": s.unions, "skipped": s.skipped})
-            })
-            .collect(),
-    ))
+    let rows: Vec<SweepRow> = index
+        .sweeps()
+        .all()?
+        .into_iter()
+        .map(|(id, s)| SweepRow {
+            id,
+            files: names.remove(&id).unwrap_or_default(),
+            label: s.label,
+            date: s.date,
+            counts: s.counts,
+        })
+        .collect();
+    Ok(serde_json::to_value(rows).expect("plain data"))
 }
 
 /// Index statistics.

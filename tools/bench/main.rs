@@ -615,7 +615,11 @@ fn bench_queries(a: &Args) -> ExitCode {
         }
         bytes.sort_by(f64::total_cmp);
         let mut out = serde_json::Map::new();
-        let captures: u64 = index.all_sweeps()?.iter().map(|(_, s)| s.captures).sum();
+        let captures: u64 = index
+            .all_sweeps()?
+            .iter()
+            .map(|(_, s)| s.counts.captures)
+            .sum();
         println!("index: {captures} captures; {} URLs sampled", urls.len());
         out.insert("captures".into(), json!(captures));
         out.insert("urls".into(), json!(urls.len()));
