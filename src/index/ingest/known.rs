@@ -1,0 +1,228 @@
+//! One capture: its URL's key, its content — known by fingerprint or payload digest, a
+//! revisit of a known capture, or new (`new_doc`) — and its resemblance to the URL's
+//! previous capture.
+
+use super::{cf, host_of_surt, Capture, IndexError, Prepared, Record, Result, Writer};
+use crate::index::codec::CaptureInfo;
+use crate::index::columns::captures::{self, CaptureKey, Captures};
+use crate::index::columns::doc_captures::DocCaptures;
+use crate::index::columns::fingerprints::Fingerprints;
+use crate::index::columns::host_sweeps::HostSweeps;
+use crate::index::columns::payloads::Payloads;
+use crate::index::columns::url_last::{Last, UrlLast};
+use crate::index::columns::Batch;
+use crate::sketch::{estimate, Sketch};
+use crate::url::{resolve, surt};
+
+impl Writer<'_> {
+    pub(super) fn capture(
+        &mut self,
+        batch: &mut Batch,
+        file: usize,
+        record_no: u64,
+        rec: &Record,
+        cap: &Capture,
+        prepared: Option<Prepared>,
+    ) -> Result<()> {
+        if !crate::capture::is_capture_kind(&rec.kind) {
+            self.skip(&rec.kind);
+            return Ok(());
+        }
+        let Some(url) = cap.url.clone() else {
+            self.skip("no URL");
+            return Ok(());
+        };
+        let Some(ts) = cap.timestamp.clone() else {
+            self.skip("no date");
+            return Ok(());
+        };
+        if self.sweep.date.is_empty() {
+            self.sweep.date = ts.clone();
+        }
+        let key_surt = surt(&url);
+        let host = host_of_surt(&key_surt);
+        if !self.hosts_seen.contains(host) {
+            // Idempotent: a resumed run may write it again.
+            batch.put::<HostSweeps>(self.index, &(host.to_string(), self.sweep_id), &());
+            self.hosts_seen.insert(host.to_string());
+        }
+        let status = cap.status;
+        let ok = status.is_none_or(|s| (200..300).contains(&s));
+        // The content: known, revisited, or new.
+        let mut doc: Option<u64> = None;
+        if ok {
+            if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, cap.sketch.as_ref()) {
+                let known = self.index.fingerprints().get(&fp)?;
+                match known {
+                    Some(d) => {
+                        doc = Some(d);
+                        self.sweep.counts.known_docs += 1;
+                    }
+                    None => {
+                        let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
+                        batch.put::<Fingerprints>(self.index, &fp, &d);
+                        doc = Some(d);
+                    }
+                }
+                if let Some(dig) = &cap.payload_digest {
+                    batch.put::<Payloads>(self.index, dig, &doc.expect("set above"));
+                }
+            } else if cap.payload_known {
+                let dig = cap.payload_digest.clone().unwrap_or_default();
+                doc = self.index.payloads().get(&dig)?;
+                if doc.is_none() {
+                    return Err(IndexError::Corruption {
+                        cf: cf::PAYLOADS,
+                        comment: format!("digest {dig} vanished"),
+                    });
+                }
+                self.sweep.counts.known_docs += 1;
+            } else if rec.kind == "revisit" {
+                doc = self.resolve_revisit(cap)?;
+                match doc {
+                    Some(_) => {
+                        self.sweep.counts.known_docs += 1;
+                    }
+                    None => self.skip("revisit of unknown content (stored without doc)"),
+                }
+            }
+        }
+        let r_prev = match doc {
+            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, cap.sketch.as_ref())?,
+            None => None,
+        };
+        let info = CaptureInfo {
+            url: url.clone(),
+            sweep: self.sweep_id,
+            kind: rec.kind.clone(),
+            doc,
+            status,
+            mime: cap.mime.clone(),
+            digest: cap.payload_digest.clone(),
+            redirect: cap.redirect.as_ref().map(|l| resolve(&url, l)),
+            // CDX convention: the file's name, resolved against an archive directory.
+            file: std::path::Path::new(&self.files[file].0)
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default(),
+            offset: rec.offset,
+            length: rec.length,
+            r_prev,
+            truncated: cap.truncated,
+        };
+        let key = CaptureKey {
+            surt: key_surt,
+            timestamp: ts,
+            sweep: self.sweep_id,
+            file: self.files[file].2.file_no,
+            record: record_no.min(u32::MAX as u64) as u32,
+        };
+        batch.put::<Captures>(self.index, &key, &info);
+        if let Some(d) = doc {
+            let surt = key.surt.clone();
+            batch.put::<DocCaptures>(self.index, &(d, key), &surt);
+        }
+        self.sweep.counts.captures += 1;
+        Ok(())
+    }
+
+    pub(super) fn resolve_revisit(&self, cap: &Capture) -> Result<Option<u64>> {
+        if let Some(dig) = &cap.payload_digest {
+            if let Some(d) = self.index.payloads().get(dig)? {
+                return Ok(Some(d));
+            }
+        }
+        // By the capture it refers to.
+        if let Some((Some(u), Some(date))) = &cap.refers_to {
+            if let Some(ts) = crate::capture::timestamp14(date) {
+                let mut prefix = captures::url_prefix(&surt(u));
+                prefix.extend_from_slice(ts.as_bytes());
+                let mut found = None;
+                self.index
+                    .captures()
+                    .scan_prefix_rows(&prefix, |(_, _, c)| {
+                        found = c.doc;
+                        Ok(found.is_none())
+                    })?;
+                if found.is_some() {
+                    return Ok(found);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Estimated resemblance to the latest earlier capture of the same URL with content,
+    /// and records this capture as the URL's latest. The common case (captures arrive in
+    /// time order) is one point lookup in `url_last`; otherwise a reverse scan of
+    /// `captures` finds the previous one.
+    pub(super) fn previous_and_remember(
+        &self,
+        batch: &mut Batch,
+        key_surt: &str,
+        ts: &str,
+        doc: u64,
+        current: Option<&Sketch>,
+    ) -> Result<Option<f32>> {
+        let surt_key = key_surt.to_string();
+        let last = self.index.url_last().get(&surt_key)?;
+        let r = match &last {
+            None => None,
+            Some(l) if l.timestamp.as_str() < ts => Some(self.resemblance(l.doc, doc, current)?),
+            Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
+        };
+        if last.as_ref().is_none_or(|l| l.timestamp.as_str() <= ts) {
+            let now = Last {
+                timestamp: ts.to_string(),
+                doc,
+            };
+            batch.put::<UrlLast>(self.index, &surt_key, &now);
+        }
+        Ok(r.flatten())
+    }
+
+    pub(super) fn resemblance(
+        &self,
+        prev: u64,
+        doc: u64,
+        current: Option<&Sketch>,
+    ) -> Result<Option<f32>> {
+        if prev == doc {
+            return Ok(Some(1.0));
+        }
+        // The current doc may be new in this very batch: use the sketch in hand.
+        let cur = match current {
+            Some(s) => Some(s.clone()),
+            None => self.index.sketch(doc)?,
+        };
+        let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else {
+            return Ok(None);
+        };
+        Ok(Some(estimate(&a, &b).resemblance as f32))
+    }
+
+    pub(super) fn resemblance_to_previous(
+        &self,
+        key_surt: &str,
+        ts: &str,
+        doc: u64,
+        current: Option<&Sketch>,
+    ) -> Result<Option<Option<f32>>> {
+        let prefix = captures::url_prefix(key_surt);
+        let mut upper = prefix.clone();
+        upper.extend_from_slice(ts.as_bytes());
+        // The latest earlier capture with content, among the 65 before this one.
+        let (mut n, mut prev) = (0, None);
+        self.index
+            .captures()
+            .scan_range(&upper, &prefix, true, |_, (_, _, c)| {
+                n += 1;
+                prev = c.doc;
+                Ok(prev.is_none() && n <= 64)
+            })?;
+        match prev {
+            Some(p) => Ok(Some(self.resemblance(p, doc, current)?)),
+            None => Ok(None),
+        }
+    }
+}

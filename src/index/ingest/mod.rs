@@ -1,0 +1,411 @@
+//! Ingest: files of one sweep into the index.
+//!
+//! Records are read and sketched on all cores ([`crate::scan`]) and committed here, on
+//! one thread, in input order, one atomic `WriteBatch` per record that also advances the
+//! file's resume point. Doc ids, edges and unions therefore do not depend on the thread
+//! count, and a run killed at any moment and started again continues from the last
+//! committed record and ends with the index a clean run makes.
+//!
+//! Per capture: a known canonical text (fingerprint hit) or a revisit (payload digest)
+//! costs a few point lookups; new content gets a doc id, its sketch and postings, and a
+//! candidate search: the postings of its sampled values (multi-get), skipping lists
+//! longer than the common-shingle cap, then the estimate against each candidate that
+//! shares enough values; pairs at or above the edge floor become edges, pairs at or
+//! above the threshold join clusters.
+//!
+//! By stage: this file reads and schedules (which files, from which record, what the
+//! workers prepare); [`known`] stores one capture and settles its content when it is
+//! known; [`new_doc`] creates a doc (candidates, estimates, edges, unions, postings);
+//! [`commit`] writes each record's batch with its file's resume point, and settles the
+//! compactions at the end.
+
+use std::path::PathBuf;
+
+mod commit;
+mod known;
+mod new_doc;
+
+use serde::Serialize;
+use xxhash_rust::xxh3::Xxh3;
+
+use super::candidates;
+use super::codec::{Counts, FileState, SweepInfo};
+use super::columns::files::Files;
+use super::columns::sweeps::Sweeps;
+use super::columns::Batch;
+use super::postings::{self, posting_values, Fresh, Lookup, OverCap};
+use super::snapshots;
+use super::texts::{self, TextEncoder};
+use super::{cf, unionfind, Counters, Index, IndexError, Result};
+use crate::canon::Canon;
+use crate::capture::Capture;
+use crate::read::Record;
+use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
+use commit::{auto_compactions, settle_compactions};
+
+/// What to ingest.
+#[derive(Debug, Clone)]
+pub struct IngestOptions {
+    /// Sweep label.
+    pub sweep: String,
+    /// Sweep date (any WARC date form); default: the first capture's date.
+    pub date: Option<String>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Record cap.
+    pub record_cap: usize,
+    /// Memory for postings not stored yet, in MiB.
+    pub postings_buffer_mb: usize,
+    /// Store new docs' canonical texts.
+    pub store_texts: bool,
+}
+
+/// What a worker prepares for the writer about new content.
+pub struct Prepared {
+    /// Stored postings of its sampled values.
+    lookup: Option<Lookup>,
+    /// Its canonical text, compressed (with `store_texts`).
+    text: Option<Vec<u8>>,
+}
+
+/// A file's damage.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileError {
+    /// File name as given.
+    pub file: String,
+    /// Byte offset.
+    pub offset: u64,
+    /// What was wrong.
+    pub message: String,
+}
+
+/// What one ingest did (printed at the end; `--json` adds timings).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestSummary {
+    /// Sweep label.
+    pub sweep: String,
+    /// Files read in this run.
+    pub files: u64,
+    /// Files skipped because they were already ingested.
+    pub already_ingested: Vec<String>,
+    /// What this run counted (the sweep's counts in `sweeps` include earlier runs).
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Damaged files.
+    pub errors: Vec<FileError>,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+}
+
+/// Progress, for a progress bar.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Records committed so far in this run.
+    pub records: u64,
+    /// Compressed bytes of the input consumed so far (by record offsets).
+    pub input_bytes: u64,
+    /// Total compressed bytes of the input.
+    pub input_total: u64,
+    /// Every record is committed; the postings buffer is being written and compactions
+    /// settled (seconds at most, but a bar standing still should say why).
+    pub finishing: bool,
+}
+
+/// Identity of an input file: xxh3-128 of its length, first and last MiB. Cheap for
+/// multi-GB files and independent of the name or path it is given under.
+pub fn file_identity(path: &std::path::Path) -> std::io::Result<[u8; 16]> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut h = Xxh3::new();
+    h.update(&len.to_be_bytes());
+    let mut buf = vec![0u8; 1 << 20];
+    let n = read_full(&mut f, &mut buf)?;
+    h.update(&buf[..n]);
+    if len > 2 << 20 {
+        f.seek(SeekFrom::End(-(1 << 20)))?;
+        let n = read_full(&mut f, &mut buf)?;
+        h.update(&buf[..n]);
+    } else if len > n as u64 {
+        let mut rest = Vec::new();
+        f.read_to_end(&mut rest)?;
+        h.update(&rest);
+    }
+    Ok(h.digest128().to_be_bytes())
+}
+
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        let k = f.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n)
+}
+
+/// The host part of a SURT key (through its `)`), or the whole key.
+pub fn host_of_surt(surt: &str) -> &str {
+    match surt.find(')') {
+        Some(i) => &surt[..=i],
+        None => surt,
+    }
+}
+
+struct Writer<'a> {
+    index: &'a Index,
+    sweep_id: u32,
+    sweep: SweepInfo,
+    summary: IngestSummary,
+    /// The sweep's counts when this run started.
+    counts_before: Counts,
+    /// Per input file: (name, identity, state with its number in the sweep).
+    files: Vec<(String, [u8; 16], FileState)>,
+    /// Over-cap posting values (boilerplate), shared with the workers' lookups.
+    over_cap: &'a OverCap,
+    /// Postings of docs not stored yet.
+    fresh: Fresh,
+    /// Spill the fresh postings when they hold more than this many bytes.
+    fresh_budget: usize,
+    /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
+    hosts_seen: std::collections::HashSet<String>,
+}
+
+/// Ingests `files` into sweep `opts.sweep`.
+pub fn ingest(
+    index: &Index,
+    files: &[PathBuf],
+    opts: &IngestOptions,
+    mut progress: impl FnMut(Progress),
+) -> Result<IngestSummary> {
+    // The sweep: resumed by label, or new.
+    let sweeps = index.sweeps().all()?;
+    let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
+        Some((id, s)) => (*id, s.clone()),
+        None => (
+            sweeps.last().map(|(id, _)| id + 1).unwrap_or(1),
+            SweepInfo {
+                label: opts.sweep.clone(),
+                ..Default::default()
+            },
+        ),
+    };
+    if let Some(d) = &opts.date {
+        if sweep.date.is_empty() {
+            sweep.date = crate::capture::timestamp14(d).unwrap_or_default();
+        }
+    }
+    let mut summary = IngestSummary {
+        sweep: opts.sweep.clone(),
+        ..Default::default()
+    };
+    // Which files to read, and from which record.
+    let mut todo: Vec<PathBuf> = Vec::new();
+    let mut skips: Vec<u64> = Vec::new();
+    let mut states = Vec::new();
+    let mut input_total = 0u64;
+    for path in files {
+        // Absolute, so that `serve` finds the file to replay its records from wherever it
+        // runs (captures keep the bare file name, as CDX does).
+        let name = std::path::absolute(path)
+            .unwrap_or_else(|_| path.clone())
+            .display()
+            .to_string();
+        let id = file_identity(path)
+            .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+        let state = index.files().get(&id)?;
+        match state {
+            Some(st) if st.complete => {
+                summary.already_ingested.push(if st.sweep == sweep_id {
+                    name
+                } else {
+                    let other = sweeps
+                        .iter()
+                        .find(|(i, _)| *i == st.sweep)
+                        .map(|(_, s)| s.label.clone())
+                        .unwrap_or_default();
+                    format!("{name} (in sweep {other})")
+                });
+            }
+            Some(st) if st.sweep != sweep_id => {
+                let other = sweeps
+                    .iter()
+                    .find(|(i, _)| *i == st.sweep)
+                    .map(|(_, s)| s.label.clone())
+                    .unwrap_or_default();
+                return Err(IndexError::Invalid(format!(
+                    "{name} was partly ingested into sweep {other:?}; finish it with --sweep {other}"
+                )));
+            }
+            Some(st) => {
+                // Partly ingested: resumed from its last committed record, same number.
+                skips.push(st.records);
+                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                todo.push(path.clone());
+                states.push((name, id, st));
+            }
+            None => {
+                if states.iter().any(|(_, other, _)| *other == id) {
+                    // The same file given twice (under two names): read once.
+                    continue;
+                }
+                // Numbered in the order given, once: the number is stored with the
+                // file's state below, so a resumed run finds it by one lookup.
+                let file_no = u32::try_from(sweep.files).map_err(|_| {
+                    IndexError::Invalid(format!(
+                        "sweep {:?} has {} files, the most a sweep can hold",
+                        opts.sweep,
+                        u32::MAX
+                    ))
+                })?;
+                sweep.files += 1;
+                skips.push(0);
+                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                todo.push(path.clone());
+                states.push((
+                    name.clone(),
+                    id,
+                    FileState {
+                        sweep: sweep_id,
+                        file_no,
+                        name,
+                        ..Default::default()
+                    },
+                ));
+            }
+        }
+    }
+    // The sweep record exists before any capture points at it (and only when there is
+    // something to ingest), with the new files and their numbers, in one batch.
+    if !todo.is_empty() {
+        let mut batch = Batch::default();
+        batch.put::<Sweeps>(index, &sweep_id, &sweep);
+        for (_, id, st) in &states {
+            batch.put::<Files>(index, id, st);
+        }
+        index.write(batch)?;
+    }
+    let over_cap = OverCap::default();
+    // Merges the previous ingest's last writes made due start now, beside this one (it
+    // may have run in this process, on this same `Index`).
+    auto_compactions(index, true)?;
+    let postings_before = index.cf_size(cf::POSTINGS);
+    let fresh_budget = opts.postings_buffer_mb << 20;
+    let mut fresh = Fresh::load(index)?;
+    fresh.reserve_for(fresh_budget);
+    let mut w = Writer {
+        index,
+        over_cap: &over_cap,
+        fresh,
+        fresh_budget,
+        hosts_seen: Default::default(),
+        sweep_id,
+        counts_before: sweep.counts.clone(),
+        sweep,
+        summary,
+        files: states,
+    };
+    let scan_opts = ScanOptions {
+        threads: opts.threads,
+        params: w.index_params_sketch(),
+        record_cap: opts.record_cap,
+        read_only: false,
+    };
+    let mut failure: Option<IndexError> = None;
+    let mut done_bytes = 0u64;
+    let mut file_base = 0u64;
+    // Workers skip canonicalizing payloads the index already holds (same digest, same
+    // content): the writer then takes the doc from `payloads`. Docs are never removed,
+    // so what a worker saw is still there when the writer gets the record.
+    let payloads = index.payloads();
+    let known = |digest: &str| matches!(payloads.contains(&digest.to_string()), Ok(true));
+    // Workers also read the stored postings of new content (see `postings`), unless its
+    // canonical text is already indexed.
+    let fingerprints = index.fingerprints();
+    let target = index.params().posting_target;
+    // And compress its canonical text, when texts are stored.
+    let encoder = if opts.store_texts {
+        Some(TextEncoder::new(index)?)
+    } else {
+        None
+    };
+    let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
+        let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
+        if !matches!(fingerprints.contains(&fp), Ok(false)) {
+            return None;
+        }
+        let lookup = if sketch.values.is_empty() {
+            None
+        } else {
+            let (_, values) = posting_values(sketch, target);
+            postings::lookup(index, &values, &over_cap).ok()
+        };
+        let text = encoder.as_ref().map(|e| e.encode(&canon.text));
+        Some(Prepared { lookup, text })
+    };
+    scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
+        let r = match ev {
+            ScanEvent::FileStart { .. } => Ok(()),
+            ScanEvent::Record { file, scanned } => {
+                let sc = *scanned;
+                done_bytes = file_base + sc.record.offset + sc.record.length;
+                let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
+                if w.sweep.counts.records % 256 == 0 {
+                    progress(Progress {
+                        records: w.sweep.counts.records - w.counts_before.records,
+                        input_bytes: done_bytes,
+                        input_total,
+                        finishing: false,
+                    });
+                }
+                r
+            }
+            ScanEvent::FileEnd {
+                file, bytes, error, ..
+            } => {
+                w.summary.bytes += bytes;
+                file_base += std::fs::metadata(&todo[file]).map(|m| m.len()).unwrap_or(0);
+                w.file_end(file, error.map(|e| (e.offset, e.message)))
+            }
+        };
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    progress(Progress {
+        records: w.sweep.counts.records - w.counts_before.records,
+        input_bytes: input_total,
+        input_total,
+        finishing: true,
+    });
+    // The last spill and the memtable flush add sorted runs and level-0 files; merges
+    // they make due start with the next ingest, beside its reading and sketching, which
+    // leave CPU to spare — not now, when this ingest would wait for them alone, or have
+    // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
+    // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
+    auto_compactions(index, false)?;
+    w.fresh.spill(index, index.counters().next_doc)?;
+    if opts.store_texts {
+        texts::train_if_ready(index)?;
+    }
+    // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
+    w.index.flush()?;
+    settle_compactions(index, postings_before, w.fresh.spilled())?;
+    // What this ingest completed becomes visible to servers as one whole state.
+    if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
+        snapshots::publish(index)?;
+    }
+    w.summary.files = todo.len() as u64;
+    w.summary.counts = w.sweep.counts.since(&w.counts_before);
+    Ok(w.summary)
+}

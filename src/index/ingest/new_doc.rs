@@ -1,0 +1,126 @@
+//! A new doc: its id, facts, sketch and text; its candidates (the one search of
+//! [`crate::index::candidates`]), estimates, edges and unions; its postings.
+
+use super::{candidates, unionfind, Capture, Counters, Prepared, Result, Writer};
+use crate::index::codec::{DocInfo, EdgeInfo};
+use crate::index::columns::docs::Docs;
+use crate::index::columns::edges::Edges;
+use crate::index::columns::sketches::Sketches;
+use crate::index::columns::texts::Texts;
+use crate::index::columns::{Batch, Column};
+use crate::sketch::Sketch;
+
+impl Writer<'_> {
+    /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
+    pub(super) fn new_doc(
+        &mut self,
+        batch: &mut Batch,
+        sketch: &Sketch,
+        cap: &Capture,
+        ts: &str,
+        prepared: Option<Prepared>,
+    ) -> Result<u64> {
+        let counters = self.index.counters();
+        let d = counters.next_doc;
+        self.index.set_counters(Counters {
+            next_doc: d + 1,
+            ..counters
+        });
+        self.index
+            .meta()
+            .put_counters(batch, &self.index.counters());
+        let info = DocInfo {
+            shingles: sketch.shingles,
+            tokens: cap.tokens,
+            bytes: cap.payload_len,
+            created: ts.to_string(),
+            title: cap.title.clone(),
+        };
+        batch.put::<Docs>(self.index, &d, &info);
+        batch.put::<Sketches>(self.index, &d, sketch);
+        let mut prepared = prepared;
+        if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
+            batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
+        }
+        self.sweep.counts.new_docs += 1;
+        if sketch.values.is_empty() {
+            return Ok(d);
+        }
+        let p = self.index.params().clone();
+        let threshold = self.index.counters().threshold;
+        // Candidates: docs sharing posting values, counted. The stored lists come from
+        // the worker's lookup when it saw the current mark, else are read now; the fresh
+        // entries complete them.
+        let found = candidates::search(
+            self.index,
+            &self.fresh,
+            self.over_cap,
+            sketch,
+            prepared.and_then(|p| p.lookup),
+        )?;
+        let (plevel, pvals) = (found.level, &found.values);
+        // My posting values at each coarser level.
+        let mut at_level = [0u32; 65];
+        for v in pvals {
+            let tz = v.trailing_zeros().min(64) as usize;
+            for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
+                *slot += 1;
+            }
+        }
+        let mut targets = Vec::new();
+        // Posting values are a uniform sample of both sketches at the coarser posting
+        // level, so the shared count already estimates resemblance and containments.
+        // A candidate is read and compared only when one of those could still reach the
+        // edge floor: within 3 standard deviations of it (a pair at the clustering
+        // threshold is never dropped; only pairs far under the floor are). Measured on
+        // 20k pages x 2 sweeps: the same edges and unions as 4 sigma, 45% fewer reads.
+        let floor = p.edge_floor;
+        let reachable = |est: f64, m: f64| {
+            let m = m.max(1.0);
+            est + 3.0 * (floor * (1.0 - floor) / m).sqrt() + 1.0 / m >= floor
+        };
+        // Mostly over-cap content: also the heads of those lists (see COMMON_HEAD).
+        let passing = found.to_compare(|c| {
+            let level = plevel.max(c.level).min(64);
+            let mine = at_level[level as usize] as f64;
+            let theirs = c.values as f64 / f64::powi(2.0, (level - c.level) as i32);
+            let n = c.count as f64;
+            let union = (mine + theirs - n).max(n);
+            reachable(n / union, union)
+                || reachable(n / theirs.max(n), theirs)
+                || reachable(n / mine.max(n), mine)
+        });
+        for (b, e) in self.index.sketches().estimates(&passing, sketch)? {
+            let (r, c_b_in_d, c_d_in_b) =
+                (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
+            if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
+                let edge = EdgeInfo {
+                    resemblance: r as f32,
+                    contain_lo_in_hi: c_b_in_d as f32,
+                    contain_hi_in_lo: c_d_in_b as f32,
+                };
+                batch.put::<Edges>(self.index, &(b, d), &edge);
+                self.sweep.counts.edges += 1;
+                if r >= threshold {
+                    targets.push(b);
+                }
+            }
+        }
+        let unions = unionfind::join(self.index, batch, d, &targets)?;
+        self.sweep.counts.unions += unions;
+        // Values whose lists are over the cap take no more entries (the merge would drop
+        // them anyway): same index, less to store.
+        self.fresh.add(
+            d,
+            plevel,
+            pvals.len(),
+            pvals
+                .iter()
+                .zip(&found.over)
+                .zip(&found.lookup.lists)
+                .filter(|((_, o), _)| !**o)
+                .map(|((v, _), st)| (*v, Some(st))),
+        );
+        Ok(d)
+    }
+}
