@@ -184,9 +184,25 @@ pub enum IndexError {
     /// What a query needs is not in the index (e.g. a URL never captured).
     #[error("{0}")]
     NotFound(String),
+    /// The device holding the index is full.
+    #[error("no space left on the device holding the index ({0}): free some space and run the same command again; an ingest continues from its last committed record")]
+    NoSpace(String),
     /// RocksDB failed.
     #[error("RocksDB: {0}")]
-    Db(#[from] rocksdb::Error),
+    Db(rocksdb::Error),
+}
+
+impl From<rocksdb::Error> for IndexError {
+    fn from(e: rocksdb::Error) -> Self {
+        let text = e.to_string();
+        if text.contains("No space left on device") {
+            // RocksDB repeats itself: keep its first sentence (which file, which write).
+            let first = text.split(": IO error").next().unwrap_or(&text);
+            IndexError::NoSpace(first.trim_start_matches("IO error: ").to_string())
+        } else {
+            IndexError::Db(e)
+        }
+    }
 }
 
 /// Result of index operations.
@@ -265,7 +281,7 @@ impl Index {
                 if e.as_ref().contains("While lock file") {
                     IndexError::Busy(path.to_path_buf())
                 } else {
-                    IndexError::Db(e)
+                    IndexError::from(e)
                 }
             })?
         };

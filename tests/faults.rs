@@ -1,0 +1,107 @@
+//! Faults of the machine, not of the input: the device holding the index fills up. The
+//! ingest fails with a clear "no space" error; once space is freed the same command
+//! completes, and the index equals the one a clean run makes. Needs root (a small tmpfs
+//! is mounted); skipped with a message otherwise, and required in CI.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{generate, sweep_files, tidemark};
+
+fn ingest(db: &Path, label: &str, dir: &Path) -> std::process::Output {
+    tidemark(&[
+        "--db",
+        db.to_str().unwrap(),
+        "ingest",
+        "--sweep",
+        label,
+        dir.to_str().unwrap(),
+    ])
+}
+
+fn export(db: &Path) -> Vec<u8> {
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn mount(dir: &Path, size: &str, remount: bool) -> bool {
+    let mut c = Command::new("mount");
+    if remount {
+        c.args(["-o", &format!("remount,size={size}")]).arg(dir);
+    } else {
+        c.args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir);
+    }
+    c.status().map(|s| s.success()).unwrap_or(false)
+}
+
+/// Unmounts when dropped, also when an assertion fails.
+struct Mounted<'a>(&'a Path);
+
+impl Drop for Mounted<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0).status();
+    }
+}
+
+#[test]
+fn a_full_device_is_a_clear_error_and_the_same_command_completes_once_space_is_freed() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 300, 2, 3);
+    let sweep = |n: usize| sweep_files(&corpus, n)[0].parent().unwrap().to_path_buf();
+    // The index a clean run makes.
+    let clean = dir.path().join("clean");
+    for n in 1..=2 {
+        assert!(ingest(&clean, &format!("s{n}"), &sweep(n)).status.success());
+    }
+    let want = export(&clean);
+    // Full at several points: early (the first writes), later (flushing and spilling).
+    for size in ["600k", "3m"] {
+        let mnt = dir.path().join(format!("mnt-{size}"));
+        std::fs::create_dir(&mnt).unwrap();
+        if !mount(&mnt, size, false) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must be able to mount a tmpfs (run as root)"
+            );
+            eprintln!("SKIPPED: cannot mount a tmpfs (not root?): the disk-full test needs one");
+            return;
+        }
+        let _unmount = Mounted(&mnt);
+        let db = mnt.join("db");
+        let out = ingest(&db, "s1", &sweep(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "a {size} device: {err}");
+        assert!(
+            err.contains("no space left on the device holding the index")
+                && err.contains("run the same command again")
+                && !err.contains("panicked"),
+            "{err}"
+        );
+        assert!(mount(&mnt, "400m", true), "remount with room");
+        let out = ingest(&db, "s1", &sweep(1));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = ingest(&db, "s2", &sweep(2));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            export(&db) == want,
+            "a {size} device: the index differs from a clean run's"
+        );
+    }
+}
