@@ -378,10 +378,12 @@ fn host_name(host_surt: &str) -> String {
     labels.join(".")
 }
 
-/// Builds the report.
-pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
-    let s = Searcher::new(index)?;
-    // Sweeps in date order, cut to the range.
+/// The sweeps in date order (id, label, date), and the positions of `--from` and `--to`
+/// among them.
+fn sweeps_in_range(
+    index: &Index,
+    opts: &ReportOptions,
+) -> Result<(Vec<(u32, String, String)>, usize, usize)> {
     let mut all: Vec<(u32, String, String)> = index
         .sweeps()
         .all()?
@@ -412,6 +414,140 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
             "--from must not come after --to".into(),
         ));
     }
+    Ok((all, lo, hi))
+}
+
+/// The hosts with most moves, and with the highest median change rate (`top` each).
+fn host_rows(
+    host_urls: BTreeMap<String, (u64, Vec<f64>)>,
+    host_moves: &HashMap<String, u64>,
+    top: usize,
+) -> (Vec<HostRow>, Vec<HostRow>) {
+    let mut hosts: Vec<HostRow> = host_urls
+        .into_iter()
+        .map(|(h, (urls, r))| {
+            let d = Distribution::of(r, &[]);
+            HostRow {
+                moves: host_moves.get(&h).copied().unwrap_or(0),
+                host: host_name(&h),
+                urls,
+                change_rate_median: d.median,
+                change_rate_p25: d.p25,
+                change_rate_p75: d.p75,
+            }
+        })
+        .collect();
+    hosts.sort_by(|a, b| {
+        b.moves
+            .cmp(&a.moves)
+            .then(b.urls.cmp(&a.urls))
+            .then(a.host.cmp(&b.host))
+    });
+    let mut by_rate = hosts.clone();
+    by_rate.sort_by(|a, b| {
+        b.change_rate_median
+            .total_cmp(&a.change_rate_median)
+            .then(b.urls.cmp(&a.urls))
+            .then(a.host.cmp(&b.host))
+    });
+    hosts.truncate(top);
+    by_rate.truncate(top);
+    (hosts, by_rate)
+}
+
+/// Per transition between consecutive sweeps: content that left its URL matched to a
+/// URL that arrived (by redirect, by cluster, then by resemblance above `move_floor`),
+/// and clusters live at two or more URLs; with the moves per host.
+fn transitions(
+    s: &Searcher,
+    move_floor: f64,
+    sweeps: &[SweepRow],
+    counts: &[UrlCounts],
+    left: &[Vec<Left>],
+    arrived: &[Vec<Arrived>],
+    live_docs: &[Vec<u64>],
+) -> Result<(Vec<Transition>, HashMap<String, u64>)> {
+    let n = sweeps.len();
+    let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
+    let mut cluster = |d: u64| -> Result<u64> {
+        if let Some(c) = cluster_cache.get(&d) {
+            return Ok(*c);
+        }
+        let (c, _) = unionfind::cluster_of(s.index, d)?;
+        cluster_cache.insert(d, c);
+        Ok(c)
+    };
+    let mut host_moves: HashMap<String, u64> = HashMap::new();
+    let target = s.index.params().posting_target;
+    let mut transitions = Vec::new();
+    for i in 0..n.saturating_sub(1) {
+        let mut moves = Moves::default();
+        let arr = &arrived[i];
+        let mut taken = vec![false; arr.len()];
+        let by_surt: HashMap<&str, usize> = arr
+            .iter()
+            .enumerate()
+            .map(|(j, a)| (a.surt.as_str(), j))
+            .collect();
+        let mut by_cluster: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (j, a) in arr.iter().enumerate() {
+            by_cluster.entry(cluster(a.doc)?).or_default().push(j);
+        }
+        let arrivals = ArrivalIndex::new(s, arr, target)?;
+        for l in &left[i] {
+            // 1. Its redirect target, when that is a new URL.
+            let mut to = l
+                .target
+                .as_ref()
+                .and_then(|t| by_surt.get(surt(t).as_str()).copied())
+                .filter(|j| !taken[*j]);
+            // 2. A new URL in its cluster (same host first).
+            if to.is_none() {
+                if let Some(js) = by_cluster.get(&cluster(l.doc)?) {
+                    to = js
+                        .iter()
+                        .copied()
+                        .filter(|j| !taken[*j])
+                        .min_by_key(|j| (arr[*j].host != l.host, *j));
+                }
+            }
+            // 3. A new URL carrying a doc that resembles it above the move floor: the
+            // best of those sharing posting values with it.
+            if to.is_none() {
+                if let Some(sk) = s.sketch(l.doc)? {
+                    to = arrivals.best_match(&sk, move_floor, &taken);
+                }
+            }
+            if let Some(j) = to {
+                taken[j] = true;
+                if arr[j].host == l.host {
+                    moves.within_host += 1;
+                } else {
+                    moves.across_hosts += 1;
+                }
+                *host_moves.entry(l.host.clone()).or_default() += 1;
+            }
+        }
+        // Mirrored: clusters live at two or more URLs in the later sweep.
+        let mut per_cluster: HashMap<u64, u64> = HashMap::new();
+        for d in &live_docs[i + 1] {
+            *per_cluster.entry(cluster(*d)?).or_default() += 1;
+        }
+        transitions.push(Transition {
+            from: sweeps[i].label.clone(),
+            to: sweeps[i + 1].label.clone(),
+            urls: counts[i].clone(),
+            moves,
+            mirrored: per_cluster.values().filter(|c| **c >= 2).count() as u64,
+        });
+    }
+    Ok((transitions, host_moves))
+}
+
+/// Builds the report.
+pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
+    let s = Searcher::new(index)?;
+    let (all, lo, hi) = sweeps_in_range(index, opts)?;
     let range = &all[lo..=hi];
     let slot: HashMap<u32, usize> = range.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     // Sweep id → place among all sweeps (by date).
@@ -623,111 +759,19 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     drop(finish);
 
     // Moves and mirrors per transition.
-    let mut cluster_cache: HashMap<u64, u64> = HashMap::new();
-    let mut cluster = |d: u64| -> Result<u64> {
-        if let Some(c) = cluster_cache.get(&d) {
-            return Ok(*c);
-        }
-        let (c, _) = unionfind::cluster_of(index, d)?;
-        cluster_cache.insert(d, c);
-        Ok(c)
-    };
-    let mut host_moves: HashMap<String, u64> = HashMap::new();
-    let target = index.params().posting_target;
-    let mut transitions = Vec::new();
-    for i in 0..n.saturating_sub(1) {
-        let mut moves = Moves::default();
-        let arr = &arrived[i];
-        let mut taken = vec![false; arr.len()];
-        let by_surt: HashMap<&str, usize> = arr
-            .iter()
-            .enumerate()
-            .map(|(j, a)| (a.surt.as_str(), j))
-            .collect();
-        let mut by_cluster: HashMap<u64, Vec<usize>> = HashMap::new();
-        for (j, a) in arr.iter().enumerate() {
-            by_cluster.entry(cluster(a.doc)?).or_default().push(j);
-        }
-        let arrivals = ArrivalIndex::new(&s, arr, target)?;
-        for l in &left[i] {
-            // 1. Its redirect target, when that is a new URL.
-            let mut to = l
-                .target
-                .as_ref()
-                .and_then(|t| by_surt.get(surt(t).as_str()).copied())
-                .filter(|j| !taken[*j]);
-            // 2. A new URL in its cluster (same host first).
-            if to.is_none() {
-                if let Some(js) = by_cluster.get(&cluster(l.doc)?) {
-                    to = js
-                        .iter()
-                        .copied()
-                        .filter(|j| !taken[*j])
-                        .min_by_key(|j| (arr[*j].host != l.host, *j));
-                }
-            }
-            // 3. A new URL carrying a doc that resembles it above the move floor: the
-            // best of those sharing posting values with it.
-            if to.is_none() {
-                if let Some(sk) = s.sketch(l.doc)? {
-                    to = arrivals.best_match(&sk, opts.move_floor, &taken);
-                }
-            }
-            if let Some(j) = to {
-                taken[j] = true;
-                if arr[j].host == l.host {
-                    moves.within_host += 1;
-                } else {
-                    moves.across_hosts += 1;
-                }
-                *host_moves.entry(l.host.clone()).or_default() += 1;
-            }
-        }
-        // Mirrored: clusters live at two or more URLs in the later sweep.
-        let mut per_cluster: HashMap<u64, u64> = HashMap::new();
-        for d in &live_docs[i + 1] {
-            *per_cluster.entry(cluster(*d)?).or_default() += 1;
-        }
-        transitions.push(Transition {
-            from: sweeps[i].label.clone(),
-            to: sweeps[i + 1].label.clone(),
-            urls: counts[i].clone(),
-            moves,
-            mirrored: per_cluster.values().filter(|c| **c >= 2).count() as u64,
-        });
-    }
+    let (transitions, host_moves) = transitions(
+        &s,
+        opts.move_floor,
+        &sweeps,
+        &counts,
+        &left,
+        &arrived,
+        &live_docs,
+    )?;
     for (i, row) in sweeps.iter_mut().enumerate() {
         row.docs = docs_in[i].len() as u64;
     }
-    let mut hosts: Vec<HostRow> = host_urls
-        .into_iter()
-        .map(|(h, (urls, r))| {
-            let d = Distribution::of(r, &[]);
-            HostRow {
-                moves: host_moves.get(&h).copied().unwrap_or(0),
-                host: host_name(&h),
-                urls,
-                change_rate_median: d.median,
-                change_rate_p25: d.p25,
-                change_rate_p75: d.p75,
-            }
-        })
-        .collect();
-    hosts.sort_by(|a, b| {
-        b.moves
-            .cmp(&a.moves)
-            .then(b.urls.cmp(&a.urls))
-            .then(a.host.cmp(&b.host))
-    });
-    let mut by_rate = hosts.clone();
-    by_rate.sort_by(|a, b| {
-        b.change_rate_median
-            .total_cmp(&a.change_rate_median)
-            .then(b.urls.cmp(&a.urls))
-            .then(a.host.cmp(&b.host))
-    });
-    hosts.truncate(opts.top_hosts);
-    by_rate.truncate(opts.top_hosts);
+    let (hosts, by_rate) = host_rows(host_urls, &host_moves, opts.top_hosts);
     Ok(Report {
         sweeps,
         transitions,
