@@ -17,11 +17,17 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     out
 }
 
+/// Most bytes a decoded value may claim. bincode believes the lengths it reads and
+/// allocates them before reading: a damaged length of 4 GB was a 4 GB allocation
+/// (found by fuzzing). No value of the index comes near this.
+const DECODE_LIMIT: usize = 16 << 20;
+
 /// Decodes a structured value; a wrong version byte or bad bytes are corruption.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     match bytes.first() {
         Some(&VALUE_FORMAT) => {
-            bincode::serde::decode_from_slice(&bytes[1..], bincode::config::standard())
+            let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
+            bincode::serde::decode_from_slice(&bytes[1..], config)
                 .map(|(v, _)| v)
                 .map_err(|e| format!("undecodable value: {e}"))
         }

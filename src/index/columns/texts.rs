@@ -15,7 +15,7 @@ use super::{Column, Tuning};
 pub struct Texts;
 
 /// Longest text a value may declare (a damaged length must not allocate gigabytes).
-pub const MAX_TEXT: usize = 1 << 30;
+pub const MAX_TEXT: usize = 256 << 20;
 
 /// A stored text, still compressed.
 #[derive(Debug, Clone, PartialEq, Eq)]
