@@ -21,8 +21,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::index::candidates;
 use crate::index::ingest::host_of_surt;
-use crate::index::postings::posting_values;
 use crate::index::{unionfind, Index, IndexError, Result};
 use crate::query::{round3, Searcher};
 use crate::sketch::{estimate, Sketch};
@@ -299,60 +299,97 @@ struct Left {
     target: Option<String>,
 }
 
-/// The sketches of the docs at new URLs of one transition, with an in-memory posting
-/// index over them: content that left is compared with these only, not with the
-/// whole index.
-struct ArrivalIndex {
-    sketches: Vec<Option<Sketch>>,
-    postings: HashMap<u64, Vec<usize>>,
-    target: u32,
+/// The move matching's candidates in both directions of the one candidate search (as
+/// ingest and `similar` run it: shared posting values, and the heads of over-cap lists
+/// when a page is mostly boilerplate). Ingest searches from a new doc towards older
+/// ones, and over-cap lists keep only their oldest docs as heads: so a left doc finds
+/// an arrival when its search sees the arrival, or the arrival's search sees it.
+struct MoveCandidates {
+    /// Arrival doc → arrival indices of this transition.
+    by_doc: HashMap<u64, Vec<usize>>,
+    /// Left doc → (posting values shared, arrival doc) found by the arrivals' searches.
+    backward: HashMap<u64, Vec<(u32, u64)>>,
 }
 
-impl ArrivalIndex {
-    fn new(s: &Searcher, arr: &[Arrived], target: u32) -> Result<ArrivalIndex> {
-        let mut postings: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut sketches = Vec::with_capacity(arr.len());
+impl MoveCandidates {
+    fn new(s: &Searcher, arr: &[Arrived], left: &[Left]) -> Result<MoveCandidates> {
+        let mut by_doc: HashMap<u64, Vec<usize>> = HashMap::new();
         for (j, a) in arr.iter().enumerate() {
-            let sk = s.sketch(a.doc)?;
-            if let Some(sk) = &sk {
-                for v in posting_values(sk, target).1 {
-                    postings.entry(v).or_default().push(j);
+            by_doc.entry(a.doc).or_default().push(j);
+        }
+        let left_docs: HashSet<u64> = left.iter().map(|l| l.doc).collect();
+        let mut backward: HashMap<u64, Vec<(u32, u64)>> = HashMap::new();
+        let mut arrival_docs: Vec<u64> = by_doc.keys().copied().collect();
+        arrival_docs.sort_unstable();
+        for a in arrival_docs {
+            let Some(sk) = s.sketch(a)? else { continue };
+            for (n, d) in shared_counts(s, &sk)? {
+                if left_docs.contains(&d) {
+                    backward.entry(d).or_default().push((n, a));
                 }
             }
-            sketches.push(sk);
         }
-        Ok(ArrivalIndex {
-            sketches,
-            postings,
-            target,
-        })
+        Ok(MoveCandidates { by_doc, backward })
     }
 
-    /// The untaken arrival that resembles `sketch` most, at or above `floor`.
-    fn best_match(&self, sketch: &Sketch, floor: f64, taken: &[bool]) -> Option<usize> {
-        let mut shared: HashMap<usize, u32> = HashMap::new();
-        for v in posting_values(sketch, self.target).1 {
-            for j in self.postings.get(&v).into_iter().flatten() {
-                if !taken[*j] {
-                    *shared.entry(*j).or_default() += 1;
-                }
+    /// The untaken arrival whose doc resembles `sketch` (of the left doc `doc`) most, at
+    /// or above `floor`; of the candidates, the 16 sharing the most posting values are
+    /// compared (pages of one site share their chrome).
+    fn best(
+        &self,
+        s: &Searcher,
+        doc: u64,
+        sketch: &Sketch,
+        floor: f64,
+        taken: &[bool],
+    ) -> Result<Option<usize>> {
+        let untaken = |d: u64| {
+            self.by_doc
+                .get(&d)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|j| !taken[*j])
+                .min()
+        };
+        let mut shared: HashMap<u64, u32> = HashMap::new();
+        let forward = shared_counts(s, sketch)?;
+        let backward = self.backward.get(&doc).into_iter().flatten().copied();
+        for (n, d) in forward.into_iter().chain(backward) {
+            if untaken(d).is_some() {
+                let e = shared.entry(d).or_insert(0);
+                *e = (*e).max(n);
             }
         }
-        // Pages of one site share their chrome: compare only those sharing the most.
-        let mut cands: Vec<(u32, usize)> = shared.into_iter().map(|(j, n)| (n, j)).collect();
-        cands.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut ranked: Vec<(u32, u64)> = shared.into_iter().map(|(d, n)| (n, d)).collect();
+        ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut docs: Vec<u64> = ranked.into_iter().take(16).map(|(_, d)| d).collect();
+        docs.sort_unstable();
         let mut best: Option<(f64, usize)> = None;
-        for (_, j) in cands.into_iter().take(16) {
-            let Some(other) = &self.sketches[j] else {
+        for (d, e) in s.index.sketches().estimates(&docs, sketch)? {
+            let (r, Some(j)) = (e.resemblance, untaken(d)) else {
                 continue;
             };
-            let r = estimate(sketch, other).resemblance;
             if r >= floor && best.is_none_or(|(br, bj)| r > br || (r == br && j < bj)) {
                 best = Some((r, j));
             }
         }
-        best.map(|(_, j)| j)
+        Ok(best.map(|(_, j)| j))
     }
+}
+
+/// The docs the one candidate search finds for `sketch`, with the posting values each
+/// shares (0 for a head of an over-cap list).
+fn shared_counts(s: &Searcher, sketch: &Sketch) -> Result<Vec<(u32, u64)>> {
+    if sketch.values.is_empty() {
+        return Ok(Vec::new());
+    }
+    let found = candidates::search(s.index, &s.fresh, &s.over_cap, sketch, None)?;
+    let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
+    if found.mostly_common() {
+        out.extend(found.heads.iter().map(|h| (0, *h)));
+    }
+    Ok(out)
 }
 
 /// A URL first captured in the later sweep of a transition.
@@ -478,7 +515,6 @@ fn transitions(
         Ok(c)
     };
     let mut host_moves: HashMap<String, u64> = HashMap::new();
-    let target = s.index.params().posting_target;
     let mut transitions = Vec::new();
     for i in 0..n.saturating_sub(1) {
         let mut moves = Moves::default();
@@ -493,7 +529,7 @@ fn transitions(
         for (j, a) in arr.iter().enumerate() {
             by_cluster.entry(cluster(a.doc)?).or_default().push(j);
         }
-        let arrivals = ArrivalIndex::new(s, arr, target)?;
+        let move_candidates = MoveCandidates::new(s, arr, &left[i])?;
         for l in &left[i] {
             // 1. Its redirect target, when that is a new URL.
             let mut to = l
@@ -515,7 +551,7 @@ fn transitions(
             // best of those sharing posting values with it.
             if to.is_none() {
                 if let Some(sk) = s.sketch(l.doc)? {
-                    to = arrivals.best_match(&sk, move_floor, &taken);
+                    to = move_candidates.best(s, l.doc, &sk, move_floor, &taken)?;
                 }
             }
             if let Some(j) = to {
