@@ -209,6 +209,36 @@ struct IngestRun {
     summary: serde_json::Value,
 }
 
+/// Runs `tidemark --db DB ingest --sweep LABEL --json ARGS…`: its seconds and its JSON
+/// summary, or `None` (said on stderr) when it failed.
+fn timed_ingest(
+    exe: &Path,
+    db: &Path,
+    label: &str,
+    args: &[String],
+) -> Option<(f64, serde_json::Value)> {
+    let t = Instant::now();
+    let out = Command::new(exe)
+        .arg("--db")
+        .arg(db)
+        .args(["ingest", "--sweep", label, "--json"])
+        .args(args)
+        .output()
+        .expect("run tidemark ingest");
+    let secs = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        eprintln!(
+            "tidemark-bench: ingest failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return None;
+    }
+    Some((
+        secs,
+        serde_json::from_slice(&out.stdout).unwrap_or_default(),
+    ))
+}
+
 /// One sweep of `n` one-record files per size: the cost per file must not grow with
 /// the number of files (no per-file work proportional to the files before it).
 fn bench_many_files(a: &Args) -> ExitCode {
@@ -240,23 +270,10 @@ fn bench_many_files(a: &Args) -> ExitCode {
         }
         let db = dir.join("bench.db");
         let _ = std::fs::remove_dir_all(&db);
-        let t = Instant::now();
-        let out = Command::new(&exe)
-            .arg("--db")
-            .arg(&db)
-            .args(["ingest", "--sweep", "many", "--json", "--files-from"])
-            .arg(&list)
-            .output()
-            .expect("run tidemark ingest");
-        let secs = t.elapsed().as_secs_f64();
-        if !out.status.success() {
-            eprintln!(
-                "tidemark-bench: ingest failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+        let args = ["--files-from".into(), list.display().to_string()];
+        let Some((secs, v)) = timed_ingest(&exe, &db, "many", &args) else {
             return ExitCode::from(1);
-        }
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        };
         if v["captures"].as_u64() != Some(n as u64) {
             eprintln!("tidemark-bench: {n} files gave {} captures", v["captures"]);
             return ExitCode::from(1);
@@ -316,26 +333,10 @@ fn bench_ingest(a: &Args) -> ExitCode {
             let files = warc_files(dir);
             let t_zcat = zcat(&files);
             let label = dir.file_name().unwrap().to_string_lossy().to_string();
-            let t = Instant::now();
-            let out = Command::new(&exe)
-                .arg("--db")
-                .arg(&db)
-                .arg("ingest")
-                .arg("--sweep")
-                .arg(&label)
-                .arg("--json")
-                .args(&files)
-                .output()
-                .expect("run tidemark ingest");
-            let secs = t.elapsed().as_secs_f64();
-            if !out.status.success() {
-                eprintln!(
-                    "tidemark-bench: ingest failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+            let args: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let Some((secs, v)) = timed_ingest(&exe, &db, &label, &args) else {
                 return ExitCode::from(1);
-            }
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            };
             let warc_mb =
                 v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
             println!(

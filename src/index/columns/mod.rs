@@ -61,26 +61,40 @@ pub struct Tuning {
     pub cap: usize,
 }
 
+/// Calls the macro `$m` with the marker type of every column family, in order.
+macro_rules! with_columns {
+    ($m:ident) => {
+        $m!(
+            meta::Meta,
+            sweeps::Sweeps,
+            files::Files,
+            fingerprints::Fingerprints,
+            payloads::Payloads,
+            docs::Docs,
+            sketches::Sketches,
+            postings::Postings,
+            captures::Captures,
+            doc_captures::DocCaptures,
+            url_last::UrlLast,
+            edges::Edges,
+            parents::Parents,
+            members::Members,
+            host_sweeps::HostSweeps,
+            texts::Texts
+        )
+    };
+}
+
 /// Every column family name, in creation order (the order of the files here and of the
 /// sections of `schema/README.md`).
-pub const ALL: &[&str] = &[
-    meta::Meta::NAME,
-    sweeps::Sweeps::NAME,
-    files::Files::NAME,
-    fingerprints::Fingerprints::NAME,
-    payloads::Payloads::NAME,
-    docs::Docs::NAME,
-    sketches::Sketches::NAME,
-    postings::Postings::NAME,
-    captures::Captures::NAME,
-    doc_captures::DocCaptures::NAME,
-    url_last::UrlLast::NAME,
-    edges::Edges::NAME,
-    parents::Parents::NAME,
-    members::Members::NAME,
-    host_sweeps::HostSweeps::NAME,
-    texts::Texts::NAME,
-];
+pub const ALL: &[&str] = {
+    macro_rules! names {
+        ($($c:ty),*) => {
+            &[$(<$c>::NAME),*]
+        };
+    }
+    with_columns!(names)
+};
 
 /// The options of the family `name`.
 pub(crate) fn options(name: &str, cx: &Tuning) -> Options {
@@ -90,24 +104,7 @@ pub(crate) fn options(name: &str, cx: &Tuning) -> Options {
             $(if name == <$c>::NAME { <$c>::tune(&mut o, &mut t, cx); })*
         };
     }
-    tune!(
-        meta::Meta,
-        sweeps::Sweeps,
-        files::Files,
-        fingerprints::Fingerprints,
-        payloads::Payloads,
-        docs::Docs,
-        sketches::Sketches,
-        postings::Postings,
-        captures::Captures,
-        doc_captures::DocCaptures,
-        url_last::UrlLast,
-        edges::Edges,
-        parents::Parents,
-        members::Members,
-        host_sweeps::HostSweeps,
-        texts::Texts
-    );
+    with_columns!(tune);
     o.set_block_based_table_factory(&t);
     o
 }
@@ -124,24 +121,7 @@ pub fn check_entry(name: &str, key: &[u8], value: &[u8]) -> std::result::Result<
             })*
         };
     }
-    check!(
-        meta::Meta,
-        sweeps::Sweeps,
-        files::Files,
-        fingerprints::Fingerprints,
-        payloads::Payloads,
-        docs::Docs,
-        sketches::Sketches,
-        postings::Postings,
-        captures::Captures,
-        doc_captures::DocCaptures,
-        url_last::UrlLast,
-        edges::Edges,
-        parents::Parents,
-        members::Members,
-        host_sweeps::HostSweeps,
-        texts::Texts
-    );
+    with_columns!(check);
     Err(format!("no column family {name:?}"))
 }
 
