@@ -273,11 +273,11 @@ impl<'a, C: Column> Col<'a, C> {
 
     /// Whether `key` is present (its value is not decoded).
     pub fn contains(&self, key: &C::Key) -> Result<bool> {
-        Ok(self
-            .index
-            .db()
-            .get_pinned_cf(self.handle(), C::key(key))?
-            .is_some())
+        self.contains_raw(&C::key(key))
+    }
+
+    pub(crate) fn contains_raw(&self, k: &[u8]) -> Result<bool> {
+        Ok(self.index.db().get_pinned_cf(self.handle(), k)?.is_some())
     }
 
     /// Writes `value` at `key` now, alone.

@@ -9,8 +9,8 @@ use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
-use crate::index::columns::url_last::{Last, UrlLast};
-use crate::index::columns::Batch;
+use crate::index::columns::url_last::UrlLast;
+use crate::index::columns::{Batch, Column};
 use crate::sketch::{estimate, Sketch};
 use crate::url::{resolve, surt};
 
@@ -117,10 +117,14 @@ impl Writer<'_> {
             file: self.files[file].2.file_no,
             record: record_no.min(u32::MAX as u64) as u32,
         };
-        batch.put::<Captures>(self.index, &key, &info);
+        // The capture key once: `doc_captures` takes its tail.
+        let ck = Captures::key(&key);
+        batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
         if let Some(d) = doc {
-            let surt = key.surt.clone();
-            batch.put::<DocCaptures>(self.index, &(d, key), &surt);
+            let mut dk = Vec::with_capacity(8 + captures::TAIL);
+            dk.extend_from_slice(&d.to_be_bytes());
+            dk.extend_from_slice(&ck[ck.len() - captures::TAIL..]);
+            batch.put_raw::<DocCaptures>(self.index, &dk, key.surt.as_bytes());
         }
         self.sweep.counts.captures += 1;
         Ok(())
@@ -164,19 +168,18 @@ impl Writer<'_> {
         doc: u64,
         current: Option<&Sketch>,
     ) -> Result<Option<f32>> {
-        let surt_key = key_surt.to_string();
-        let last = self.index.url_last().get(&surt_key)?;
+        // Raw keys and values here: this runs for every capture with content.
+        let last = self.index.url_last().get_raw(key_surt.as_bytes())?;
         let r = match &last {
             None => None,
             Some(l) if l.timestamp.as_str() < ts => Some(self.resemblance(l.doc, doc, current)?),
             Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
         };
         if last.as_ref().is_none_or(|l| l.timestamp.as_str() <= ts) {
-            let now = Last {
-                timestamp: ts.to_string(),
-                doc,
-            };
-            batch.put::<UrlLast>(self.index, &surt_key, &now);
+            let mut now = [0u8; 22];
+            now[..14].copy_from_slice(&ts.as_bytes()[..14]);
+            now[14..].copy_from_slice(&doc.to_be_bytes());
+            batch.put_raw::<UrlLast>(self.index, key_surt.as_bytes(), &now);
         }
         Ok(r.flatten())
     }

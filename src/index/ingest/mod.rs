@@ -321,7 +321,7 @@ pub fn ingest(
     // content): the writer then takes the doc from `payloads`. Docs are never removed,
     // so what a worker saw is still there when the writer gets the record.
     let payloads = index.payloads();
-    let known = |digest: &str| matches!(payloads.contains(&digest.to_string()), Ok(true));
+    let known = |digest: &str| matches!(payloads.contains_raw(digest.as_bytes()), Ok(true));
     // Workers also read the stored postings of new content (see `postings`), unless its
     // canonical text is already indexed.
     let fingerprints = index.fingerprints();
