@@ -580,6 +580,235 @@ fn transitions(
     Ok((transitions, host_moves))
 }
 
+/// What one pass over the captures counts, URL by URL (its captures are adjacent in
+/// key order): per sweep (URLs, docs, births, deaths), per transition (unchanged,
+/// changed, gone, new; content that left, URLs that arrived), lifetimes and change rates.
+struct Tally {
+    n: usize,
+    /// Position of the range's first sweep among all sweeps.
+    lo: usize,
+    /// Mean days between consecutive sweeps of the range.
+    interval: f64,
+    minor: f64,
+    major: f64,
+    host_filter: Option<String>,
+    sweeps: Vec<SweepRow>,
+    docs_in: Vec<HashSet<u64>>,
+    /// The doc of each URL's last 2xx capture, per sweep (for mirrors).
+    live_docs: Vec<Vec<u64>>,
+    counts: Vec<UrlCounts>,
+    left: Vec<Vec<Left>>,
+    arrived: Vec<Vec<Arrived>>,
+    lifetimes: Vec<f64>,
+    still_live: u64,
+    rates: Vec<f64>,
+    /// host → (URLs, rates)
+    host_urls: BTreeMap<String, (u64, Vec<f64>)>,
+}
+
+impl Tally {
+    fn new(range: &[(u32, String, String)], lo: usize, opts: &ReportOptions) -> Tally {
+        let n = range.len();
+        let intervals: Vec<f64> = range
+            .windows(2)
+            .map(|w| days_between(&w[0].2, &w[1].2))
+            .collect();
+        Tally {
+            n,
+            lo,
+            interval: if intervals.is_empty() {
+                0.0
+            } else {
+                intervals.iter().sum::<f64>() / intervals.len() as f64
+            },
+            minor: opts.minor,
+            major: opts.major,
+            host_filter: opts
+                .host
+                .as_ref()
+                .map(|h| host_of_surt(&surt(h)).to_string()),
+            sweeps: range
+                .iter()
+                .map(|(_, label, date)| SweepRow {
+                    label: label.clone(),
+                    date: date.clone(),
+                    urls: 0,
+                    docs: 0,
+                    births: 0,
+                    deaths: 0,
+                })
+                .collect(),
+            docs_in: vec![HashSet::new(); n],
+            live_docs: vec![Vec::new(); n],
+            counts: vec![UrlCounts::default(); n.saturating_sub(1)],
+            left: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
+            arrived: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
+            lifetimes: Vec::new(),
+            still_live: 0,
+            rates: Vec::new(),
+            host_urls: BTreeMap::new(),
+        }
+    }
+
+    /// One URL: its last capture in each sweep of the range (`states`), and the position
+    /// among all sweeps of its first capture.
+    fn url(
+        &mut self,
+        s: &Searcher,
+        surt_key: &str,
+        first_pos: Option<usize>,
+        states: &[Option<State>],
+    ) -> Result<()> {
+        let host = host_of_surt(surt_key).to_string();
+        if self.host_filter.as_ref().is_some_and(|h| *h != host) {
+            return Ok(());
+        }
+        self.births_and_deaths(states);
+        self.transitions(s, surt_key, &host, first_pos, states)?;
+        self.lifetime_and_rate(&host, states);
+        Ok(())
+    }
+
+    /// URLs, docs, births and deaths per sweep.
+    fn births_and_deaths(&mut self, states: &[Option<State>]) {
+        let live: Vec<bool> = states
+            .iter()
+            .map(|x| matches!(x, Some(State::Live { .. })))
+            .collect();
+        for (i, st) in states.iter().enumerate() {
+            if let Some(State::Live { doc, .. }) = st {
+                self.sweeps[i].urls += 1;
+                if let Some(d) = doc {
+                    self.docs_in[i].insert(*d);
+                    self.live_docs[i].push(*d);
+                }
+                if i == 0 || !live[i - 1] {
+                    self.sweeps[i].births += 1;
+                }
+            } else if i > 0 && live[i - 1] {
+                self.sweeps[i].deaths += 1;
+            }
+        }
+    }
+
+    /// What became of the URL between consecutive sweeps.
+    fn transitions(
+        &mut self,
+        s: &Searcher,
+        surt_key: &str,
+        host: &str,
+        first_pos: Option<usize>,
+        states: &[Option<State>],
+    ) -> Result<()> {
+        for i in 0..self.n.saturating_sub(1) {
+            let c = &mut self.counts[i];
+            match (&states[i], &states[i + 1]) {
+                (
+                    Some(State::Live {
+                        doc: da,
+                        digest: ga,
+                        ..
+                    }),
+                    Some(State::Live {
+                        doc: db,
+                        digest: gb,
+                        r_prev,
+                        ..
+                    }),
+                ) => {
+                    let same = match (da, db) {
+                        (Some(a), Some(b)) => a == b,
+                        (None, None) => ga.is_some() && ga == gb,
+                        _ => false,
+                    };
+                    if same {
+                        c.unchanged += 1;
+                    } else {
+                        let r = match (da, db, r_prev) {
+                            (Some(_), Some(_), Some(r)) => Some(*r as f64),
+                            (Some(a), Some(b), None) => match (s.sketch(*a)?, s.sketch(*b)?) {
+                                (Some(x), Some(y)) => Some(estimate(&x, &y).resemblance),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        match r {
+                            Some(r) if r >= self.minor => c.changed_minor += 1,
+                            Some(r) if r >= self.major => c.changed_major += 1,
+                            // Changed bytes without text to compare count as rewritten.
+                            _ => c.rewritten += 1,
+                        }
+                    }
+                }
+                (Some(State::Live { doc, .. }), later) => {
+                    let target = match later {
+                        Some(State::Redirect(t)) => {
+                            c.redirected += 1;
+                            t.clone()
+                        }
+                        _ => {
+                            c.gone += 1;
+                            None
+                        }
+                    };
+                    if let Some(d) = doc {
+                        self.left[i].push(Left {
+                            host: host.to_string(),
+                            doc: *d,
+                            target,
+                        });
+                    }
+                }
+                (_, Some(State::Live { doc, .. })) => {
+                    c.new += 1;
+                    // First captured in the later sweep: a place content can move to.
+                    if first_pos == Some(self.lo + i + 1) {
+                        if let Some(d) = doc {
+                            self.arrived[i].push(Arrived {
+                                surt: surt_key.to_string(),
+                                host: host.to_string(),
+                                doc: *d,
+                            });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Lifetime and change rate over its 2xx captures in range.
+    fn lifetime_and_rate(&mut self, host: &str, states: &[Option<State>]) {
+        // Lifetime and change rate over its 2xx captures in range.
+        let lives: Vec<(usize, &String, Option<u64>)> = states
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| match x {
+                Some(State::Live { ts, doc, .. }) => Some((i, ts, *doc)),
+                _ => None,
+            })
+            .collect();
+        let entry = self.host_urls.entry(host.to_string()).or_default();
+        if let (Some(f), Some(l)) = (lives.first(), lives.last()) {
+            entry.0 += 1;
+            self.lifetimes.push(days_between(f.1, l.1));
+            if l.0 == self.n - 1 {
+                self.still_live += 1;
+            }
+            if lives.len() >= 2 && self.interval > 0.0 {
+                let visits = (lives.len() - 1) as f64;
+                let changes = lives.windows(2).filter(|w| w[0].2 != w[1].2).count() as f64;
+                // max(0): no change at all gives ln(1) = -0.
+                let rate =
+                    (-((visits - changes + 0.5) / (visits + 0.5)).ln() / self.interval).max(0.0);
+                self.rates.push(rate);
+                entry.1.push(rate);
+            }
+        }
+    }
+}
+
 /// Builds the report.
 pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let s = Searcher::new(index)?;
@@ -588,178 +817,17 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let slot: HashMap<u32, usize> = range.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     // Sweep id → place among all sweeps (by date).
     let position: HashMap<u32, usize> = all.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
-    let n = range.len();
-    let host_filter = opts
-        .host
-        .as_ref()
-        .map(|h| host_of_surt(&surt(h)).to_string());
-
-    let mut sweeps: Vec<SweepRow> = range
-        .iter()
-        .map(|(_, label, date)| SweepRow {
-            label: label.clone(),
-            date: date.clone(),
-            urls: 0,
-            docs: 0,
-            births: 0,
-            deaths: 0,
-        })
-        .collect();
-    let mut docs_in: Vec<HashSet<u64>> = vec![HashSet::new(); n];
-    // The doc of each URL's last 2xx capture, per sweep (for mirrors).
-    let mut live_docs: Vec<Vec<u64>> = vec![Vec::new(); n];
-    let mut counts: Vec<UrlCounts> = vec![UrlCounts::default(); n.saturating_sub(1)];
-    let mut left: Vec<Vec<Left>> = (0..n.saturating_sub(1)).map(|_| Vec::new()).collect();
-    let mut arrived: Vec<Vec<Arrived>> = (0..n.saturating_sub(1)).map(|_| Vec::new()).collect();
-    let mut lifetimes = Vec::new();
-    let mut still_live = 0u64;
-    let mut rates = Vec::new();
-    // host → (URLs, rates)
-    let mut host_urls: BTreeMap<String, (u64, Vec<f64>)> = BTreeMap::new();
-    let intervals: Vec<f64> = range
-        .windows(2)
-        .map(|w| days_between(&w[0].2, &w[1].2))
-        .collect();
-    let interval = if intervals.is_empty() {
-        0.0
-    } else {
-        intervals.iter().sum::<f64>() / intervals.len() as f64
-    };
+    let mut tally = Tally::new(range, lo, opts);
 
     // One URL at a time: its captures are adjacent in key order.
     let mut cur_surt = String::new();
     let mut first_sweep_pos: Option<usize> = None; // position in `all` of its first capture
-    let mut states: Vec<Option<State>> = vec![None; n];
-    let mut finish =
-        |surt_key: &str, first_pos: Option<usize>, states: &mut Vec<Option<State>>| -> Result<()> {
-            let host = host_of_surt(surt_key).to_string();
-            if host_filter.as_ref().is_some_and(|h| *h != host) {
-                states.iter_mut().for_each(|x| *x = None);
-                return Ok(());
-            }
-            let live: Vec<bool> = states
-                .iter()
-                .map(|x| matches!(x, Some(State::Live { .. })))
-                .collect();
-            for (i, st) in states.iter().enumerate() {
-                if let Some(State::Live { doc, .. }) = st {
-                    sweeps[i].urls += 1;
-                    if let Some(d) = doc {
-                        docs_in[i].insert(*d);
-                        live_docs[i].push(*d);
-                    }
-                    if i == 0 || !live[i - 1] {
-                        sweeps[i].births += 1;
-                    }
-                } else if i > 0 && live[i - 1] {
-                    sweeps[i].deaths += 1;
-                }
-            }
-            for i in 0..n.saturating_sub(1) {
-                let c = &mut counts[i];
-                match (&states[i], &states[i + 1]) {
-                    (
-                        Some(State::Live {
-                            doc: da,
-                            digest: ga,
-                            ..
-                        }),
-                        Some(State::Live {
-                            doc: db,
-                            digest: gb,
-                            r_prev,
-                            ..
-                        }),
-                    ) => {
-                        let same = match (da, db) {
-                            (Some(a), Some(b)) => a == b,
-                            (None, None) => ga.is_some() && ga == gb,
-                            _ => false,
-                        };
-                        if same {
-                            c.unchanged += 1;
-                        } else {
-                            let r = match (da, db, r_prev) {
-                                (Some(_), Some(_), Some(r)) => Some(*r as f64),
-                                (Some(a), Some(b), None) => match (s.sketch(*a)?, s.sketch(*b)?) {
-                                    (Some(x), Some(y)) => Some(estimate(&x, &y).resemblance),
-                                    _ => None,
-                                },
-                                _ => None,
-                            };
-                            match r {
-                                Some(r) if r >= opts.minor => c.changed_minor += 1,
-                                Some(r) if r >= opts.major => c.changed_major += 1,
-                                // Changed bytes without text to compare count as rewritten.
-                                _ => c.rewritten += 1,
-                            }
-                        }
-                    }
-                    (Some(State::Live { doc, .. }), later) => {
-                        let target = match later {
-                            Some(State::Redirect(t)) => {
-                                c.redirected += 1;
-                                t.clone()
-                            }
-                            _ => {
-                                c.gone += 1;
-                                None
-                            }
-                        };
-                        if let Some(d) = doc {
-                            left[i].push(Left {
-                                host: host.clone(),
-                                doc: *d,
-                                target,
-                            });
-                        }
-                    }
-                    (_, Some(State::Live { doc, .. })) => {
-                        c.new += 1;
-                        // First captured in the later sweep: a place content can move to.
-                        if first_pos == Some(lo + i + 1) {
-                            if let Some(d) = doc {
-                                arrived[i].push(Arrived {
-                                    surt: surt_key.to_string(),
-                                    host: host.clone(),
-                                    doc: *d,
-                                });
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            // Lifetime and change rate over its 2xx captures in range.
-            let lives: Vec<(usize, &String, Option<u64>)> = states
-                .iter()
-                .enumerate()
-                .filter_map(|(i, x)| match x {
-                    Some(State::Live { ts, doc, .. }) => Some((i, ts, *doc)),
-                    _ => None,
-                })
-                .collect();
-            let entry = host_urls.entry(host.clone()).or_default();
-            if let (Some(f), Some(l)) = (lives.first(), lives.last()) {
-                entry.0 += 1;
-                lifetimes.push(days_between(f.1, l.1));
-                if l.0 == n - 1 {
-                    still_live += 1;
-                }
-                if lives.len() >= 2 && interval > 0.0 {
-                    let visits = (lives.len() - 1) as f64;
-                    let changes = lives.windows(2).filter(|w| w[0].2 != w[1].2).count() as f64;
-                    // max(0): no change at all gives ln(1) = -0.
-                    let rate =
-                        (-((visits - changes + 0.5) / (visits + 0.5)).ln() / interval).max(0.0);
-                    rates.push(rate);
-                    entry.1.push(rate);
-                }
-            }
-            states.iter_mut().for_each(|x| *x = None);
-            Ok(())
-        };
-
+    let mut states: Vec<Option<State>> = vec![None; range.len()];
+    let mut finish = |surt_key: &str, first_pos: Option<usize>, states: &mut Vec<Option<State>>| {
+        let r = tally.url(&s, surt_key, first_pos, states);
+        states.iter_mut().for_each(|x| *x = None);
+        r
+    };
     index.captures().scan_all(|(key_surt, ts, c)| {
         if key_surt != cur_surt {
             if !cur_surt.is_empty() {
@@ -798,26 +866,27 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let (transitions, host_moves) = transitions(
         &s,
         opts.move_floor,
-        &sweeps,
-        &counts,
-        &left,
-        &arrived,
-        &live_docs,
+        &tally.sweeps,
+        &tally.counts,
+        &tally.left,
+        &tally.arrived,
+        &tally.live_docs,
     )?;
+    let mut sweeps = tally.sweeps;
     for (i, row) in sweeps.iter_mut().enumerate() {
-        row.docs = docs_in[i].len() as u64;
+        row.docs = tally.docs_in[i].len() as u64;
     }
-    let (hosts, by_rate) = host_rows(host_urls, &host_moves, opts.top_hosts);
+    let (hosts, by_rate) = host_rows(tally.host_urls, &host_moves, opts.top_hosts);
     Ok(Report {
         sweeps,
         transitions,
         lifetimes: Lifetimes {
-            days: Distribution::of(lifetimes, &[0.0, 7.0, 30.0, 90.0, 180.0, 365.0]),
-            still_live,
+            days: Distribution::of(tally.lifetimes, &[0.0, 7.0, 30.0, 90.0, 180.0, 365.0]),
+            still_live: tally.still_live,
         },
         change_rate: ChangeRate {
-            interval_days: round3(interval),
-            per_day: Distribution::of(rates, &[0.0, 0.001, 0.003, 0.01, 0.03, 0.1]),
+            interval_days: round3(tally.interval),
+            per_day: Distribution::of(tally.rates, &[0.0, 0.001, 0.003, 0.01, 0.03, 0.1]),
         },
         hosts,
         hosts_by_change_rate: by_rate,
