@@ -145,7 +145,7 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
         let Some(list) = res? else { continue };
         let list = layout::entries(values[*i], &list)?;
         lists[*i] = if list.len() > cap * POSTING_ENTRY {
-            let head = heads_of(&list);
+            let head = heads_of(list);
             over.insert(values[*i], head.clone());
             Stored::Over(head)
         } else {

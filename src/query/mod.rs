@@ -197,7 +197,7 @@ pub fn sample_urls(index: &Index, n: usize) -> Result<Vec<String>> {
     let mut i = 0usize;
     index.captures().scan_all(|(_, _, c)| {
         i += 1;
-        if (i - 1) % step != 0 {
+        if !(i - 1).is_multiple_of(step) {
             return Ok(true);
         }
         if out.last() != Some(&c.url) {

@@ -415,13 +415,13 @@ fn host_name(host_surt: &str) -> String {
     labels.join(".")
 }
 
+/// A sweep's id, label and date.
+type SweepDates = (u32, String, String);
+
 /// The sweeps in date order (id, label, date), and the positions of `--from` and `--to`
 /// among them.
-fn sweeps_in_range(
-    index: &Index,
-    opts: &ReportOptions,
-) -> Result<(Vec<(u32, String, String)>, usize, usize)> {
-    let mut all: Vec<(u32, String, String)> = index
+fn sweeps_in_range(index: &Index, opts: &ReportOptions) -> Result<(Vec<SweepDates>, usize, usize)> {
+    let mut all: Vec<SweepDates> = index
         .sweeps()
         .all()?
         .into_iter()
@@ -607,7 +607,7 @@ struct Tally {
 }
 
 impl Tally {
-    fn new(range: &[(u32, String, String)], lo: usize, opts: &ReportOptions) -> Tally {
+    fn new(range: &[SweepDates], lo: usize, opts: &ReportOptions) -> Tally {
         let n = range.len();
         let intervals: Vec<f64> = range
             .windows(2)
@@ -860,7 +860,6 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     if !cur_surt.is_empty() {
         finish(&cur_surt, first_sweep_pos, &mut states)?;
     }
-    drop(finish);
 
     // Moves and mirrors per transition.
     let (transitions, host_moves) = transitions(

@@ -111,7 +111,7 @@ pub fn entry_doc(e: &[u8]) -> u64 {
 
 /// A stored list checked for shape: whole entries only.
 pub fn entries(value: u64, list: &[u8]) -> Result<&[u8]> {
-    if list.len() % ENTRY != 0 {
+    if !list.len().is_multiple_of(ENTRY) {
         return Err(corrupt::<Postings>(
             &value.to_be_bytes(),
             format!(

@@ -63,7 +63,7 @@ pub fn pack(s: &Sketch) -> Vec<u8> {
 
 /// Level and shingle count of a packed sketch, after checking its shape.
 fn header(b: &[u8]) -> std::result::Result<(u8, u32), String> {
-    if b.len() < 6 || b[0] != 1 || (b.len() - 6) % 8 != 0 {
+    if b.len() < 6 || b[0] != 1 || !(b.len() - 6).is_multiple_of(8) {
         return Err(format!("not a packed sketch ({} bytes)", b.len()));
     }
     Ok((b[1], u32::from_be_bytes([b[2], b[3], b[4], b[5]])))

@@ -353,7 +353,7 @@ pub fn ingest(
                 let sc = *scanned;
                 done_bytes = file_base + sc.record.offset + sc.record.length;
                 let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
-                if w.sweep.counts.records % 256 == 0 {
+                if w.sweep.counts.records.is_multiple_of(256) {
                     progress(Progress {
                         records: w.sweep.counts.records - w.counts_before.records,
                         input_bytes: done_bytes,
