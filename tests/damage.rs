@@ -314,3 +314,39 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         );
     }
 }
+
+/// Damage below the values — bytes of the index's table files overwritten on disk — is
+/// caught by RocksDB's block checksums and reported as a damaged index (exit 2), not a
+/// failed operation and never a panic.
+#[test]
+fn damaged_table_files_are_a_damaged_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 200, 1, 9);
+    let db = dir.path().join("db");
+    ingest_generated(&corpus, &db, 1, &[]);
+    let mut damaged = 0;
+    for e in std::fs::read_dir(&db).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "sst") {
+            let mut b = std::fs::read(&p).unwrap();
+            if b.len() > 4096 {
+                // Inside the data blocks, before the index and footer at the end.
+                let at = b.len() / 4;
+                for x in &mut b[at..at + 64] {
+                    *x = !*x;
+                }
+                std::fs::write(&p, b).unwrap();
+                damaged += 1;
+            }
+        }
+    }
+    assert!(damaged > 0, "no table file to damage");
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("data corruption") && !err.contains("panicked"),
+        "{err}"
+    );
+}

@@ -195,6 +195,13 @@ pub enum IndexError {
 impl From<rocksdb::Error> for IndexError {
     fn from(e: rocksdb::Error) -> Self {
         let text = e.to_string();
+        if e.kind() == rocksdb::ErrorKind::Corruption {
+            // Damage below the values: a checksum that does not match, a file cut short.
+            return IndexError::Corruption {
+                cf: "the index's files",
+                comment: text,
+            };
+        }
         if text.contains("No space left on device") {
             // RocksDB repeats itself: keep its first sentence (which file, which write).
             let first = text.split(": IO error").next().unwrap_or(&text);
