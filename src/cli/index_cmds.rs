@@ -194,7 +194,8 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
     let sweep = match &a.sweep {
         Some(label) => match index
-            .all_sweeps()?
+            .sweeps()
+            .all()?
             .into_iter()
             .find(|(_, s)| &s.label == label)
         {
@@ -218,7 +219,7 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
 
 pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
-    let sweeps = index.all_sweeps()?;
+    let sweeps = index.sweeps().all()?;
     let mut out = stdout();
     if a.json {
         serde_json::to_writer_pretty(&mut out, &sweeps_json(&index)?)?;

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 use crate::sketch::{Sketch, SKETCH_SCHEME};
-use codec::{DocInfo, SweepInfo};
+use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
 /// Version of the on-disk layout this build reads and writes. 4: file numbers in
@@ -478,11 +478,6 @@ impl Index {
     /// Facts about a doc.
     pub fn doc(&self, doc: u64) -> Result<Option<DocInfo>> {
         self.docs().get(&doc)
-    }
-
-    /// Every sweep, by id.
-    pub fn all_sweeps(&self) -> Result<Vec<(u32, SweepInfo)>> {
-        self.sweeps().all()
     }
 
     /// Bytes of SST files of each column family (call [`Index::flush`] first to count

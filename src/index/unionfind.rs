@@ -47,18 +47,13 @@ pub fn cluster_of(index: &Index, doc: u64) -> Result<(u64, u64)> {
     Ok((n.min, n.size))
 }
 
-/// Members of the cluster rooted at `root` (empty for a singleton).
-pub fn members_of_root(index: &Index, root: u64) -> Result<Vec<u64>> {
-    index.members().of_root(root)
-}
-
 /// Every doc of a doc's cluster, ascending.
 pub fn cluster_members(index: &Index, doc: u64) -> Result<Vec<u64>> {
     let (root, n) = find(index, doc)?;
     if n.size <= 1 {
         return Ok(vec![doc]);
     }
-    let mut m = members_of_root(index, root)?;
+    let mut m = index.members().of_root(root)?;
     m.sort_unstable();
     Ok(m)
 }
@@ -89,7 +84,7 @@ pub fn join(index: &Index, batch: &mut Batch, x: u64, targets: &[u64]) -> Result
         if qn.size == 1 {
             batch.put::<Members>(index, &(root, q), &());
         } else {
-            for m in members_of_root(index, q)? {
+            for m in index.members().of_root(q)? {
                 batch.delete::<Members>(index, &(q, m));
                 batch.put::<Members>(index, &(root, m), &());
             }

@@ -71,14 +71,8 @@ impl Server {
 
     /// GET a path and parse its body as JSON, asserting 200.
     pub fn json(&self, path: &str) -> serde_json::Value {
-        let (status, _, body) = self.get(path);
-        assert_eq!(
-            status,
-            200,
-            "GET {path}: {}",
-            String::from_utf8_lossy(&body)
-        );
-        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
+        serde_json::from_str(&self.text(path))
+            .unwrap_or_else(|e| panic!("GET {path}: not JSON: {e}"))
     }
 
     /// GET a path as text, asserting 200.

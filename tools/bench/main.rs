@@ -617,7 +617,8 @@ fn bench_queries(a: &Args) -> ExitCode {
         bytes.sort_by(f64::total_cmp);
         let mut out = serde_json::Map::new();
         let captures: u64 = index
-            .all_sweeps()?
+            .sweeps()
+            .all()?
             .iter()
             .map(|(_, s)| s.counts.captures)
             .sum();

@@ -334,7 +334,7 @@ pub fn ingest(
     };
     let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
         let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
-        if !matches!(fingerprints.contains(&fp), Ok(false)) {
+        if !matches!(fingerprints.contains_raw(&fp.to_be_bytes()), Ok(false)) {
             return None;
         }
         let lookup = if sketch.values.is_empty() {
