@@ -47,6 +47,11 @@ pub struct GenOptions {
     /// and mirrors changed, instead of `rates.create` (sweeps of equal size and change
     /// rate, as the ingest benchmark's cost-per-sweep target needs).
     pub steady: bool,
+    /// Sweeps (numbered from 1; the first cannot be one) in which every host changes its
+    /// template: head, header, footer, a navigation sidebar and a per-page version line.
+    /// Every page then becomes a new doc resembling its predecessor (the truth's edits of
+    /// kind `template` give the exact resemblance), as after a site redesign.
+    pub redesign: Vec<usize>,
 }
 
 /// Per-transition probabilities for each live page (they are tried in this order).
@@ -109,6 +114,7 @@ impl GenOptions {
             max_file_bytes: 256 << 20,
             rates: ChangeRates::default(),
             steady: false,
+            redesign: Vec::new(),
         }
     }
 }
@@ -300,7 +306,8 @@ pub struct Move {
 pub struct Edit {
     /// URL.
     pub url: String,
-    /// `minor`, `major` or `rewrite`.
+    /// `minor`, `major`, `rewrite`, or `template` (the host's template changed, the
+    /// body did not).
     pub kind: &'static str,
     /// Exact Jaccard resemblance of the shingle sets before and after.
     pub resemblance: f64,
@@ -362,8 +369,12 @@ struct Web {
     next_path: u64,
     params: SketchParams,
     canon: Canon,
+    /// The hosts as they were before this sweep's redesign (only during such a sweep):
+    /// the previous version of a page is rendered with them.
+    before: Option<Vec<Host>>,
 }
 
+#[derive(Clone)]
 struct Host {
     name: String,
     /// `<head>` markup after the title: metas, links, inline style and script, as real
@@ -372,6 +383,17 @@ struct Host {
     header: String,
     footer: String,
     not_found: String,
+    /// After a redesign: a navigation sidebar and a per-page version line.
+    chrome: Option<Chrome>,
+}
+
+/// What a redesign adds around every page of a host.
+#[derive(Clone)]
+struct Chrome {
+    /// A navigation sidebar (table of contents), the same on every page.
+    sidebar: String,
+    /// The version the pages say they document.
+    version: String,
 }
 
 /// Generates the sweeps. Deterministic in `opts`.
@@ -390,6 +412,7 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         next_path: 0,
         params: SketchParams::default(),
         canon: Canon::default(),
+        before: None,
     };
     let mut pages: Vec<Page> = (0..opts.pages).map(|_| web.new_page(None)).collect();
     let mut out = Generated {
@@ -418,7 +441,11 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
             truth.created = pages.iter().map(|p| web.url(p)).collect();
         } else {
             let steady = opts.steady.then_some(opts.pages);
+            if opts.redesign.contains(&(s + 1)) {
+                web.redesign(s);
+            }
             pages = web.evolve(pages, &opts.rates, steady, &mut truth, &mut captures);
+            web.before = None;
         }
         let dir = opts.out.join(format!("sweep-{:02}", s + 1));
         fs::create_dir_all(&dir)?;
@@ -635,6 +662,7 @@ fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
         header,
         footer,
         not_found,
+        chrome: None,
     }
 }
 
@@ -680,14 +708,54 @@ impl Web {
         }
     }
 
+    /// Every host changes its template (sweep `s`, counted from 0): a new head, header
+    /// and footer, a sidebar of 80–200 words and a version line. The old hosts are kept
+    /// for the truth's resemblances until the sweep is planned.
+    fn redesign(&mut self, s: usize) {
+        let old = self.hosts.clone();
+        for (i, h) in self.hosts.iter_mut().enumerate() {
+            let fresh = make_host(i, &self.vocab, &mut self.rng);
+            let mut sidebar = String::from("<aside class=\"sidebar\"><ul>");
+            let mut words = 0;
+            let total = self.rng.range(80, 200);
+            while words < total {
+                let n = self.rng.range(1, 5);
+                let label = (0..n)
+                    .map(|_| self.vocab.words[self.vocab.word(&mut self.rng) as usize].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                sidebar.push_str(&format!(
+                    "<li><a href=\"/{}.html\">{label}</a></li>",
+                    label.replace(' ', "-")
+                ));
+                words += n;
+            }
+            sidebar.push_str("</ul></aside>\n");
+            *h = Host {
+                name: h.name.clone(),
+                chrome: Some(Chrome {
+                    sidebar,
+                    version: format!("{}.{}", 2 + s, self.rng.below(10)),
+                }),
+                ..fresh
+            };
+        }
+        self.before = Some(old);
+    }
+
     fn render(&self, p: &Page) -> String {
+        self.render_with(&self.hosts, p)
+    }
+
+    /// The page as rendered with the templates of `hosts`.
+    fn render_with(&self, hosts: &[Host], p: &Page) -> String {
         let w = |ids: &[u32]| {
             ids.iter()
                 .map(|i| self.vocab.words[*i as usize].as_str())
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        let host = &self.hosts[p.host];
+        let host = &hosts[p.host];
         let title = w(&p.content.title);
         let mut html = String::with_capacity(16384);
         html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
@@ -696,6 +764,16 @@ impl Web {
         html.push_str(&host.head);
         html.push_str("</head>\n<body>");
         html.push_str(&host.header);
+        if let Some(c) = &host.chrome {
+            html.push_str(&c.sidebar);
+            // A breadcrumb of the page's own path, and the version documented.
+            html.push_str("<div class=\"version\">");
+            for part in p.path.trim_end_matches(".html").split('/') {
+                html.push_str(part);
+                html.push_str(" &raquo; ");
+            }
+            html.push_str(&format!("documentation for version {}</div>\n", c.version));
+        }
         html.push_str("<main><h1>");
         html.push_str(&title);
         html.push_str("</h1>\n<p>");
@@ -751,15 +829,20 @@ impl Web {
         html
     }
 
-    /// Exact Jaccard of the two versions' shingle sets, and the smaller set's size.
+    /// Exact Jaccard of the two versions' shingle sets, and the smaller set's size; `a`
+    /// as it was rendered before this sweep's redesign, if any.
     fn jaccard(&mut self, a: &Page, b: &Page) -> (f64, usize) {
-        let sa = self.shingle_set(a);
-        let sb = self.shingle_set(b);
+        let html = match &self.before {
+            Some(hosts) => self.render_with(hosts, a),
+            None => self.render(a),
+        };
+        let sa = self.shingle_set(&html);
+        let html = self.render(b);
+        let sb = self.shingle_set(&html);
         exact_jaccard(&sa, &sb)
     }
 
-    fn shingle_set(&mut self, p: &Page) -> Vec<u64> {
-        let html = self.render(p);
+    fn shingle_set(&mut self, html: &str) -> Vec<u64> {
         canonicalize(html.as_bytes(), MediaKind::Html, None, &mut self.canon);
         let mut out = Vec::new();
         shingles(self.canon.token_iter(), &self.params, &mut out);
@@ -909,6 +992,21 @@ impl Web {
                     truth.edits.push(Edit {
                         url: url.clone(),
                         kind,
+                        resemblance: res,
+                        min_shingles: min_sh,
+                    });
+                    edited.last_full = None;
+                    caps.push(Planned::Page {
+                        index: next.len(),
+                        revisit: false,
+                    });
+                }
+                _ if self.before.is_some() => {
+                    // Same body, new template: a new doc like its predecessor.
+                    let (res, min_sh) = self.jaccard(&page, &edited);
+                    truth.edits.push(Edit {
+                        url: url.clone(),
+                        kind: "template",
                         resemblance: res,
                         min_shingles: min_sh,
                     });

@@ -57,6 +57,11 @@ struct Args {
     /// cost-per-sweep target assumes.
     #[arg(long)]
     steady: bool,
+    /// For --ingest: sweeps (from 2, comma-separated) in which every host changes its
+    /// template, so that every page is a new doc resembling its predecessor (see
+    /// `tidemark-gen --redesign`).
+    #[arg(long, value_name = "N,N…", value_delimiter = ',')]
+    redesign: Vec<usize>,
     /// For --ingest: ingest all sweeps this many times, each into a fresh index, and
     /// report the median time of each sweep.
     #[arg(long, default_value_t = 1)]
@@ -288,6 +293,55 @@ fn bench_many_files(a: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn print_header() {
+    println!(
+        "{:<10} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
+        "sweep",
+        "captures",
+        "new docs",
+        "zcat s",
+        "ingest s",
+        "% zcat",
+        "pages/s",
+        "cand/nd",
+        "read/nd",
+        "edges",
+        "RSS MB"
+    );
+}
+
+/// One sweep's line, and the writer's breakdown under it (seconds by stage).
+fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb: f64) {
+    let new_docs = v["new_docs"].as_f64().unwrap_or(0.0).max(1.0);
+    let w = &v["writer"];
+    let f = |k: &str| w[k].as_f64().unwrap_or(0.0);
+    println!(
+        "{:<10} {:>8} {:>8} {:>7.2} {:>8.2} {:>6.0}% {:>8.0} {:>7.1} {:>7.1} {:>9} {:>6.0}",
+        label,
+        v["captures"].to_string(),
+        v["new_docs"].to_string(),
+        zcat,
+        secs,
+        100.0 * zcat / secs,
+        v["captures"].as_f64().unwrap_or(0.0) / secs,
+        f("candidates") / new_docs,
+        f("sketches_read") / new_docs,
+        v["edges"].to_string(),
+        v["peak_rss_mb"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "{:<10} writer s: wait {:.2}, candidates {:.2}, estimate {:.2}, edges+unions {:.2}, captures {:.2}, write {:.2}, finish {:.2}",
+        "",
+        f("wait_s"),
+        f("candidates_s"),
+        f("estimate_s"),
+        f("edges_unions_s"),
+        f("captures_s"),
+        f("write_s"),
+        f("finish_s")
+    );
+}
+
 fn bench_ingest(a: &Args) -> ExitCode {
     if sweep_dirs(&a.dir).is_empty() {
         eprintln!(
@@ -300,13 +354,14 @@ fn bench_ingest(a: &Args) -> ExitCode {
         let mut opts = GenOptions::for_size(a.dir.clone(), 13_000 * a.pages as u64, a.sweeps, 2026);
         opts.pages = a.pages;
         opts.steady = a.steady;
+        opts.redesign = a.redesign.clone();
         if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
             eprintln!("tidemark-bench: {e}");
             return ExitCode::from(1);
         }
     } else {
         eprintln!(
-            "using the sweeps already in {} (--pages, --sweeps and --steady apply only when it holds none)",
+            "using the sweeps already in {} (--pages, --sweeps, --steady and --redesign apply only when it holds none)",
             a.dir.display()
         );
     }
@@ -324,10 +379,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
             a.rounds.max(1),
             db.display()
         );
-        println!(
-            "{:<10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
-            "sweep", "captures", "new docs", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
-        );
+        print_header();
         let mut runs = Vec::new();
         for dir in &dirs {
             let files = warc_files(dir);
@@ -339,17 +391,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
             };
             let warc_mb =
                 v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
-            println!(
-                "{:<10} {:>9} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
-                label,
-                v["captures"].to_string(),
-                v["new_docs"].to_string(),
-                t_zcat,
-                secs,
-                warc_mb / secs,
-                100.0 * t_zcat / secs,
-                v["peak_rss_mb"].as_f64().unwrap_or(0.0)
-            );
+            print_row(&label, &v, t_zcat, secs, warc_mb);
             runs.push(IngestRun {
                 label,
                 zcat: t_zcat,
@@ -372,10 +414,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
     let mut rows = Vec::new();
     if rounds.len() > 1 {
         println!("median of {} rounds", rounds.len());
-        println!(
-            "{:<10} {:>9} {:>9} {:>9} {:>8} {:>9} {:>8}",
-            "sweep", "captures", "zcat s", "ingest s", "MB/s", "% zcat", "RSS MB"
-        );
+        print_header();
     }
     for (i, first) in rounds[0].iter().enumerate() {
         let of = |f: &dyn Fn(&IngestRun) -> f64| median(rounds.iter().map(|r| f(&r[i])).collect());
@@ -386,17 +425,19 @@ fn bench_ingest(a: &Args) -> ExitCode {
             .collect();
         let rss_max = rss_each.iter().copied().fold(0.0, f64::max);
         let rss = median(rss_each);
+        // The writer's breakdown, field by field, as medians too.
+        let mut writer = serde_json::Map::new();
+        if let Some(fields) = first.summary["writer"].as_object() {
+            for k in fields.keys() {
+                let m = of(&|r| r.summary["writer"][k].as_f64().unwrap_or(0.0));
+                writer.insert(k.clone(), json!(m));
+            }
+        }
+        let mut summary = first.summary.clone();
+        summary["writer"] = serde_json::Value::Object(writer.clone());
+        summary["peak_rss_mb"] = json!(rss);
         if rounds.len() > 1 {
-            println!(
-                "{:<10} {:>9} {:>9.2} {:>9.2} {:>8.1} {:>8.0}% {:>8.0}",
-                first.label,
-                first.summary["captures"].to_string(),
-                z,
-                secs,
-                first.warc_mb / secs,
-                100.0 * z / secs,
-                rss
-            );
+            print_row(&first.label, &summary, z, secs, first.warc_mb);
         }
         rows.push(json!({
             "sweep": first.label, "captures": first.summary["captures"],
@@ -405,6 +446,9 @@ fn bench_ingest(a: &Args) -> ExitCode {
             "ingest_seconds_each_round": rounds.iter().map(|r| r[i].secs).collect::<Vec<_>>(),
             "mb_per_s": first.warc_mb / secs, "share_of_zcat_rate": z / secs,
             "peak_rss_mb": rss, "peak_rss_mb_max": rss_max,
+            "pages_per_s": first.summary["captures"].as_f64().unwrap_or(0.0) / secs,
+            "edges": first.summary["edges"], "unions": first.summary["unions"],
+            "writer": writer,
         }));
     }
     let mut targets = json!({});

@@ -12,7 +12,7 @@ use tidemark::synth::{generate, parse_size, GenOptions};
     name = "tidemark-gen",
     version,
     about = "Generate synthetic crawl sweeps (.warc.gz) with ground truth: edits, moves (301, 404, vanished), mirrors, deletions, creations, revisits",
-    after_help = "Examples:\n  tidemark-gen --out demo --size 1MB --sweeps 3\n  tidemark-gen --out big --size 600MB --sweeps 4 --seed 7"
+    after_help = "Examples:\n  tidemark-gen --out demo --size 1MB --sweeps 3\n  tidemark-gen --out big --size 600MB --sweeps 4 --seed 7\n  tidemark-gen --out redesign --pages 100000 --sweeps 4 --steady --redesign 3"
 )]
 struct Args {
     /// Output directory (sweep-NN/ folders of .warc.gz and sweep-NN.truth.json files).
@@ -43,6 +43,12 @@ struct Args {
     /// of equal size and change rate, about 80% of pages unchanged.
     #[arg(long)]
     steady: bool,
+    /// Sweeps (numbered from 2, comma-separated) in which every host changes its template
+    /// (head, header, footer, a navigation sidebar, a per-page version line) while most
+    /// bodies stay: every page becomes a new doc resembling its predecessor (exact
+    /// resemblances in the truth's edits of kind "template"), as after a site redesign.
+    #[arg(long, value_name = "N,N…", value_delimiter = ',')]
+    redesign: Vec<usize>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -77,6 +83,14 @@ fn main() -> ExitCode {
     opts.start = start;
     opts.interval_days = a.interval_days;
     opts.steady = a.steady;
+    if let Some(n) = a.redesign.iter().find(|n| **n < 2 || **n > opts.sweeps) {
+        eprintln!(
+            "tidemark-gen: --redesign {n}: a redesign sweep is one of 2..={} (the first sweep has no template to change)",
+            opts.sweeps
+        );
+        return ExitCode::from(2);
+    }
+    opts.redesign = a.redesign.clone();
     let quiet = a.json;
     match generate(&opts, |line| {
         if !quiet {

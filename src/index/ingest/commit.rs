@@ -74,7 +74,9 @@ impl Writer<'_> {
         self.sweep.counts.records += 1;
         let mut batch = Batch::default();
         let record_no = self.files[file].2.records;
-        self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
+        let mut clock = std::time::Instant::now();
+        self.capture(&mut batch, file, record_no, rec, cap, prepared, &mut clock)?;
+        super::lap(&mut clock, &mut self.summary.writer.captures_s);
         let (_, id, st) = &mut self.files[file];
         st.records += 1;
         // Both values keep their size whatever the number of files and records.
@@ -85,6 +87,7 @@ impl Writer<'_> {
             self.fresh
                 .spill(self.index, self.index.counters().next_doc)?;
         }
+        super::lap(&mut clock, &mut self.summary.writer.write_s);
         Ok(())
     }
 

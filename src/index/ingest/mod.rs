@@ -95,6 +95,41 @@ pub struct IngestSummary {
     pub errors: Vec<FileError>,
     /// Decompressed bytes read.
     pub bytes: u64,
+    /// Where the writer's time went, and what new content cost it.
+    pub writer: WriterTimes,
+}
+
+/// The single writer's time by stage, in seconds, and the work behind the candidate
+/// stages: the next bottleneck, visible without a profiler (`tidemark-bench --ingest`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WriterTimes {
+    /// Waiting for the workers' next record (reading, canonicalizing, sketching).
+    pub wait_s: f64,
+    /// Candidate search of new docs: posting lists, stored and fresh, counted.
+    pub candidates_s: f64,
+    /// Reading candidates' sketches and estimating resemblance.
+    pub estimate_s: f64,
+    /// Edges, unions and the new doc's postings.
+    pub edges_unions_s: f64,
+    /// The rest of a record: fingerprint and payload lookups, the doc's facts, the
+    /// capture, its history (`url_last`, resemblance to the previous capture).
+    pub captures_s: f64,
+    /// RocksDB writes of the records' batches, and spills of postings during the run.
+    pub write_s: f64,
+    /// After the last record: the last spill, the memtable flush, settled compactions.
+    pub finish_s: f64,
+    /// Docs examined as candidates (sharing posting values, or heads of boilerplate
+    /// lists), summed over new docs.
+    pub candidates: u64,
+    /// Candidates whose sketch was read and compared.
+    pub sketches_read: u64,
+}
+
+/// Adds the time since `t` to `slot`, and restarts `t`.
+fn lap(t: &mut std::time::Instant, slot: &mut f64) {
+    let now = std::time::Instant::now();
+    *slot += (now - *t).as_secs_f64();
+    *t = now;
 }
 
 /// Progress, for a progress bar.
@@ -316,6 +351,7 @@ pub fn ingest(
     };
     let mut failure: Option<IndexError> = None;
     let mut done_bytes = 0u64;
+    let mut clock = std::time::Instant::now();
     let mut file_base = 0u64;
     // Workers skip canonicalizing payloads the index already holds (same digest, same
     // content): the writer then takes the doc from `payloads`. Docs are never removed,
@@ -347,6 +383,7 @@ pub fn ingest(
         Some(Prepared { lookup, text })
     };
     scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
+        lap(&mut clock, &mut w.summary.writer.wait_s);
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
             ScanEvent::Record { file, scanned } => {
@@ -371,6 +408,7 @@ pub fn ingest(
                 w.file_end(file, error.map(|e| (e.offset, e.message)))
             }
         };
+        clock = std::time::Instant::now();
         match r {
             Ok(()) => true,
             Err(e) => {
@@ -379,6 +417,7 @@ pub fn ingest(
             }
         }
     });
+    let finish = std::time::Instant::now();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -405,6 +444,7 @@ pub fn ingest(
     if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;
     }
+    w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
     w.summary.files = todo.len() as u64;
     w.summary.counts = w.sweep.counts.since(&w.counts_before);
     Ok(w.summary)
