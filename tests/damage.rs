@@ -284,8 +284,8 @@ fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
     assert!(checked > 60, "only {checked} commands ran");
 }
 
-/// An index of the previous layout (schema 3: 16-bit file numbers, a sweep's files
-/// listed in its value) is refused with the version found and what to do, not misread.
+/// An index of the previous layout (schema 4: sketches of u64 values) is refused with the
+/// version found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -297,7 +297,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 3u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 4u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -308,7 +308,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 3; this tidemark reads version 4")
+            err.contains("has schema version 4; this tidemark reads version 5")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -6,9 +6,10 @@
 //! cap still finds its first members.
 
 use super::columns::postings::{entry_fields, ENTRY};
-use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
+#[allow(unused_imports)] // named in the docs
+use super::postings::posting_values;
+use super::postings::{self, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::{Index, Result};
-use crate::sketch::Sketch;
 
 /// A doc sharing posting values with the sketch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,17 +66,18 @@ impl Candidates {
     }
 }
 
-/// Searches the candidates of `sketch` (which has values). `lookup`: the stored lists as a
-/// scan worker read them, used when read under the current mark (else read now).
+/// Searches the candidates of a doc by its posting level and values (in full: from
+/// [`posting_values`] of a sketch made now, or [`Index::posting_values`] of a stored
+/// doc). `lookup`: the stored lists as a scan worker read them, used when read under the
+/// current mark (else read now).
 pub fn search(
     index: &Index,
     fresh: &Fresh,
     over_cap: &OverCap,
-    sketch: &Sketch,
+    (level, values): (u8, Vec<u64>),
     lookup: Option<Lookup>,
 ) -> Result<Candidates> {
     let p = index.params();
-    let (level, values) = posting_values(sketch, p.posting_target);
     let lookup = match lookup {
         Some(l) if l.mark == fresh.mark() => l,
         _ => postings::lookup(index, &values, over_cap)?,

@@ -29,7 +29,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// Version of the on-disk layout this build reads and writes. 4: file numbers in
 /// `captures` and `doc_captures` keys are u32 (were u16), and a sweep's files are
 /// numbered in `files` instead of listed in its `sweeps` value.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -470,9 +470,19 @@ impl Index {
         self.counters().next_doc.saturating_sub(1)
     }
 
-    /// The sketch of a doc.
+    /// The sketch of a doc, its values reduced as every estimate compares them
+    /// ([`Sketch::reduced`]).
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
-        self.sketches().get(&doc)
+        Ok(self.sketches().get(&doc)?.map(|s| s.sketch()))
+    }
+
+    /// A doc's posting level and posting values (in full: the keys of its lists), as
+    /// the candidate search takes them.
+    pub fn posting_values(&self, doc: u64) -> Result<Option<(u8, Vec<u64>)>> {
+        Ok(self
+            .sketches()
+            .get(&doc)?
+            .map(|s| (s.posting_level, s.posting)))
     }
 
     /// Facts about a doc.

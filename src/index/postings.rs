@@ -26,7 +26,7 @@ use rocksdb::{IngestExternalFileOptions, ReadOptions, SstFileWriter};
 
 use super::columns::postings::{self as layout, entry_doc, ENTRY as POSTING_ENTRY, MARK_KEY};
 use super::{cf, Index, Result};
-use crate::sketch::Sketch;
+use crate::sketch::{Sketch, MAX_TZ};
 
 /// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
 /// values (a member of a family larger than the cap) is compared with these, so such
@@ -68,7 +68,8 @@ pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
     let mut level = s.level;
     loop {
         let vals: Vec<u64> = s.at_level(level).collect();
-        if (vals.len() as u64) < 2 * posting_target as u64 || level >= 63 {
+        // Reduced values tell trailing zeros apart up to MAX_TZ: no level beyond.
+        if (vals.len() as u64) < 2 * posting_target as u64 || level as u32 >= MAX_TZ {
             return (level, vals);
         }
         level += 1;
@@ -191,12 +192,11 @@ impl Fresh {
             mark,
             ..Default::default()
         };
-        let target = index.params().posting_target;
-        index.sketches().from_doc(mark, |doc, sketch| {
-            if sketch.values.is_empty() {
+        index.sketches().from_doc(mark, |doc, stored| {
+            let (level, values) = (stored.posting_level, stored.posting);
+            if values.is_empty() {
                 return Ok(());
             }
-            let (level, values) = posting_values(&sketch, target);
             // The stored lists are not read here: these are written as merge operands.
             fresh.add(
                 doc,

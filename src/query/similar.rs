@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{iso_date, round3, Searcher};
 use crate::capture::{analyze, Scratch};
 use crate::index::candidates;
+use crate::index::postings::posting_values;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
 use crate::sketch::{Sketch, SketchParams};
@@ -29,9 +30,11 @@ pub struct DocMatch {
 
 /// Docs whose estimated resemblance to `sketch` — or, with `by_containment`, containment
 /// of `sketch` in them — reaches `floor`, best first (ties: lower doc id first).
+/// `posting`: the posting level and values of the input (see [`candidates::search`]).
 pub fn similar_docs(
     s: &Searcher,
     sketch: &Sketch,
+    posting: (u8, Vec<u64>),
     floor: f64,
     by_containment: bool,
 ) -> Result<Vec<DocMatch>> {
@@ -42,7 +45,7 @@ pub fn similar_docs(
     // Every candidate is compared (no estimate from the shared count first: a query
     // may ask below the edge floor).
     let cands =
-        candidates::search(index, &s.fresh, &s.over_cap, sketch, None)?.to_compare(|_| true);
+        candidates::search(index, &s.fresh, &s.over_cap, posting, None)?.to_compare(|_| true);
     let mut out = Vec::new();
     for (d, e) in index.sketches().estimates(&cands, sketch)? {
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
@@ -166,7 +169,11 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             (format!("doc {d}"), Some(*d), sk, None)
         }
     };
-    let docs = similar_docs(s, &sketch, opts.threshold, opts.containment)?;
+    let posting = match own_doc {
+        Some(d) => s.index.posting_values(d)?.unwrap_or_default(),
+        None => posting_values(&sketch, s.index.params().posting_target),
+    };
+    let docs = similar_docs(s, &sketch, posting, opts.threshold, opts.containment)?;
     let mut results = Vec::new();
     'docs: for m in docs {
         // Each URL of the doc once, with its latest capture of it.

@@ -206,7 +206,8 @@ fn successor(
     };
     let mut found: Vec<(Alternative, u32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    for m in similar_docs(s, &sketch, opts.move_floor, false)?
+    let posting = s.index.posting_values(doc)?.unwrap_or_default();
+    for m in similar_docs(s, &sketch, posting, opts.move_floor, false)?
         .into_iter()
         .take(64)
     {

@@ -322,8 +322,7 @@ impl MoveCandidates {
         let mut arrival_docs: Vec<u64> = by_doc.keys().copied().collect();
         arrival_docs.sort_unstable();
         for a in arrival_docs {
-            let Some(sk) = s.sketch(a)? else { continue };
-            for (n, d) in shared_counts(s, &sk)? {
+            for (n, d) in shared_counts(s, a)? {
                 if left_docs.contains(&d) {
                     backward.entry(d).or_default().push((n, a));
                 }
@@ -353,7 +352,7 @@ impl MoveCandidates {
                 .min()
         };
         let mut shared: HashMap<u64, u32> = HashMap::new();
-        let forward = shared_counts(s, sketch)?;
+        let forward = shared_counts(s, doc)?;
         let backward = self.backward.get(&doc).into_iter().flatten().copied();
         for (n, d) in forward.into_iter().chain(backward) {
             if untaken(d).is_some() {
@@ -378,13 +377,16 @@ impl MoveCandidates {
     }
 }
 
-/// The docs the one candidate search finds for `sketch`, with the posting values each
-/// shares (0 for a head of an over-cap list).
-fn shared_counts(s: &Searcher, sketch: &Sketch) -> Result<Vec<(u32, u64)>> {
-    if sketch.values.is_empty() {
+/// The docs the one candidate search finds for stored doc `doc`, with the posting values
+/// each shares (0 for a head of an over-cap list).
+fn shared_counts(s: &Searcher, doc: u64) -> Result<Vec<(u32, u64)>> {
+    let Some(posting) = s.index.posting_values(doc)? else {
+        return Ok(Vec::new());
+    };
+    if posting.1.is_empty() {
         return Ok(Vec::new());
     }
-    let found = candidates::search(s.index, &s.fresh, &s.over_cap, sketch, None)?;
+    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting, None)?;
     let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
     if found.mostly_common() {
         out.extend(found.heads.iter().map(|h| (0, *h)));

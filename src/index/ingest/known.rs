@@ -194,9 +194,10 @@ impl Writer<'_> {
         if prev == doc {
             return Ok(Some(1.0));
         }
-        // The current doc may be new in this very batch: use the sketch in hand.
+        // The current doc may be new in this very batch: use the sketch in hand, reduced
+        // as stored sketches are.
         let cur = match current {
-            Some(s) => Some(s.clone()),
+            Some(s) => Some(s.reduced()),
             None => self.index.sketch(doc)?,
         };
         let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else {

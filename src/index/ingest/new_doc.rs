@@ -5,7 +5,8 @@ use super::{candidates, unionfind, Capture, Counters, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
-use crate::index::columns::sketches::Sketches;
+use crate::index::columns::sketches::{Sketches, StoredSketch};
+use crate::index::postings::posting_values;
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::sketch::Sketch;
@@ -39,7 +40,8 @@ impl Writer<'_> {
             title: cap.title.clone(),
         };
         batch.put::<Docs>(self.index, &d, &info);
-        batch.put::<Sketches>(self.index, &d, sketch);
+        let posting = posting_values(sketch, self.index.params().posting_target);
+        batch.put::<Sketches>(self.index, &d, &StoredSketch::new(sketch, posting.0));
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
@@ -58,7 +60,7 @@ impl Writer<'_> {
             self.index,
             &self.fresh,
             self.over_cap,
-            sketch,
+            posting,
             prepared.and_then(|p| p.lookup),
         )?;
         let (plevel, pvals) = (found.level, &found.values);
