@@ -194,9 +194,9 @@ pub fn expand(c: u32) -> u64 {
     ((c as u64 >> 5) << (64 - KEPT_BITS)) | (1u64 << (c & 31))
 }
 
-/// The estimate from two ascending compact samples already reduced to one level: a
-/// branch-free merge (every candidate check of an ingest runs it).
-pub fn estimate_compact(a: &[u32], b: &[u32]) -> Estimate {
+/// Values two ascending, distinct samples share: a branch-free merge (every candidate
+/// check of an ingest runs it).
+pub fn common_sorted(a: &[u32], b: &[u32]) -> u32 {
     let (mut i, mut j, mut common) = (0usize, 0usize, 0u32);
     while i < a.len() && j < b.len() {
         let (x, y) = (a[i], b[j]);
@@ -204,22 +204,12 @@ pub fn estimate_compact(a: &[u32], b: &[u32]) -> Estimate {
         i += (x <= y) as usize;
         j += (y <= x) as usize;
     }
-    let (na, nb) = (a.len() as u32, b.len() as u32);
-    let union = na + nb - common;
-    let ratio = |num: u32, den: u32| {
-        if den == 0 {
-            0.0
-        } else {
-            num as f64 / den as f64
-        }
-    };
-    Estimate {
-        resemblance: ratio(common, union),
-        containment_a_in_b: ratio(common, na),
-        containment_b_in_a: ratio(common, nb),
-        common,
-        union,
-    }
+    common
+}
+
+/// The estimate from two ascending compact samples already reduced to one level.
+pub fn estimate_compact(a: &[u32], b: &[u32]) -> Estimate {
+    Estimate::from_counts(common_sorted(a, b), a.len() as u32, b.len() as u32)
 }
 
 /// Estimated resemblance and containments of two documents.
@@ -235,6 +225,27 @@ pub struct Estimate {
     pub common: u32,
     /// Sample values in the union at the common level.
     pub union: u32,
+}
+
+impl Estimate {
+    /// The estimate of samples of `na` and `nb` values (at one level) sharing `common`.
+    pub fn from_counts(common: u32, na: u32, nb: u32) -> Estimate {
+        let union = na + nb - common;
+        let ratio = |num: u32, den: u32| {
+            if den == 0 {
+                0.0
+            } else {
+                num as f64 / den as f64
+            }
+        };
+        Estimate {
+            resemblance: ratio(common, union),
+            containment_a_in_b: ratio(common, na),
+            containment_b_in_a: ratio(common, nb),
+            common,
+            union,
+        }
+    }
 }
 
 /// Compares two sketches at the larger of their levels.

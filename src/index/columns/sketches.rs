@@ -16,7 +16,7 @@ use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Col, Column, Tuning};
 use crate::index::Result;
-use crate::sketch::{compact, estimate_compact, expand, Estimate, Sketch, MAX_TZ};
+use crate::sketch::{common_sorted, compact, expand, Estimate, Sketch, MAX_TZ};
 
 /// Marker of the `sketches` column family.
 pub struct Sketches;
@@ -203,51 +203,57 @@ fn merge_compact(a: &[u32], b: &[u32], min_tz: u32, out: &mut Vec<u32>) {
     out.extend(a);
 }
 
-/// A sketch's compact values at each level it is compared at, made once per sketch.
-struct Levels {
-    own: u8,
-    /// Index ℓ − own: the values ≡ 0 mod 2^ℓ.
-    at: Vec<Vec<u32>>,
+/// A sketch's compact values, split as each candidate is compared with them: at a level
+/// ℓ, those under a candidate's posting level and those at or above it (values of the
+/// two parts never meet: equal values have equal trailing zeros). Made once per sketch.
+struct Mine {
+    all: Vec<u32>,
+    /// ((level, split), (values with tz in [level, split), values with tz ≥ both)).
+    parts: Vec<((u32, u32), (Vec<u32>, Vec<u32>))>,
 }
 
-impl Levels {
-    fn new(s: &Sketch) -> Levels {
-        let mut c: Vec<u32> = s.values.iter().map(|v| compact(*v)).collect();
-        c.sort_unstable();
-        c.dedup();
-        Levels {
-            own: s.level,
-            at: vec![c],
+impl Mine {
+    fn new(s: &Sketch) -> Mine {
+        let mut all: Vec<u32> = s.values.iter().map(|v| compact(*v)).collect();
+        all.sort_unstable();
+        all.dedup();
+        Mine {
+            all,
+            parts: Vec::new(),
         }
     }
 
-    fn at(&mut self, level: u8) -> &[u32] {
-        let k = level.saturating_sub(self.own) as usize;
-        while self.at.len() <= k {
-            let l = (self.own as usize + self.at.len()) as u32;
-            let next: Vec<u32> = self.at[0]
-                .iter()
-                .copied()
-                .filter(|c| (c & 31) >= l.min(MAX_TZ))
-                .collect();
-            self.at.push(next);
-        }
-        &self.at[k]
+    fn parts(&mut self, min_tz: u32, split: u32) -> (&[u32], &[u32]) {
+        let key = (min_tz, split.max(min_tz));
+        let i = match self.parts.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let (low, high): (Vec<u32>, Vec<u32>) = self
+                    .all
+                    .iter()
+                    .filter(|c| (*c & 31) >= key.0)
+                    .partition(|c| (*c & 31) < key.1);
+                self.parts.push((key, (low, high)));
+                self.parts.len() - 1
+            }
+        };
+        let (low, high) = &self.parts[i].1;
+        (low, high)
     }
 }
 
 impl Col<'_, Sketches> {
-    /// Estimates of `sketch` (reduced) against the stored sketch of each of `docs`
-    /// (ascending), read in one batch and compared packed: `(doc, estimate)` with the
-    /// doc as `a` (so `containment_a_in_b` is the doc's containment in `sketch`). Docs
-    /// without a stored sketch are left out. Equal to [`crate::sketch::estimate`] of the
-    /// decoded sketches.
+    /// Estimates of `sketch` against the stored sketch of each of `docs` (ascending),
+    /// read in one batch and compared packed: `(doc, estimate)` with the doc as `a` (so
+    /// `containment_a_in_b` is the doc's containment in `sketch`). Docs without a stored
+    /// sketch are left out. Equal to [`crate::sketch::estimate`] of the decoded
+    /// sketches and `sketch` reduced.
     pub fn estimates(&self, docs: &[u64], sketch: &Sketch) -> Result<Vec<(u64, Estimate)>> {
         let keys: Vec<[u8; 8]> = docs.iter().map(|d| d.to_be_bytes()).collect();
         let db = self.index.db();
         let mut out = Vec::with_capacity(docs.len());
-        let mut mine = Levels::new(sketch);
-        let (mut theirs, mut high, mut low) = (Vec::new(), Vec::new(), Vec::new());
+        let mut mine = Mine::new(sketch);
+        let (mut low, mut high) = (Vec::new(), Vec::new());
         for ((d, k), res) in
             docs.iter()
                 .zip(&keys)
@@ -255,16 +261,19 @@ impl Col<'_, Sketches> {
         {
             let Some(packed) = res? else { continue };
             let p = parse(&packed).map_err(|e| corrupt::<Sketches>(k, e))?;
-            let level = p.level.max(sketch.level);
-            let min_tz = (level as u32).min(MAX_TZ);
-            theirs.clear();
+            let min_tz = (p.level.max(sketch.level) as u32).min(MAX_TZ);
+            let split = p.posting_level as u32;
             low.clear();
-            if min_tz < p.posting_level as u32 {
-                low.extend(p.low());
+            if min_tz < split {
+                low.extend(p.low().filter(|c| (c & 31) >= min_tz));
             }
             compact_sorted(p.posting(), &mut high);
-            merge_compact(&low, &high, min_tz, &mut theirs);
-            out.push((*d, estimate_compact(&theirs, mine.at(level))));
+            high.retain(|c| (c & 31) >= min_tz);
+            let (my_low, my_high) = mine.parts(min_tz, split);
+            let common = common_sorted(&low, my_low) + common_sorted(&high, my_high);
+            let theirs = (low.len() + high.len()) as u32;
+            let mine_n = (my_low.len() + my_high.len()) as u32;
+            out.push((*d, Estimate::from_counts(common, theirs, mine_n)));
         }
         Ok(out)
     }
