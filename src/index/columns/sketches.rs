@@ -263,15 +263,20 @@ impl Col<'_, Sketches> {
             let p = parse(&packed).map_err(|e| corrupt::<Sketches>(k, e))?;
             let min_tz = (p.level.max(sketch.level) as u32).min(MAX_TZ);
             let split = p.posting_level as u32;
-            low.clear();
-            if min_tz < split {
-                low.extend(p.low().filter(|c| (c & 31) >= min_tz));
-            }
             compact_sorted(p.posting(), &mut high);
             high.retain(|c| (c & 31) >= min_tz);
             let (my_low, my_high) = mine.parts(min_tz, split);
-            let common = common_sorted(&low, my_low) + common_sorted(&high, my_high);
-            let theirs = (low.len() + high.len()) as u32;
+            let mut common = common_sorted(&high, my_high);
+            let mut theirs = high.len() as u32;
+            low.clear();
+            if min_tz <= p.level as u32 {
+                // Compared at its own level (the usual case): every value counts.
+                low.extend(p.low());
+            } else if min_tz < split {
+                low.extend(p.low().filter(|c| (c & 31) >= min_tz));
+            }
+            common += common_sorted(&low, my_low);
+            theirs += low.len() as u32;
             let mine_n = (my_low.len() + my_high.len()) as u32;
             out.push((*d, Estimate::from_counts(common, theirs, mine_n)));
         }

@@ -83,11 +83,12 @@ impl Writer<'_> {
         batch.put::<Files>(self.index, id, st);
         batch.put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
         self.index.write(batch)?;
+        super::lap(&mut clock, &mut self.summary.writer.write_s);
         if self.fresh.full(self.fresh_budget) {
             self.fresh
                 .spill(self.index, self.index.counters().next_doc)?;
+            super::lap(&mut clock, &mut self.summary.writer.spill_s);
         }
-        super::lap(&mut clock, &mut self.summary.writer.write_s);
         Ok(())
     }
 

@@ -114,8 +114,10 @@ pub struct WriterTimes {
     /// The rest of a record: fingerprint and payload lookups, the doc's facts, the
     /// capture, its history (`url_last`, resemblance to the previous capture).
     pub captures_s: f64,
-    /// RocksDB writes of the records' batches, and spills of postings during the run.
+    /// RocksDB writes of the records' batches (write-ahead log and memtables).
     pub write_s: f64,
+    /// Postings written as sorted files when the buffer filled, during the run.
+    pub spill_s: f64,
     /// After the last record: the last spill, the memtable flush, settled compactions.
     pub finish_s: f64,
     /// Docs examined as candidates (sharing posting values, or heads of boilerplate

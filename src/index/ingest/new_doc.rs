@@ -6,9 +6,9 @@ use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
 use crate::index::columns::sketches::{Sketches, StoredSketch};
-use crate::index::postings::posting_values;
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
+use crate::index::postings::posting_values;
 use crate::sketch::Sketch;
 
 impl Writer<'_> {
