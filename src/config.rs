@@ -126,6 +126,8 @@ pub struct IngestConfig {
     pub record_cap: usize,
     /// MiB of postings of new docs held in memory before they are written.
     pub postings_buffer_mb: usize,
+    /// MiB of sketches compared lately kept by the writer.
+    pub sketch_cache_mb: usize,
 }
 
 impl Default for Config {

@@ -85,6 +85,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         threads: g.config.threads(),
         record_cap: g.config.ingest.record_cap,
         postings_buffer_mb: g.config.ingest.postings_buffer_mb,
+        sketch_cache_mb: g.config.ingest.sketch_cache_mb,
         store_texts: g.config.index.store_texts,
     };
     let bar = if std::io::stderr().is_terminal() && !a.json {

@@ -47,7 +47,7 @@ pub fn similar_docs(
     let cands =
         candidates::search(index, &s.fresh, &s.over_cap, posting, None)?.to_compare(|_| true);
     let mut out = Vec::new();
-    for (d, e) in index.sketches().estimates(&cands, sketch)? {
+    for (d, e) in index.sketches().estimates(&cands, sketch, None)? {
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
         let m = DocMatch {
             doc: d,

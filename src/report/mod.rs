@@ -365,7 +365,7 @@ impl MoveCandidates {
         let mut docs: Vec<u64> = ranked.into_iter().take(16).map(|(_, d)| d).collect();
         docs.sort_unstable();
         let mut best: Option<(f64, usize)> = None;
-        for (d, e) in s.index.sketches().estimates(&docs, sketch)? {
+        for (d, e) in s.index.sketches().estimates(&docs, sketch, None)? {
             let (r, Some(j)) = (e.resemblance, untaken(d)) else {
                 continue;
             };

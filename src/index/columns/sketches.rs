@@ -15,6 +15,7 @@
 use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Col, Column, Tuning};
+use crate::index::postings::U64Map;
 use crate::index::Result;
 use crate::sketch::{common_sorted, compact, expand, Estimate, Sketch, MAX_TZ};
 
@@ -77,7 +78,7 @@ impl StoredSketch {
         let mut c = Vec::with_capacity(self.low.len() + self.posting.len());
         let mut high = Vec::new();
         compact_sorted(self.posting.iter().copied(), &mut high);
-        merge_compact(&self.low, &high, 0, &mut c);
+        merge_compact(&self.low, &high, &mut c);
         Sketch {
             shingles: self.shingles,
             level: self.level,
@@ -190,96 +191,198 @@ fn compact_sorted(values: impl Iterator<Item = u64>, out: &mut Vec<u32>) {
 }
 
 /// Merges ascending compact values `a` and `b` (disjoint: they differ in trailing zeros)
-/// into `out`, keeping those with at least `min_tz` trailing zeros.
-fn merge_compact(a: &[u32], b: &[u32], min_tz: u32, out: &mut Vec<u32>) {
-    let keep = |c: &u32| (c & 31) >= min_tz;
-    let mut a = a.iter().copied().filter(keep).peekable();
-    for y in b.iter().copied().filter(keep) {
-        while let Some(x) = a.next_if(|x| *x < y) {
-            out.push(x);
-        }
-        out.push(y);
-    }
-    out.extend(a);
-}
-
-/// A sketch's compact values, split as each candidate is compared with them: at a level
-/// ℓ, those under a candidate's posting level and those at or above it (values of the
-/// two parts never meet: equal values have equal trailing zeros). Made once per sketch.
-struct Mine {
-    all: Vec<u32>,
-    /// ((level, split), (values with tz in [level, split), values with tz ≥ both)).
-    parts: Vec<((u32, u32), (Vec<u32>, Vec<u32>))>,
-}
-
-impl Mine {
-    fn new(s: &Sketch) -> Mine {
-        let mut all: Vec<u32> = s.values.iter().map(|v| compact(*v)).collect();
-        all.sort_unstable();
-        all.dedup();
-        Mine {
-            all,
-            parts: Vec::new(),
+/// into `out`.
+fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
         }
     }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+}
 
-    fn parts(&mut self, min_tz: u32, split: u32) -> (&[u32], &[u32]) {
-        let key = (min_tz, split.max(min_tz));
-        let i = match self.parts.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                let (low, high): (Vec<u32>, Vec<u32>) = self
-                    .all
-                    .iter()
-                    .filter(|c| (*c & 31) >= key.0)
-                    .partition(|c| (*c & 31) < key.1);
-                self.parts.push((key, (low, high)));
-                self.parts.len() - 1
-            }
+/// A sketch's values as a candidate check compares them: compact ([`compact`]),
+/// ascending, with the sample's level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactSketch {
+    level: u8,
+    values: Box<[u32]>,
+}
+
+impl CompactSketch {
+    /// The compact form of a sketch (full or reduced values).
+    pub fn of(s: &Sketch) -> CompactSketch {
+        let mut v: Vec<u32> = s.values.iter().map(|v| compact(*v)).collect();
+        v.sort_unstable();
+        v.dedup();
+        CompactSketch {
+            level: s.level,
+            values: v.into_boxed_slice(),
+        }
+    }
+
+    fn from_packed(p: &Packed) -> CompactSketch {
+        let low: Vec<u32> = p.low().collect();
+        let mut high = Vec::new();
+        compact_sorted(p.posting(), &mut high);
+        let mut all = Vec::with_capacity(low.len() + high.len());
+        merge_compact(&low, &high, &mut all);
+        CompactSketch {
+            level: p.level,
+            values: all.into_boxed_slice(),
+        }
+    }
+
+    /// Memory held, in bytes (with a map entry's share).
+    fn bytes(&self) -> usize {
+        4 * self.values.len() + 64
+    }
+}
+
+/// The sketch candidates are compared with, compact, at each level it meets (made once
+/// per new doc or query).
+struct Probe {
+    own: u8,
+    /// Index ℓ − own: the values ≡ 0 mod 2^ℓ.
+    at: Vec<Vec<u32>>,
+    scratch: Vec<u32>,
+}
+
+impl Probe {
+    fn new(s: &Sketch) -> Probe {
+        let c = CompactSketch::of(s);
+        Probe {
+            own: c.level,
+            at: vec![c.values.into_vec()],
+            scratch: Vec::new(),
+        }
+    }
+
+    fn at(&mut self, level: u8) -> &[u32] {
+        let k = level.saturating_sub(self.own) as usize;
+        while self.at.len() <= k {
+            let l = ((self.own as usize + self.at.len()) as u32).min(MAX_TZ);
+            let next: Vec<u32> = self.at[0]
+                .iter()
+                .copied()
+                .filter(|c| (c & 31) >= l)
+                .collect();
+            self.at.push(next);
+        }
+        &self.at[k]
+    }
+
+    /// The estimate with the candidate as `a`, at the larger of the two levels.
+    fn estimate(&mut self, c: &CompactSketch) -> Estimate {
+        let level = c.level.max(self.own);
+        let min_tz = (level as u32).min(MAX_TZ);
+        let mut theirs = std::mem::take(&mut self.scratch);
+        let slice: &[u32] = if min_tz <= c.level as u32 {
+            // Compared at its own level (the usual case): every value counts.
+            &c.values
+        } else {
+            theirs.clear();
+            theirs.extend(c.values.iter().copied().filter(|v| (v & 31) >= min_tz));
+            &theirs
         };
-        let (low, high) = &self.parts[i].1;
-        (low, high)
+        let n = slice.len() as u32;
+        let mine = self.at(level);
+        let e = Estimate::from_counts(common_sorted(slice, mine), n, mine.len() as u32);
+        self.scratch = theirs;
+        e
+    }
+}
+
+/// Sketches compared lately, compact, within a memory budget: the docs a new doc is
+/// compared with come back (the members of its host's template families, the heads
+/// of boilerplate lists), and a hit costs no RocksDB read (a read and its copy out of a
+/// memtable or block were half of a candidate check). Two generations: a hit moves a
+/// sketch to the young one; when the young one holds half the budget, the old one is
+/// dropped. Writer-side, one thread.
+#[derive(Default)]
+pub struct SketchCache {
+    young: U64Map<CompactSketch>,
+    old: U64Map<CompactSketch>,
+    young_bytes: usize,
+    budget: usize,
+}
+
+impl SketchCache {
+    /// An empty cache of at most about `budget` bytes (0: none).
+    pub fn new(budget: usize) -> SketchCache {
+        SketchCache {
+            budget,
+            ..Default::default()
+        }
+    }
+
+    fn get(&mut self, doc: u64) -> Option<&CompactSketch> {
+        if !self.young.contains_key(&doc) {
+            let c = self.old.remove(&doc)?;
+            self.insert(doc, c);
+        }
+        self.young.get(&doc)
+    }
+
+    /// Keeps `c` as the sketch of `doc`.
+    pub fn insert(&mut self, doc: u64, c: CompactSketch) {
+        if self.budget == 0 {
+            return;
+        }
+        self.young_bytes += c.bytes();
+        self.young.insert(doc, c);
+        if self.young_bytes > self.budget / 2 {
+            self.old = std::mem::take(&mut self.young);
+            self.young_bytes = 0;
+        }
     }
 }
 
 impl Col<'_, Sketches> {
     /// Estimates of `sketch` against the stored sketch of each of `docs` (ascending),
-    /// read in one batch and compared packed: `(doc, estimate)` with the doc as `a` (so
-    /// `containment_a_in_b` is the doc's containment in `sketch`). Docs without a stored
-    /// sketch are left out. Equal to [`crate::sketch::estimate`] of the decoded
-    /// sketches and `sketch` reduced.
-    pub fn estimates(&self, docs: &[u64], sketch: &Sketch) -> Result<Vec<(u64, Estimate)>> {
-        let keys: Vec<[u8; 8]> = docs.iter().map(|d| d.to_be_bytes()).collect();
-        let db = self.index.db();
+    /// the ones not in `cache` read in one batch: `(doc, estimate)` in doc order, with
+    /// the doc as `a` (so `containment_a_in_b` is the doc's containment in `sketch`).
+    /// Docs without a stored sketch are left out. Equal to [`crate::sketch::estimate`]
+    /// of the decoded sketches and `sketch` reduced, whatever the cache holds.
+    pub fn estimates(
+        &self,
+        docs: &[u64],
+        sketch: &Sketch,
+        mut cache: Option<&mut SketchCache>,
+    ) -> Result<Vec<(u64, Estimate)>> {
+        let mut probe = Probe::new(sketch);
         let mut out = Vec::with_capacity(docs.len());
-        let mut mine = Mine::new(sketch);
-        let (mut low, mut high) = (Vec::new(), Vec::new());
+        let mut misses = Vec::new();
+        for d in docs {
+            match cache.as_deref_mut().and_then(|c| c.get(*d)) {
+                Some(c) => out.push((*d, probe.estimate(c))),
+                None => misses.push(*d),
+            }
+        }
+        let keys: Vec<[u8; 8]> = misses.iter().map(|d| d.to_be_bytes()).collect();
+        let db = self.index.db();
         for ((d, k), res) in
-            docs.iter()
+            misses
+                .iter()
                 .zip(&keys)
                 .zip(db.batched_multi_get_cf(self.handle(), keys.iter(), true))
         {
             let Some(packed) = res? else { continue };
             let p = parse(&packed).map_err(|e| corrupt::<Sketches>(k, e))?;
-            let min_tz = (p.level.max(sketch.level) as u32).min(MAX_TZ);
-            let split = p.posting_level as u32;
-            compact_sorted(p.posting(), &mut high);
-            high.retain(|c| (c & 31) >= min_tz);
-            let (my_low, my_high) = mine.parts(min_tz, split);
-            let mut common = common_sorted(&high, my_high);
-            let mut theirs = high.len() as u32;
-            low.clear();
-            if min_tz <= p.level as u32 {
-                // Compared at its own level (the usual case): every value counts.
-                low.extend(p.low());
-            } else if min_tz < split {
-                low.extend(p.low().filter(|c| (c & 31) >= min_tz));
+            let c = CompactSketch::from_packed(&p);
+            out.push((*d, probe.estimate(&c)));
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.insert(*d, c);
             }
-            common += common_sorted(&low, my_low);
-            theirs += low.len() as u32;
-            let mine_n = (my_low.len() + my_high.len()) as u32;
-            out.push((*d, Estimate::from_counts(common, theirs, mine_n)));
         }
+        // In doc order, whatever was cached: the writer's batches must not depend on it.
+        out.sort_unstable_by_key(|(d, _)| *d);
         Ok(out)
     }
 

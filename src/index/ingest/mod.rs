@@ -31,6 +31,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::candidates;
 use super::codec::{Counts, FileState, SweepInfo};
 use super::columns::files::Files;
+use super::columns::sketches::SketchCache;
 use super::columns::sweeps::Sweeps;
 use super::columns::Batch;
 use super::postings::{self, posting_values, Fresh, Lookup, OverCap};
@@ -56,6 +57,8 @@ pub struct IngestOptions {
     pub record_cap: usize,
     /// Memory for postings not stored yet, in MiB.
     pub postings_buffer_mb: usize,
+    /// Memory for sketches compared lately, in MiB.
+    pub sketch_cache_mb: usize,
     /// Store new docs' canonical texts.
     pub store_texts: bool,
 }
@@ -209,6 +212,8 @@ struct Writer<'a> {
     fresh_budget: usize,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
+    /// Sketches compared lately (candidates come back).
+    sketch_cache: SketchCache,
 }
 
 /// Ingests `files` into sweep `opts.sweep`.
@@ -339,6 +344,7 @@ pub fn ingest(
         fresh,
         fresh_budget,
         hosts_seen: Default::default(),
+        sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
         sweep_id,
         counts_before: sweep.counts.clone(),
         sweep,

@@ -5,7 +5,7 @@ use super::{candidates, unionfind, Capture, Counters, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
-use crate::index::columns::sketches::{Sketches, StoredSketch};
+use crate::index::columns::sketches::{CompactSketch, Sketches, StoredSketch};
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::posting_values;
@@ -42,6 +42,8 @@ impl Writer<'_> {
         batch.put::<Docs>(self.index, &d, &info);
         let posting = posting_values(sketch, self.index.params().posting_target);
         batch.put::<Sketches>(self.index, &d, &StoredSketch::new(sketch, posting.0));
+        // Later docs of its host are compared with it first.
+        self.sketch_cache.insert(d, CompactSketch::of(sketch));
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
@@ -99,7 +101,10 @@ impl Writer<'_> {
         times.candidates += (found.shared.len() + found.heads.len()) as u64;
         times.sketches_read += passing.len() as u64;
         lap(clock, &mut times.candidates_s);
-        let estimates = self.index.sketches().estimates(&passing, sketch)?;
+        let estimates =
+            self.index
+                .sketches()
+                .estimates(&passing, sketch, Some(&mut self.sketch_cache))?;
         lap(clock, &mut self.summary.writer.estimate_s);
         for (b, e) in estimates {
             let (r, c_b_in_d, c_d_in_b) =
