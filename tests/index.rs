@@ -605,3 +605,79 @@ fn each_capture_knows_its_resemblance_to_the_previous_version() {
     println!("{checked} edits: {within} within 0.05 of exact; {unchanged} revisits at 1.0");
     assert!(checked > 20 && within as f64 >= 0.95 * checked as f64);
 }
+
+/// A site redesign (every page a new doc resembling its predecessor, pages of a host in
+/// template families) through the writer's sketch cache: the index is the same with the
+/// cache off, tiny (evicting all the time) and at its default, and every stored edge's
+/// resemblance is the estimate of the two stored sketches (the packed, cached and
+/// decoded comparisons agree).
+#[test]
+fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
+    let corpus = tempfile::tempdir().unwrap();
+    let out = common::tidemark_gen(&[
+        "--out",
+        corpus.path().to_str().unwrap(),
+        "--pages",
+        "400",
+        "--sweeps",
+        "3",
+        "--redesign",
+        "2",
+        "--seed",
+        "41",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let templates = truth(corpus.path(), 2)["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "template")
+        .count();
+    assert!(
+        templates > 300,
+        "a redesign changes most pages: {templates}"
+    );
+    let work = tempfile::tempdir().unwrap();
+    let mut exports = Vec::new();
+    for (name, mb) in [("default", None), ("off", Some(0)), ("tiny", Some(1))] {
+        let db = work.path().join(name);
+        let mut extra = Vec::new();
+        let cfg = work.path().join(format!("{name}.toml"));
+        if let Some(mb) = mb {
+            std::fs::write(&cfg, format!("[ingest]\nsketch_cache_mb = {mb}\n")).unwrap();
+            extra = vec!["--config".to_string(), s(&cfg)];
+        }
+        let extra: Vec<&str> = extra.iter().map(|x| x.as_str()).collect();
+        ingest_all(&db, corpus.path(), 3, &extra);
+        exports.push((name, export(&db), export_jsonl(&db)));
+    }
+    for (name, cdxj, jsonl) in &exports[1..] {
+        assert!(*cdxj == exports[0].1, "cache {name}: another CDXJ export");
+        assert!(*jsonl == exports[0].2, "cache {name}: another JSONL export");
+    }
+    let index = Index::open(&work.path().join("tiny"), &Config::default(), false).unwrap();
+    let mut edges = 0;
+    index
+        .edges()
+        .for_each(|(lo, hi), e| {
+            let (a, b) = (
+                index.sketch(lo).unwrap().unwrap(),
+                index.sketch(hi).unwrap().unwrap(),
+            );
+            let est = estimate(&a, &b);
+            assert_eq!(e.resemblance, est.resemblance as f32, "edge {lo}-{hi}");
+            assert_eq!(
+                e.contain_lo_in_hi, est.containment_a_in_b as f32,
+                "edge {lo}-{hi}"
+            );
+            edges += 1;
+            Ok(true)
+        })
+        .unwrap();
+    assert!(edges > 1000, "template families make edges: {edges}");
+}

@@ -1,7 +1,7 @@
 //! `postings`: a sampled sketch value (u64 BE) → its posting list, the docs whose
-//! posting sample holds the value, in doc order: entries of [`ENTRY`] bytes (doc id u64
-//! BE, the doc's posting level u8, its number of posting values u16 BE), at most
-//! cap + 1 of them (a longer list is boilerplate: only its head is used). One more key,
+//! posting sample holds the value, in doc order: entries of [`ENTRY`] bytes (doc id in
+//! 40 bits BE, the doc's posting level u8, its number of posting values u8, at most
+//! 255: a larger count only makes the prefilter read more), at most cap + 1 of them (a longer list is boilerplate: only its head is used). One more key,
 //! [`MARK_KEY`] (nine 0xff bytes, after every value key), holds the mark: the first doc
 //! id whose postings are not stored yet (u64 BE).
 //!
@@ -19,8 +19,11 @@ use crate::index::Result;
 /// Marker of the `postings` column family.
 pub struct Postings;
 
-/// Bytes of one posting entry.
-pub const ENTRY: usize = 11;
+/// Bytes of one posting entry (11 in schema 4: doc u64, count u16).
+pub const ENTRY: usize = 7;
+
+/// Doc ids postings can name: 2⁴⁰ (a trillion).
+pub const MAX_DOCS: u64 = 1 << 40;
 
 /// Key of the mark.
 pub const MARK_KEY: [u8; 9] = [0xff; 9];
@@ -86,22 +89,23 @@ impl Column for Postings {
     }
 }
 
-/// One posting entry: doc, its posting level, its number of posting values.
+/// One posting entry: doc (under [`MAX_DOCS`]), its posting level, its number of
+/// posting values (kept up to 255). The prefilter reads a larger count as 255: it then
+/// takes the doc's sample for smaller than it is, which only lets more candidates through.
 pub fn entry(doc: u64, level: u8, count: u16) -> [u8; ENTRY] {
+    debug_assert!(doc < MAX_DOCS);
     let mut e = [0u8; ENTRY];
-    e[..8].copy_from_slice(&doc.to_be_bytes());
-    e[8] = level;
-    e[9..11].copy_from_slice(&count.to_be_bytes());
+    e[..5].copy_from_slice(&doc.to_be_bytes()[3..]);
+    e[5] = level;
+    e[6] = count.min(255) as u8;
     e
 }
 
 /// The fields of one entry (exactly [`ENTRY`] bytes, as [`entries`] yields them).
 pub fn entry_fields(e: &[u8]) -> (u64, u8, u16) {
-    (
-        u64::from_be_bytes(e[..8].try_into().expect("an entry")),
-        e[8],
-        u16::from_be_bytes([e[9], e[10]]),
-    )
+    let mut doc = [0u8; 8];
+    doc[3..].copy_from_slice(&e[..5]);
+    (u64::from_be_bytes(doc), e[5], e[6] as u16)
 }
 
 /// The doc of one entry.
@@ -162,5 +166,14 @@ mod tests {
         let merged = merge(None, &mut ops.iter().map(|v| v.as_slice()), 3);
         assert_eq!(merged.len(), 4 * ENTRY);
         assert_eq!(entry_doc(&merged[ENTRY..2 * ENTRY]), 1);
+    }
+
+    #[test]
+    fn entries_keep_doc_level_and_count() {
+        for (doc, level, count) in [(0, 0, 0), (1, 3, 127), (MAX_DOCS - 1, 31, 255)] {
+            assert_eq!(entry_fields(&entry(doc, level, count)), (doc, level, count));
+        }
+        // A count past 255 is read as 255 (the prefilter then lets more through).
+        assert_eq!(entry_fields(&entry(9, 2, 4000)), (9, 2, 255));
     }
 }

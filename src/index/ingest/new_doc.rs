@@ -5,10 +5,12 @@ use super::{candidates, unionfind, Capture, Counters, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
+use crate::index::columns::postings::MAX_DOCS;
 use crate::index::columns::sketches::{CompactSketch, Sketches, StoredSketch};
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::posting_values;
+use crate::index::IndexError;
 use crate::sketch::Sketch;
 
 impl Writer<'_> {
@@ -25,6 +27,11 @@ impl Writer<'_> {
         use super::lap;
         let counters = self.index.counters();
         let d = counters.next_doc;
+        if d >= MAX_DOCS {
+            return Err(IndexError::Invalid(format!(
+                "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
+            )));
+        }
         self.index.set_counters(Counters {
             next_doc: d + 1,
             ..counters
