@@ -327,20 +327,7 @@ pub fn estimate_sorted(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64
             (None, None) => break,
         }
     }
-    let ratio = |num: u32, den: u32| {
-        if den == 0 {
-            0.0
-        } else {
-            num as f64 / den as f64
-        }
-    };
-    Estimate {
-        resemblance: ratio(common, common + only_a + only_b),
-        containment_a_in_b: ratio(common, common + only_a),
-        containment_b_in_a: ratio(common, common + only_b),
-        common,
-        union: common + only_a + only_b,
-    }
+    Estimate::from_counts(common, common + only_a, common + only_b)
 }
 
 #[cfg(test)]

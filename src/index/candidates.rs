@@ -6,8 +6,6 @@
 //! cap still finds its first members.
 
 use super::columns::postings::{entry_fields, ENTRY};
-#[allow(unused_imports)] // named in the docs
-use super::postings::posting_values;
 use super::postings::{self, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::{Index, Result};
 
@@ -67,9 +65,9 @@ impl Candidates {
 }
 
 /// Searches the candidates of a doc by its posting level and values (in full: from
-/// [`posting_values`] of a sketch made now, or [`Index::posting_values`] of a stored
-/// doc). `lookup`: the stored lists as a scan worker read them, used when read under the
-/// current mark (else read now).
+/// [`super::postings::posting_values`] of a sketch made now, or
+/// [`Index::posting_values`] of a stored doc). `lookup`: the stored lists as a scan
+/// worker read them, used when read under the current mark (else read now).
 pub fn search(
     index: &Index,
     fresh: &Fresh,

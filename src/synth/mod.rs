@@ -986,8 +986,14 @@ impl Web {
                     }
                 }
             };
-            match kind {
-                Some(kind) if edited.content != page.content => {
+            let changed = match kind {
+                Some(kind) if edited.content != page.content => Some(kind),
+                // Same body, new template: a new doc like its predecessor.
+                _ if self.before.is_some() => Some("template"),
+                _ => None,
+            };
+            match changed {
+                Some(kind) => {
                     let (res, min_sh) = self.jaccard(&page, &edited);
                     truth.edits.push(Edit {
                         url: url.clone(),
@@ -1001,22 +1007,7 @@ impl Web {
                         revisit: false,
                     });
                 }
-                _ if self.before.is_some() => {
-                    // Same body, new template: a new doc like its predecessor.
-                    let (res, min_sh) = self.jaccard(&page, &edited);
-                    truth.edits.push(Edit {
-                        url: url.clone(),
-                        kind: "template",
-                        resemblance: res,
-                        min_shingles: min_sh,
-                    });
-                    edited.last_full = None;
-                    caps.push(Planned::Page {
-                        index: next.len(),
-                        revisit: false,
-                    });
-                }
-                _ => {
+                None => {
                     truth.unchanged += 1;
                     let revisit = self.rng.chance(r.revisit);
                     caps.push(Planned::Page {
