@@ -284,6 +284,63 @@ fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
     assert!(checked > 60, "only {checked} commands ran");
 }
 
+/// A first ingest killed while RocksDB was creating the index's families leaves a
+/// directory with some of them, or only RocksDB's `default` one: the next ingest takes it
+/// up as a new index. A RocksDB database of someone else's, with data, is still refused.
+#[test]
+fn a_half_created_index_is_taken_up_and_a_foreign_database_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 20, 1, 8);
+    let files: Vec<String> = sweep_files(&corpus, 1)
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let half = dir.path().join("half");
+    {
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        let mut db = DB::open(&o, &half).unwrap();
+        db.create_cf("sweeps", &Options::default()).unwrap();
+    }
+    let mut args = vec!["--db", half.to_str().unwrap(), "ingest", "--sweep", "s1"];
+    args.extend(files.iter().map(|f| f.as_str()));
+    let out = tidemark(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = tidemark(&["--db", half.to_str().unwrap(), "stats"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sweeps 1"));
+
+    let foreign = dir.path().join("foreign");
+    {
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        let db = DB::open(&o, &foreign).unwrap();
+        db.put(b"their key", b"their value").unwrap();
+    }
+    let mut args = vec!["--db", foreign.to_str().unwrap(), "ingest", "--sweep", "s1"];
+    args.extend(files.iter().map(|f| f.as_str()));
+    let out = tidemark(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(err.contains("is not a tidemark index"), "{err}");
+    // Untouched: no family of ours added to it.
+    assert_eq!(
+        DB::list_cf(&Options::default(), &foreign).unwrap(),
+        vec!["default".to_string()]
+    );
+    let db = DB::open_default(&foreign).unwrap();
+    assert_eq!(
+        db.get(b"their key").unwrap().as_deref(),
+        Some(&b"their value"[..])
+    );
+}
+
 /// An index of the previous layout (schema 4: sketches of u64 values) is refused with the
 /// version found and what to do, not misread.
 #[test]

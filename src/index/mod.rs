@@ -224,6 +224,19 @@ pub struct Index {
     tuning: Tuning,
 }
 
+/// Whether the RocksDB database at `path` with `families` holds no key at all, looked
+/// at read-only (a database that is not ours is never changed).
+fn holds_nothing(path: &Path, families: &[String]) -> Result<bool> {
+    let db = DB::open_cf_for_read_only(&Options::default(), path, families, false)?;
+    Ok(families.iter().all(|n| {
+        db.cf_handle(n).is_none_or(|h| {
+            db.iterator_cf(h, rocksdb::IteratorMode::Start)
+                .next()
+                .is_none()
+        })
+    }))
+}
+
 impl Index {
     /// Opens (or with `create`, creates) the index at `path` for the configuration.
     pub fn open(path: &Path, config: &Config, create: bool) -> Result<Index> {
@@ -269,7 +282,15 @@ impl Index {
             .collect();
         if exists {
             let present = DB::list_cf(&Options::default(), path)?;
-            if !present.iter().any(|c| c == cf::META) {
+            // RocksDB creates a new database's families one by one after its `default`
+            // one: a first ingest killed in between leaves some of ours, or none. That
+            // directory is taken up again below when it holds nothing at all.
+            let only_ours = present
+                .iter()
+                .all(|c| c == "default" || cf::ALL.contains(&c.as_str()));
+            if !present.iter().any(|c| c == cf::META)
+                && !(create && only_ours && holds_nothing(path, &present)?)
+            {
                 return Err(IndexError::NotOurs(path.to_path_buf()));
             }
             if read_only {
