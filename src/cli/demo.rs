@@ -89,7 +89,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     // The main job: every sweep into a fresh index, one after the other.
     let db = a.dir.join("index");
     let _ = std::fs::remove_dir_all(&db);
-    let mut index = tidemark::index::Index::open(&db, &g.config, true)?;
+    let index = tidemark::index::Index::open(&db, &g.config, true)?;
     let mut ingested = Vec::new();
     for sw in &generated.sweeps {
         let opts = tidemark::index::ingest::IngestOptions {
@@ -102,7 +102,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             // The demo keeps texts so `history --diff` has something to show.
             store_texts: true,
         };
-        let s = tidemark::index::ingest::ingest(&mut index, &sw.files, &opts, |_| {})?;
+        let s = tidemark::index::ingest::ingest(&index, &sw.files, &opts, |_| {})?;
         if !quiet {
             println!(
                 "ingested sweep {}: {} captures, {} new docs, {} known, {} edges, {} unions",

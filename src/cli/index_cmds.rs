@@ -78,7 +78,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             return Ok(EXIT_USAGE);
         }
     }
-    let mut index = open(g, true)?;
+    let index = open(g, true)?;
     let opts = IngestOptions {
         sweep: a.sweep.clone(),
         date: a.date.clone(),
@@ -101,7 +101,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         None
     };
     let started = std::time::Instant::now();
-    let summary = ingest(&mut index, &files, &opts, |p| {
+    let summary = ingest(&index, &files, &opts, |p| {
         if let Some(b) = &bar {
             b.set_length(p.input_total.max(1));
             b.set_position(p.input_bytes);

@@ -288,9 +288,9 @@ impl Index {
             let only_ours = present
                 .iter()
                 .all(|c| c == "default" || cf::ALL.contains(&c.as_str()));
-            if !present.iter().any(|c| c == cf::META)
-                && !(create && only_ours && holds_nothing(path, &present)?)
-            {
+            let ours = present.iter().any(|c| c == cf::META)
+                || (create && only_ours && holds_nothing(path, &present)?);
+            if !ours {
                 return Err(IndexError::NotOurs(path.to_path_buf()));
             }
             if read_only {

@@ -74,20 +74,20 @@ impl Writer<'_> {
         self.sweep.counts.records += 1;
         let mut batch = Batch::default();
         let record_no = self.files[file].2.records;
-        let mut clock = std::time::Instant::now();
-        self.capture(&mut batch, file, record_no, rec, cap, prepared, &mut clock)?;
-        super::lap(&mut clock, &mut self.summary.writer.captures_s);
+        self.clock = std::time::Instant::now();
+        self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
+        super::lap(&mut self.clock, &mut self.summary.writer.captures_s);
         let (_, id, st) = &mut self.files[file];
         st.records += 1;
         // Both values keep their size whatever the number of files and records.
         batch.put::<Files>(self.index, id, st);
         batch.put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
         self.index.write(batch)?;
-        super::lap(&mut clock, &mut self.summary.writer.write_s);
+        super::lap(&mut self.clock, &mut self.summary.writer.write_s);
         if self.fresh.full(self.fresh_budget) {
             self.fresh
                 .spill(self.index, self.index.counters().next_doc)?;
-            super::lap(&mut clock, &mut self.summary.writer.spill_s);
+            super::lap(&mut self.clock, &mut self.summary.writer.spill_s);
         }
         Ok(())
     }

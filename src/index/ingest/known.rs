@@ -23,7 +23,6 @@ impl Writer<'_> {
         rec: &Record,
         cap: &Capture,
         prepared: Option<Prepared>,
-        clock: &mut std::time::Instant,
     ) -> Result<()> {
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
@@ -60,7 +59,7 @@ impl Writer<'_> {
                         self.sweep.counts.known_docs += 1;
                     }
                     None => {
-                        let d = self.new_doc(batch, sketch, cap, &ts, prepared, clock)?;
+                        let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
                         batch.put::<Fingerprints>(self.index, &fp, &d);
                         doc = Some(d);
                     }

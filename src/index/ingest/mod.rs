@@ -214,6 +214,8 @@ struct Writer<'a> {
     hosts_seen: std::collections::HashSet<String>,
     /// Sketches compared lately (candidates come back).
     sketch_cache: SketchCache,
+    /// When the current stage of the current record began (see [`WriterTimes`]).
+    clock: std::time::Instant,
 }
 
 /// Ingests `files` into sweep `opts.sweep`.
@@ -345,6 +347,7 @@ pub fn ingest(
         fresh_budget,
         hosts_seen: Default::default(),
         sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
+        clock: std::time::Instant::now(),
         sweep_id,
         counts_before: sweep.counts.clone(),
         sweep,

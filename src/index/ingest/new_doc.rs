@@ -22,7 +22,6 @@ impl Writer<'_> {
         cap: &Capture,
         ts: &str,
         prepared: Option<Prepared>,
-        clock: &mut std::time::Instant,
     ) -> Result<u64> {
         use super::lap;
         let counters = self.index.counters();
@@ -61,7 +60,7 @@ impl Writer<'_> {
         }
         let p = self.index.params().clone();
         let threshold = self.index.counters().threshold;
-        lap(clock, &mut self.summary.writer.captures_s);
+        lap(&mut self.clock, &mut self.summary.writer.captures_s);
         // Candidates: docs sharing posting values, counted. The stored lists come from
         // the worker's lookup when it saw the current mark, else are read now; the fresh
         // entries complete them.
@@ -107,12 +106,12 @@ impl Writer<'_> {
         let times = &mut self.summary.writer;
         times.candidates += (found.shared.len() + found.heads.len()) as u64;
         times.sketches_read += passing.len() as u64;
-        lap(clock, &mut times.candidates_s);
+        lap(&mut self.clock, &mut times.candidates_s);
         let estimates =
             self.index
                 .sketches()
                 .estimates(&passing, sketch, Some(&mut self.sketch_cache))?;
-        lap(clock, &mut self.summary.writer.estimate_s);
+        lap(&mut self.clock, &mut self.summary.writer.estimate_s);
         for (b, e) in estimates {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
@@ -144,7 +143,7 @@ impl Writer<'_> {
                 .filter(|((_, o), _)| !**o)
                 .map(|((v, _), st)| (*v, Some(st))),
         );
-        lap(clock, &mut self.summary.writer.edges_unions_s);
+        lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
         Ok(d)
     }
 }
