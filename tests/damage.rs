@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{generate, ingest_generated, sweep_files, tidemark};
+use common::{generate, ingest_generated, sweep_files, tidemark, tidemark_ok};
 use rocksdb::{Options, DB};
 
 /// A generated index of two sweeps with stored texts, the files of a third sweep, and a
@@ -305,15 +305,8 @@ fn a_half_created_index_is_taken_up_and_a_foreign_database_refused() {
     }
     let mut args = vec!["--db", half.to_str().unwrap(), "ingest", "--sweep", "s1"];
     args.extend(files.iter().map(|f| f.as_str()));
-    let out = tidemark(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = tidemark(&["--db", half.to_str().unwrap(), "stats"]);
-    assert_eq!(out.status.code(), Some(0));
+    tidemark_ok(&args);
+    let out = tidemark_ok(&["--db", half.to_str().unwrap(), "stats"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("sweeps 1"));
 
     let foreign = dir.path().join("foreign");

@@ -6,7 +6,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::{generate, ingest_generated, tidemark, truth};
+use common::{generate, ingest_generated, tidemark, tidemark_ok, truth};
 use serde_json::Value;
 
 const SWEEPS: usize = 4;
@@ -26,13 +26,7 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
 fn report_json(db: &Path, extra: &[&str]) -> (Value, Vec<u8>) {
     let mut args = vec!["--db", db.to_str().unwrap(), "report", "--format", "json"];
     args.extend_from_slice(extra);
-    let out = tidemark(&args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tidemark_ok(&args);
     (serde_json::from_slice(&out.stdout).unwrap(), out.stdout)
 }
 

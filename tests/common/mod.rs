@@ -31,6 +31,18 @@ pub fn tidemark(args: &[&str]) -> Output {
         .expect("run tidemark")
 }
 
+/// Runs the `tidemark` binary and requires exit 0 (its stderr is the failure message).
+pub fn tidemark_ok(args: &[&str]) -> Output {
+    let out = tidemark(args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "tidemark {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs the `tidemark-gen` binary.
 pub fn tidemark_gen(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tidemark-gen"))
