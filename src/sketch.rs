@@ -290,6 +290,16 @@ impl Estimate {
     }
 }
 
+/// Whether a measure estimated at `est` from a sample of `m` values may still be at or
+/// above `floor` when measured on the full samples: within `sigmas` standard deviations
+/// of a proportion at the floor (plus one value's worth). The candidate prefilters use
+/// it: a pair at the floor is dropped with probability about that of a normal variable
+/// past `sigmas` (3: 0.13%), pairs well above the floor almost never.
+pub fn within_reach(est: f64, m: f64, floor: f64, sigmas: f64) -> bool {
+    let m = m.max(1.0);
+    est + sigmas * (floor * (1.0 - floor) / m).sqrt() + 1.0 / m >= floor
+}
+
 /// Compares two sketches at the larger of their levels.
 pub fn estimate(a: &Sketch, b: &Sketch) -> Estimate {
     let level = a.level.max(b.level);

@@ -163,6 +163,11 @@ fn heads_of(list: &[u8]) -> Vec<u64> {
         .collect()
 }
 
+/// A fresh list: the stored part as read, then the fresh entries. Most values are in one
+/// doc's sample only, so the first two entries are kept in the map's slot: a heap
+/// allocation per value was a tenth of a first sweep's writer time.
+type FreshList = smallvec::SmallVec<[u8; 2 * POSTING_ENTRY + 2]>;
+
 /// Marks a list whose stored part is not known (rebuilt by [`Fresh::load`]): the spill
 /// writes its entries as a merge operand.
 const UNKNOWN_BASE: u32 = u32::MAX;
@@ -174,8 +179,9 @@ pub struct Fresh {
     /// Value → (bytes of the stored list at the front, or [`UNKNOWN_BASE`]; the stored
     /// list as the lookup read it followed by the fresh entries). One allocation per
     /// value: most values are in one doc, and the map is most of the buffer.
-    lists: U64Map<(u32, Vec<u8>)>,
-    entries: usize,
+    lists: U64Map<(u32, FreshList)>,
+    /// Bytes of fresh entries in lists grown out of their slot (on the heap).
+    heap_bytes: usize,
     base_bytes: usize,
     /// Files written by [`Fresh::spill`] since this was made, and their bytes.
     spilled: (usize, u64),
@@ -223,7 +229,7 @@ impl Fresh {
     }
 
     /// Bytes of one slot of the map's table: key, base and list, and a control byte.
-    const SLOT: usize = std::mem::size_of::<(u64, (u32, Vec<u8>))>() + 1;
+    const SLOT: usize = std::mem::size_of::<(u64, (u32, FreshList))>() + 1;
 
     /// Whether the buffer should be spilled before another doc is added: over
     /// `budget`, or too near the table's capacity for a doc's values to fit without
@@ -266,25 +272,29 @@ impl Fresh {
             let slot = self.lists.entry(v).or_insert_with(|| {
                 created = true;
                 match stored {
-                    Some(Stored::Absent) => (0, Vec::new()),
-                    Some(Stored::List(l)) => (l.len() as u32, l.clone()),
-                    Some(Stored::Over(_)) | None => (UNKNOWN_BASE, Vec::new()),
+                    Some(Stored::Absent) => (0, FreshList::new()),
+                    Some(Stored::List(l)) => (l.len() as u32, FreshList::from_slice(l)),
+                    Some(Stored::Over(_)) | None => (UNKNOWN_BASE, FreshList::new()),
                 }
             });
             if created && slot.0 != UNKNOWN_BASE {
                 self.base_bytes += slot.0 as usize;
             }
+            let inline = !slot.1.spilled();
             slot.1.extend_from_slice(&e);
-            self.entries += 1;
+            if slot.1.spilled() {
+                // On the heap from now on: all of it the first time, then each entry.
+                self.heap_bytes += if inline { slot.1.len() } else { e.len() };
+            }
         }
     }
 
     /// Memory held, in bytes: the map's table as allocated (slots of key, base and list
-    /// plus a control byte, at most 7/8 full) and the lists on the heap, where each
+    /// plus a control byte, at most 7/8 full) and the lists grown out of their slot, where each
     /// allocation is rounded up to the allocator's size classes (about a quarter more).
     pub fn memory(&self) -> usize {
         let table = self.lists.capacity() / 7 * 8 * Self::SLOT;
-        table + (self.entries * POSTING_ENTRY + self.base_bytes) * 5 / 4 + self.lists.len() * 8
+        table + (self.heap_bytes + self.base_bytes) * 5 / 4
     }
 
     /// Files spilled since this was made, and their bytes.
@@ -307,20 +317,31 @@ impl Fresh {
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
         // In key order, read from the map in place: the table keeps its size for the
-        // next lists, and only the keys are copied.
-        let mut keys: Vec<u64> = self.lists.keys().copied().collect();
-        keys.sort_unstable();
+        // next lists. The slots are taken in table order and sorted, and each slot and
+        // its list are fetched a few keys ahead: looking every key up again in a table
+        // of millions, then its list, stalled on two cache misses per value (the spill
+        // of a 20k-page first sweep, 1.7M lists: 0.9 s, now 0.47 s).
+        let mut slots: Vec<(u64, &(u32, FreshList))> =
+            self.lists.iter().map(|(k, l)| (*k, l)).collect();
+        slots.sort_unstable_by_key(|(k, _)| *k);
         // Exactly what the merge operator would make of the stored list and the entries.
         let limit = layout::list_limit(index.params().common_shingle_cap as usize);
-        for k in &keys {
-            let (base, list) = &self.lists[k];
+        const AHEAD: usize = 8;
+        for (i, (k, (base, list))) in slots.iter().enumerate() {
+            // Two misses a value, started ahead: the table slot, then the list it points at.
+            if let Some((_, slot)) = slots.get(i + 2 * AHEAD) {
+                prefetch(*slot);
+            }
+            if let Some((_, (_, next))) = slots.get(i + AHEAD) {
+                prefetch(next.as_ptr());
+            }
             if *base == UNKNOWN_BASE {
                 w.merge(k.to_be_bytes(), list)?;
             } else {
                 w.put(k.to_be_bytes(), &list[..list.len().min(limit)])?;
             }
         }
-        drop(keys);
+        drop(slots);
         w.put(MARK_KEY, next_doc.to_be_bytes())?;
         w.finish()?;
         let mut io = IngestExternalFileOptions::default();
@@ -330,9 +351,21 @@ impl Fresh {
         self.lists.clear();
         self.spilled.0 += 1;
         self.spilled.1 += bytes;
-        self.entries = 0;
+        self.heap_bytes = 0;
         self.base_bytes = 0;
         self.mark = next_doc;
         Ok(())
     }
+}
+
+/// Asks the CPU to start loading the cache line at `p` (a hint; nothing elsewhere).
+#[inline]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

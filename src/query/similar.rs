@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{iso_date, round3, Searcher};
 use crate::capture::{analyze, Scratch};
 use crate::index::candidates;
+use crate::index::columns::sketches::CompactSketch;
 use crate::index::postings::posting_values;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
@@ -47,7 +48,10 @@ pub fn similar_docs(
     let cands =
         candidates::search(index, &s.fresh, &s.over_cap, posting, None)?.to_compare(|_| true);
     let mut out = Vec::new();
-    for (d, e) in index.sketches().estimates(&cands, sketch, None)? {
+    for (d, e) in index
+        .sketches()
+        .estimates(&cands, &CompactSketch::of(sketch), None, None)?
+    {
         // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
         let m = DocMatch {
             doc: d,

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 
 use crate::index::candidates;
+use crate::index::columns::sketches::CompactSketch;
 use crate::index::ingest::host_of_surt;
 use crate::index::{unionfind, Index, IndexError, Result};
 use crate::query::{round3, Searcher};
@@ -365,7 +366,11 @@ impl MoveCandidates {
         let mut docs: Vec<u64> = ranked.into_iter().take(16).map(|(_, d)| d).collect();
         docs.sort_unstable();
         let mut best: Option<(f64, usize)> = None;
-        for (d, e) in s.index.sketches().estimates(&docs, sketch, None)? {
+        for (d, e) in s
+            .index
+            .sketches()
+            .estimates(&docs, &CompactSketch::of(sketch), None, None)?
+        {
             let (r, Some(j)) = (e.resemblance, untaken(d)) else {
                 continue;
             };

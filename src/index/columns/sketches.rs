@@ -17,7 +17,7 @@ use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 use super::{corrupt, Col, Column, Tuning};
 use crate::index::postings::U64Map;
 use crate::index::Result;
-use crate::sketch::{common_sorted, compact, expand, Estimate, Sketch, MAX_TZ};
+use crate::sketch::{common_sorted, compact, expand, within_reach, Estimate, Sketch, MAX_TZ};
 
 /// Marker of the `sketches` column family.
 pub struct Sketches;
@@ -207,95 +207,154 @@ fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
     out.extend_from_slice(&b[j..]);
 }
 
+/// A compact value ([`compact`]) as candidate checks order them: trailing zeros first,
+/// most first, then the kept bits. A bijection, so equal values stay equal; and the
+/// values of a sample at any coarser level (more trailing zeros) are a prefix, so a
+/// check takes any level's sample as a slice ([`at_least`]) and compares a coarse part
+/// first ([`Probe::estimate`]).
+fn level_major(c: u32) -> u32 {
+    ((MAX_TZ - (c & 31)) << 27) | (c >> 5)
+}
+
+/// The prefix of level-major `values` with at least `tz` trailing zeros.
+fn at_least(values: &[u32], tz: u32) -> &[u32] {
+    if tz == 0 {
+        return values;
+    }
+    let last_group = MAX_TZ - tz.min(MAX_TZ);
+    &values[..values.partition_point(|v| v >> 27 <= last_group)]
+}
+
+/// Ascending compact values (each trailing-zeros group ascending) into level-major
+/// order: a stable distribution by trailing zeros, one pass.
+fn into_level_major(compact_sorted: &[u32], out: &mut Vec<u32>) {
+    let mut starts = [0usize; 33];
+    for c in compact_sorted {
+        starts[(MAX_TZ - (c & 31)) as usize + 1] += 1;
+    }
+    for g in 1..33 {
+        starts[g] += starts[g - 1];
+    }
+    out.clear();
+    out.resize(compact_sorted.len(), 0);
+    for c in compact_sorted {
+        let g = (MAX_TZ - (c & 31)) as usize;
+        out[starts[g]] = level_major(*c);
+        starts[g] += 1;
+    }
+}
+
+/// Levels above its own at which a [`CompactSketch`] knows where its sample ends.
+const KNOWN_LEVELS: usize = 4;
+
 /// A sketch's values as a candidate check compares them: compact ([`compact`]),
-/// ascending, with the sample's level.
+/// distinct, in [`level_major`] order, with the sample's level and the length of its
+/// sample at each of the next levels (a binary search for them was most of a check's
+/// cache misses).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactSketch {
     level: u8,
+    ends: [u32; KNOWN_LEVELS],
     values: Box<[u32]>,
 }
 
 impl CompactSketch {
     /// The compact form of a sketch (full or reduced values).
     pub fn of(s: &Sketch) -> CompactSketch {
-        let mut v: Vec<u32> = s.values.iter().map(|v| compact(*v)).collect();
+        let mut v: Vec<u32> = s.values.iter().map(|v| level_major(compact(*v))).collect();
         v.sort_unstable();
         v.dedup();
+        CompactSketch::new(s.level, v)
+    }
+
+    fn new(level: u8, values: Vec<u32>) -> CompactSketch {
+        let mut ends = [0u32; KNOWN_LEVELS];
+        for (k, e) in ends.iter_mut().enumerate() {
+            *e = at_least(&values, level as u32 + k as u32 + 1).len() as u32;
+        }
         CompactSketch {
-            level: s.level,
-            values: v.into_boxed_slice(),
+            level,
+            ends,
+            values: values.into_boxed_slice(),
+        }
+    }
+
+    /// The sample at level `tz` (at least the sketch's own).
+    fn at(&self, tz: u32) -> &[u32] {
+        match tz.checked_sub(self.level as u32) {
+            None | Some(0) => &self.values,
+            Some(k) if k as usize <= KNOWN_LEVELS => {
+                &self.values[..self.ends[k as usize - 1] as usize]
+            }
+            Some(_) => at_least(&self.values, tz),
         }
     }
 
     fn from_packed(p: &Packed) -> CompactSketch {
-        let low: Vec<u32> = p.low().collect();
+        // Both parts ascending in compact order, and apart in trailing zeros (under and
+        // at the posting level): one distribution of the two puts each group in order.
+        let mut all: Vec<u32> = p.low().collect();
         let mut high = Vec::new();
         compact_sorted(p.posting(), &mut high);
-        let mut all = Vec::with_capacity(low.len() + high.len());
-        merge_compact(&low, &high, &mut all);
-        CompactSketch {
-            level: p.level,
-            values: all.into_boxed_slice(),
-        }
+        all.extend_from_slice(&high);
+        let mut values = Vec::new();
+        into_level_major(&all, &mut values);
+        CompactSketch::new(p.level, values)
     }
 
     /// Memory held, in bytes (with a map entry's share).
     fn bytes(&self) -> usize {
-        4 * self.values.len() + 64
+        4 * self.values.len() + 80
     }
 }
 
-/// The sketch candidates are compared with, compact, at each level it meets (made once
-/// per new doc or query).
-struct Probe {
-    own: u8,
-    /// Index ℓ − own: the values ≡ 0 mod 2^ℓ.
-    at: Vec<Vec<u32>>,
-    scratch: Vec<u32>,
+/// Levels above the compared one at which a check first compares a quarter of each
+/// sample (see [`Probe::estimate`]).
+const COARSE_STEP: u32 = 2;
+
+/// Values the coarse parts must hold between them for their comparison to decide
+/// anything (smaller samples are compared whole at once).
+const COARSE_MIN: usize = 64;
+
+/// The sketch candidates are compared with, compact (made once per new doc or query).
+struct Probe<'a> {
+    own: &'a CompactSketch,
 }
 
-impl Probe {
-    fn new(s: &Sketch) -> Probe {
-        let c = CompactSketch::of(s);
-        Probe {
-            own: c.level,
-            at: vec![c.values.into_vec()],
-            scratch: Vec::new(),
+impl Probe<'_> {
+    /// The estimate with the candidate as `a`, at the larger of the two levels; `None`
+    /// when a `cut` = (floor, sigmas) is given and the coarse part of both samples (a
+    /// quarter, [`COARSE_STEP`] levels up) shows that no measure can reach the floor
+    /// ([`within_reach`]). The coarse part's count is part of the whole one (equal
+    /// values have equal trailing zeros), so a compared pair costs no more than before.
+    fn estimate(&self, c: &CompactSketch, cut: Option<(f64, f64)>) -> Option<Estimate> {
+        let level = (c.level.max(self.own.level) as u32).min(MAX_TZ);
+        let theirs = c.at(level);
+        let mine = self.own.at(level);
+        let (mut common, mut t, mut m) = (0, theirs, mine);
+        if let Some((floor, sigmas)) = cut {
+            let coarse = (level + COARSE_STEP).min(MAX_TZ);
+            let (t1, m1) = (c.at(coarse), self.own.at(coarse));
+            if coarse > level && t1.len() + m1.len() >= COARSE_MIN {
+                let e =
+                    Estimate::from_counts(common_sorted(t1, m1), t1.len() as u32, m1.len() as u32);
+                let reach = |est: f64, m: u32| within_reach(est, m as f64, floor, sigmas);
+                if !(reach(e.resemblance, e.union)
+                    || reach(e.containment_a_in_b, t1.len() as u32)
+                    || reach(e.containment_b_in_a, m1.len() as u32))
+                {
+                    return None;
+                }
+                common = e.common;
+                (t, m) = (&theirs[t1.len()..], &mine[m1.len()..]);
+            }
         }
-    }
-
-    fn at(&mut self, level: u8) -> &[u32] {
-        let k = level.saturating_sub(self.own) as usize;
-        while self.at.len() <= k {
-            let l = ((self.own as usize + self.at.len()) as u32).min(MAX_TZ);
-            let next: Vec<u32> = self.at[0]
-                .iter()
-                .copied()
-                .filter(|c| (c & 31) >= l)
-                .collect();
-            self.at.push(next);
-        }
-        &self.at[k]
-    }
-
-    /// The estimate with the candidate as `a`, at the larger of the two levels.
-    fn estimate(&mut self, c: &CompactSketch) -> Estimate {
-        let level = c.level.max(self.own);
-        let min_tz = (level as u32).min(MAX_TZ);
-        let mut theirs = std::mem::take(&mut self.scratch);
-        let slice: &[u32] = if min_tz <= c.level as u32 {
-            // Compared at its own level (the usual case): every value counts.
-            &c.values
-        } else {
-            theirs.clear();
-            theirs.extend(c.values.iter().copied().filter(|v| (v & 31) >= min_tz));
-            &theirs
-        };
-        let n = slice.len() as u32;
-        let mine = self.at(level);
-        let e = Estimate::from_counts(common_sorted(slice, mine), n, mine.len() as u32);
-        self.scratch = theirs;
-        e
+        common += common_sorted(t, m);
+        Some(Estimate::from_counts(
+            common,
+            theirs.len() as u32,
+            mine.len() as u32,
+        ))
     }
 }
 
@@ -322,12 +381,22 @@ impl SketchCache {
         }
     }
 
-    fn get(&mut self, doc: u64) -> Option<&CompactSketch> {
-        if !self.young.contains_key(&doc) {
-            let c = self.old.remove(&doc)?;
-            self.insert(doc, c);
+    /// Marks `doc` as used now (into the young generation); whether it is kept.
+    fn touch(&mut self, doc: u64) -> bool {
+        if self.young.contains_key(&doc) {
+            return true;
         }
-        self.young.get(&doc)
+        match self.old.remove(&doc) {
+            Some(c) => {
+                self.insert(doc, c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn get(&self, doc: u64) -> Option<&CompactSketch> {
+        self.young.get(&doc).or_else(|| self.old.get(&doc))
     }
 
     /// Keeps `c` as the sketch of `doc`.
@@ -345,25 +414,40 @@ impl SketchCache {
 }
 
 impl Col<'_, Sketches> {
-    /// Estimates of `sketch` against the stored sketch of each of `docs` (ascending),
+    /// Estimates of `sketch` ([`CompactSketch::of`] the doc's) against the stored sketch of each of `docs` (ascending),
     /// the ones not in `cache` read in one batch: `(doc, estimate)` in doc order, with
     /// the doc as `a` (so `containment_a_in_b` is the doc's containment in `sketch`).
-    /// Docs without a stored sketch are left out. Equal to [`crate::sketch::estimate`]
-    /// of the decoded sketches and `sketch` reduced, whatever the cache holds.
+    /// Docs without a stored sketch are left out, and with a `cut` = (floor, sigmas),
+    /// docs whose coarse comparison shows they cannot reach the floor (ingest's edges;
+    /// see [`Probe::estimate`]). Equal to [`crate::sketch::estimate`] of the decoded
+    /// sketches and the doc's sketch reduced, whatever the cache holds.
     pub fn estimates(
         &self,
         docs: &[u64],
-        sketch: &Sketch,
+        sketch: &CompactSketch,
         mut cache: Option<&mut SketchCache>,
+        cut: Option<(f64, f64)>,
     ) -> Result<Vec<(u64, Estimate)>> {
-        let mut probe = Probe::new(sketch);
+        let probe = Probe { own: sketch };
         let mut out = Vec::with_capacity(docs.len());
         let mut misses = Vec::new();
-        for d in docs {
-            match cache.as_deref_mut().and_then(|c| c.get(*d)) {
-                Some(c) => out.push((*d, probe.estimate(c))),
-                None => misses.push(*d),
+        if let Some(cache) = cache.as_deref_mut() {
+            let kept: Vec<u64> = docs.iter().copied().filter(|d| cache.touch(*d)).collect();
+            misses.extend(docs.iter().filter(|d| cache.get(**d).is_none()));
+            // Each kept sketch is a cache miss away: the next ones are asked for ahead.
+            let kept: Vec<(u64, &CompactSketch)> = kept
+                .iter()
+                .filter_map(|d| Some((*d, cache.get(*d)?)))
+                .collect();
+            const AHEAD: usize = 2;
+            for (i, (d, c)) in kept.iter().enumerate() {
+                if let Some((_, next)) = kept.get(i + AHEAD) {
+                    crate::index::postings::prefetch(next.values.as_ptr());
+                }
+                out.extend(probe.estimate(c, cut).map(|e| (*d, e)));
             }
+        } else {
+            misses.extend_from_slice(docs);
         }
         let keys: Vec<[u8; 8]> = misses.iter().map(|d| d.to_be_bytes()).collect();
         let db = self.index.db();
@@ -376,7 +460,7 @@ impl Col<'_, Sketches> {
             let Some(packed) = res? else { continue };
             let p = parse(&packed).map_err(|e| corrupt::<Sketches>(k, e))?;
             let c = CompactSketch::from_packed(&p);
-            out.push((*d, probe.estimate(&c)));
+            out.extend(probe.estimate(&c, cut).map(|e| (*d, e)));
             if let Some(cache) = cache.as_deref_mut() {
                 cache.insert(*d, c);
             }
@@ -398,5 +482,95 @@ impl Col<'_, Sketches> {
             each(doc, s)?;
             Ok(true)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::postings::posting_values;
+    use crate::sketch::{estimate, SketchParams};
+
+    fn sketch_of(words: impl Iterator<Item = String>) -> Sketch {
+        let words: Vec<String> = words.collect();
+        Sketch::of_tokens(
+            words.iter().map(|s| s.as_str()),
+            &SketchParams::default(),
+            &mut Vec::new(),
+        )
+    }
+
+    /// Docs of `n` words, of which the first `shared` come from a common pool.
+    fn pair(n: usize, shared: usize, seed: usize) -> (Sketch, Sketch) {
+        let a = sketch_of((0..n).map(|i| {
+            if i < shared {
+                format!("s{i}")
+            } else {
+                format!("a{seed}x{i}")
+            }
+        }));
+        let b = sketch_of((0..n).map(|i| {
+            if i < shared {
+                format!("s{i}")
+            } else {
+                format!("b{seed}x{i}")
+            }
+        }));
+        (a, b)
+    }
+
+    #[test]
+    fn a_sketch_read_back_is_the_sketch_the_writer_kept() {
+        for n in [5, 300, 1500, 4000, 30_000] {
+            let s = sketch_of((0..n).map(|i| format!("w{i}")));
+            let (plevel, _) = posting_values(&s, 64);
+            let packed = Sketches::value(&StoredSketch::new(&s, plevel));
+            let read = CompactSketch::from_packed(&parse(&packed).unwrap());
+            let kept = CompactSketch::of(&s);
+            assert_eq!(read, kept, "{n} words");
+            // Each level's sample is the prefix `at` gives, known ends or not.
+            let reduced = s.reduced();
+            for l in kept.level as u32..kept.level as u32 + 8 {
+                let mut want: Vec<u32> = reduced
+                    .at_level(l as u8)
+                    .map(|v| level_major(compact(v)))
+                    .collect();
+                want.sort_unstable();
+                assert_eq!(kept.at(l), &want[..], "{n} words, level {l}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_coarse_cut_never_changes_an_estimate_it_lets_through() {
+        let (mut cut_off, mut through) = (0, 0);
+        for seed in 0..60 {
+            let n = 200 + seed * 37;
+            let shared = n * (seed % 10) / 10;
+            let (a, b) = pair(n, shared, seed);
+            let (ca, cb) = (CompactSketch::of(&a), CompactSketch::of(&b));
+            let probe = Probe { own: &cb };
+            let whole = probe.estimate(&ca, None).unwrap();
+            // The compact estimate is the estimate of the reduced sketches.
+            assert_eq!(whole, estimate(&a.reduced(), &b.reduced()));
+            match probe.estimate(&ca, Some((0.3, 3.0))) {
+                Some(e) => {
+                    assert_eq!(e, whole);
+                    through += 1;
+                }
+                None => {
+                    let top = whole
+                        .resemblance
+                        .max(whole.containment_a_in_b)
+                        .max(whole.containment_b_in_a);
+                    assert!(top < 0.3, "seed {seed}: cut a pair at {top}");
+                    cut_off += 1;
+                }
+            }
+        }
+        assert!(
+            cut_off > 10 && through > 10,
+            "{cut_off} cut, {through} through"
+        );
     }
 }

@@ -128,6 +128,9 @@ pub struct WriterTimes {
     pub candidates: u64,
     /// Candidates whose sketch was read and compared.
     pub sketches_read: u64,
+    /// Of those, the ones settled by comparing the coarse quarter of both sketches (no
+    /// edge possible); the others were compared whole.
+    pub settled_coarse: u64,
 }
 
 /// Adds the time since `t` to `slot`, and restarts `t`.
@@ -444,12 +447,22 @@ pub fn ingest(
     // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
     // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
     auto_compactions(index, false)?;
-    w.fresh.spill(index, index.counters().next_doc)?;
+    // The last spill, and the memtables to disk beside it (otherwise the next open
+    // replays the whole write-ahead log): the flush runs on RocksDB's threads while this
+    // one sorts and writes the postings (measured: 0.33 s of a 20k-page first sweep's
+    // 1.5 s finish).
+    let next_doc = index.counters().next_doc;
+    let (spilled, flushed) = std::thread::scope(|s| {
+        let flush = s.spawn(|| index.flush());
+        let spilled = w.fresh.spill(index, next_doc);
+        (spilled, flush.join())
+    });
+    spilled?;
+    flushed.map_err(|_| IndexError::Invalid("the memtable flush panicked".into()))??;
     if opts.store_texts {
         texts::train_if_ready(index)?;
+        index.flush()?;
     }
-    // Memtables to disk now: otherwise the next open replays the whole write-ahead log.
-    w.index.flush()?;
     settle_compactions(index, postings_before, w.fresh.spilled())?;
     // What this ingest completed becomes visible to servers as one whole state.
     if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
