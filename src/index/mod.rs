@@ -222,6 +222,9 @@ pub struct Index {
     params: IndexParams,
     counters: std::sync::Mutex<Counters>,
     tuning: Tuning,
+    /// Whether automatic compactions are off in this process (the end of an ingest
+    /// turns them off; they are on at open).
+    pub(crate) compactions_paused: std::sync::atomic::AtomicBool,
 }
 
 /// Whether the RocksDB database at `path` with `families` holds no key at all, looked
@@ -319,6 +322,7 @@ impl Index {
             params: params.clone(),
             counters: Default::default(),
             tuning,
+            compactions_paused: Default::default(),
         };
         let version = index.meta().schema_version()?;
         // A directory RocksDB created but that never got our meta (a first run killed

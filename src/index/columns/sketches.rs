@@ -366,6 +366,8 @@ impl Probe<'_> {
 /// dropped. Writer-side, one thread.
 #[derive(Default)]
 pub struct SketchCache {
+    /// Sketches asked for and not kept (read from RocksDB), so far.
+    pub misses: u64,
     young: U64Map<CompactSketch>,
     old: U64Map<CompactSketch>,
     young_bytes: usize,
@@ -434,6 +436,7 @@ impl Col<'_, Sketches> {
         if let Some(cache) = cache.as_deref_mut() {
             let kept: Vec<u64> = docs.iter().copied().filter(|d| cache.touch(*d)).collect();
             misses.extend(docs.iter().filter(|d| cache.get(**d).is_none()));
+            cache.misses += misses.len() as u64;
             // Each kept sketch is a cache miss away: the next ones are asked for ahead.
             let kept: Vec<(u64, &CompactSketch)> = kept
                 .iter()
