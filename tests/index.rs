@@ -664,18 +664,29 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
     let mut edges = 0;
     index
         .edges()
-        .for_each(|(lo, hi), e| {
-            let (a, b) = (
-                index.sketch(lo).unwrap().unwrap(),
-                index.sketch(hi).unwrap().unwrap(),
+        .for_each(|hi, list| {
+            assert!(
+                list.windows(2).all(|w| w[0].0 < w[1].0),
+                "doc {hi}: in doc order"
             );
-            let est = estimate(&a, &b);
-            assert_eq!(e.resemblance, est.resemblance as f32, "edge {lo}-{hi}");
-            assert_eq!(
-                e.contain_lo_in_hi, est.containment_a_in_b as f32,
-                "edge {lo}-{hi}"
-            );
-            edges += 1;
+            for (lo, e) in list {
+                assert!(lo < hi, "edge {lo}-{hi}: under its newer doc");
+                let (a, b) = (
+                    index.sketch(lo).unwrap().unwrap(),
+                    index.sketch(hi).unwrap().unwrap(),
+                );
+                let est = estimate(&a, &b);
+                assert_eq!(e.resemblance, est.resemblance as f32, "edge {lo}-{hi}");
+                assert_eq!(
+                    e.contain_lo_in_hi, est.containment_a_in_b as f32,
+                    "edge {lo}-{hi}"
+                );
+                assert_eq!(
+                    e.contain_hi_in_lo, est.containment_b_in_a as f32,
+                    "edge {lo}-{hi}"
+                );
+                edges += 1;
+            }
             Ok(true)
         })
         .unwrap();

@@ -29,7 +29,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// Version of the on-disk layout this build reads and writes. 4: file numbers in
 /// `captures` and `doc_captures` keys are u32 (were u16), and a sweep's files are
 /// numbered in `files` instead of listed in its `sweeps` value.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -465,7 +465,7 @@ impl Index {
         Col::new(self)
     }
 
-    /// `edges`: doc pair → resemblance and containments.
+    /// `edges`: newer doc → its edges (older doc, resemblance and containments).
     pub fn edges(&self) -> Col<'_, columns::edges::Edges> {
         Col::new(self)
     }
@@ -609,13 +609,12 @@ mod tests {
         }
         let (_d, i) = damaged(cf::PARENTS, &[1, 2, 3], &[0; 24]);
         assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("key 010203"));
-        let edge = codec::encode(&codec::EdgeInfo {
-            resemblance: 0.9,
-            contain_lo_in_hi: 0.9,
-            contain_hi_in_lo: 0.9,
-        });
+        let edge = [0u8; columns::edges::ENTRY];
         let (_d, mut i) = damaged(cf::EDGES, b"short", &edge);
         assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES).contains("key \"short\""));
+        let (_d, mut i) = damaged(cf::EDGES, &9u64.to_be_bytes(), &edge[..16]);
+        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES)
+            .contains("key 0000000000000009"));
         // The postings mark and a list of partial entries.
         let (_d, i) = damaged(cf::POSTINGS, &columns::postings::MARK_KEY, &[1, 2]);
         assert!(

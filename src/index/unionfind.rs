@@ -145,18 +145,20 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
         r
     }
     let mut unions = 0u64;
-    Col::<Edges>::new(index).for_each(|(a, b), e| {
-        if (e.resemblance as f64) < threshold {
-            return Ok(true);
-        }
-        parent.entry(a).or_insert(a);
-        parent.entry(b).or_insert(b);
-        let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
-        if ra != rb {
-            // Smaller id as root: deterministic and already the cluster id.
-            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-            parent.insert(hi, lo);
-            unions += 1;
+    Col::<Edges>::new(index).for_each(|b, list| {
+        for (a, e) in list {
+            if (e.resemblance as f64) < threshold {
+                continue;
+            }
+            parent.entry(a).or_insert(a);
+            parent.entry(b).or_insert(b);
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            if ra != rb {
+                // Smaller id as root: deterministic and already the cluster id.
+                let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+                parent.insert(hi, lo);
+                unions += 1;
+            }
         }
         Ok(true)
     })?;

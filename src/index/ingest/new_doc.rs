@@ -119,6 +119,8 @@ impl Writer<'_> {
         self.sketch_cache.insert(d, compact);
         self.summary.writer.settled_coarse += (passing.len() - estimates.len()) as u64;
         lap(&mut self.clock, &mut self.summary.writer.estimate_s);
+        // The doc's edges to older docs, in doc order: one value.
+        let mut edges = Vec::new();
         for (b, e) in estimates {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
@@ -128,12 +130,15 @@ impl Writer<'_> {
                     contain_lo_in_hi: c_b_in_d as f32,
                     contain_hi_in_lo: c_d_in_b as f32,
                 };
-                batch.put::<Edges>(self.index, &(b, d), &edge);
-                self.sweep.counts.edges += 1;
+                edges.push((b, edge));
                 if r >= threshold {
                     targets.push(b);
                 }
             }
+        }
+        if !edges.is_empty() {
+            self.sweep.counts.edges += edges.len() as u64;
+            batch.put::<Edges>(self.index, &d, &edges);
         }
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
