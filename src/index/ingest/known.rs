@@ -9,9 +9,10 @@ use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
+use crate::index::columns::sketches::CompactSketch;
 use crate::index::columns::url_last::UrlLast;
 use crate::index::columns::{Batch, Column};
-use crate::sketch::{estimate, Sketch};
+use crate::sketch::Sketch;
 use crate::url::{resolve, surt};
 
 impl Writer<'_> {
@@ -161,7 +162,7 @@ impl Writer<'_> {
     /// time order) is one point lookup in `url_last`; otherwise a reverse scan of
     /// `captures` finds the previous one.
     pub(super) fn previous_and_remember(
-        &self,
+        &mut self,
         batch: &mut Batch,
         key_surt: &str,
         ts: &str,
@@ -185,7 +186,7 @@ impl Writer<'_> {
     }
 
     pub(super) fn resemblance(
-        &self,
+        &mut self,
         prev: u64,
         doc: u64,
         current: Option<&Sketch>,
@@ -193,20 +194,25 @@ impl Writer<'_> {
         if prev == doc {
             return Ok(Some(1.0));
         }
-        // The current doc may be new in this very batch: use the sketch in hand, reduced
-        // as stored sketches are.
+        // The current doc may be new in this very batch: use the sketch in hand.
         let cur = match current {
-            Some(s) => Some(s.reduced()),
-            None => self.index.sketch(doc)?,
+            Some(s) => CompactSketch::of(s),
+            None => match self.index.sketch(doc)? {
+                Some(s) => CompactSketch::of(&s),
+                None => return Ok(None),
+            },
         };
-        let (Some(a), Some(b)) = (self.index.sketch(prev)?, cur) else {
-            return Ok(None);
-        };
-        Ok(Some(estimate(&a, &b).resemblance as f32))
+        // Compared as candidates are (equal to `estimate` of both sketches reduced),
+        // the previous doc's sketch from the writer's cache when it is kept.
+        let e =
+            self.index
+                .sketches()
+                .estimates(&[prev], &cur, Some(&mut self.sketch_cache), None)?;
+        Ok(e.first().map(|(_, e)| e.resemblance as f32))
     }
 
     pub(super) fn resemblance_to_previous(
-        &self,
+        &mut self,
         key_surt: &str,
         ts: &str,
         doc: u64,
