@@ -61,9 +61,12 @@ impl StoredSketch {
             .filter(|v| *v & mask != 0)
             .map(|v| compact(*v))
             .collect();
-        // Full values sorted may tie on their kept bits: the compact order, distinct.
-        low.sort_unstable();
-        low.dedup();
+        // Full values sorted may tie on their kept bits: the compact order, distinct
+        // (almost always sorted already).
+        if !low.is_sorted_by(|a, b| a < b) {
+            low.sort_unstable();
+            low.dedup();
+        }
         StoredSketch {
             shingles: s.shingles,
             level: s.level,
@@ -71,6 +74,15 @@ impl StoredSketch {
             low,
             posting: s.values.iter().copied().filter(|v| v & mask == 0).collect(),
         }
+    }
+
+    /// The form candidate checks compare, made in one pass (no sort).
+    pub fn compact(&self) -> CompactSketch {
+        CompactSketch::from_parts(
+            self.level,
+            self.low.iter().copied(),
+            self.posting.iter().copied(),
+        )
     }
 
     /// The sketch every estimate uses: all values reduced ([`Sketch::reduced`]).
@@ -291,15 +303,24 @@ impl CompactSketch {
     }
 
     fn from_packed(p: &Packed) -> CompactSketch {
-        // Both parts ascending in compact order, and apart in trailing zeros (under and
-        // at the posting level): one distribution of the two puts each group in order.
-        let mut all: Vec<u32> = p.low().collect();
+        CompactSketch::from_parts(p.level, p.low(), p.posting())
+    }
+
+    /// From a stored sketch's parts: compact values under the posting level and full
+    /// posting values, each ascending. Apart in trailing zeros, so one distribution of
+    /// the two puts each group in order.
+    fn from_parts(
+        level: u8,
+        low: impl Iterator<Item = u32>,
+        posting: impl Iterator<Item = u64>,
+    ) -> CompactSketch {
+        let mut all: Vec<u32> = low.collect();
         let mut high = Vec::new();
-        compact_sorted(p.posting(), &mut high);
+        compact_sorted(posting, &mut high);
         all.extend_from_slice(&high);
         let mut values = Vec::new();
         into_level_major(&all, &mut values);
-        CompactSketch::new(p.level, values)
+        CompactSketch::new(level, values)
     }
 
     /// Memory held, in bytes (with a map entry's share).
@@ -399,6 +420,11 @@ impl SketchCache {
 
     fn get(&self, doc: u64) -> Option<&CompactSketch> {
         self.young.get(&doc).or_else(|| self.old.get(&doc))
+    }
+
+    /// A copy of the kept sketch of `doc`, if it is kept.
+    pub fn kept(&self, doc: u64) -> Option<CompactSketch> {
+        self.get(doc).cloned()
     }
 
     /// Keeps `c` as the sketch of `doc`.
@@ -531,6 +557,7 @@ mod tests {
             let read = CompactSketch::from_packed(&parse(&packed).unwrap());
             let kept = CompactSketch::of(&s);
             assert_eq!(read, kept, "{n} words");
+            assert_eq!(StoredSketch::new(&s, plevel).compact(), kept, "{n} words");
             // Each level's sample is the prefix `at` gives, known ends or not.
             let reduced = s.reduced();
             for l in kept.level as u32..kept.level as u32 + 8 {

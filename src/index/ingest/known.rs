@@ -194,9 +194,13 @@ impl Writer<'_> {
         if prev == doc {
             return Ok(Some(1.0));
         }
-        // The current doc may be new in this very batch: use the sketch in hand.
+        // The current doc may be new in this very batch: use the sketch in hand (a new
+        // doc's is kept already).
         let cur = match current {
-            Some(s) => CompactSketch::of(s),
+            Some(s) => self
+                .sketch_cache
+                .kept(doc)
+                .unwrap_or_else(|| CompactSketch::of(s)),
             None => match self.index.sketch(doc)? {
                 Some(s) => CompactSketch::of(&s),
                 None => return Ok(None),

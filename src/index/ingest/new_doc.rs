@@ -6,7 +6,7 @@ use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
 use crate::index::columns::postings::MAX_DOCS;
-use crate::index::columns::sketches::{CompactSketch, Sketches, StoredSketch};
+use crate::index::columns::sketches::{Sketches, StoredSketch};
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::posting_values;
@@ -53,7 +53,8 @@ impl Writer<'_> {
         };
         batch.put::<Docs>(self.index, &d, &info);
         let posting = posting_values(sketch, self.index.params().posting_target);
-        batch.put::<Sketches>(self.index, &d, &StoredSketch::new(sketch, posting.0));
+        let stored = StoredSketch::new(sketch, posting.0);
+        batch.put::<Sketches>(self.index, &d, &stored);
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
@@ -108,7 +109,7 @@ impl Writer<'_> {
         times.candidates += (found.shared.len() + found.heads.len()) as u64;
         times.sketches_read += passing.len() as u64;
         lap(&mut self.clock, &mut times.candidates_s);
-        let compact = CompactSketch::of(sketch);
+        let compact = stored.compact();
         let estimates = self.index.sketches().estimates(
             &passing,
             &compact,
