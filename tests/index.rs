@@ -644,6 +644,7 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
     );
     let work = tempfile::tempdir().unwrap();
     let mut exports = Vec::new();
+    let mut settled_coarse = Vec::new();
     for (name, mb) in [("default", None), ("off", Some(0)), ("tiny", Some(1))] {
         let db = work.path().join(name);
         let mut extra = Vec::new();
@@ -653,9 +654,44 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
             extra = vec!["--config".to_string(), s(&cfg)];
         }
         let extra: Vec<&str> = extra.iter().map(|x| x.as_str()).collect();
-        ingest_all(&db, corpus.path(), 3, &extra);
+        let mut writer = Vec::new();
+        for k in 1..=3 {
+            let out = ingest(
+                &db,
+                &format!("sweep-{k}"),
+                &sweep_files(corpus.path(), k),
+                &extra,
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            writer.push(summary["writer"].clone());
+        }
+        // The redesign sweep: candidates settled on the coarse part of both sketches
+        // whatever the cache; without a cache every compared sketch is read.
+        let w = &writer[1];
+        let (read, settled, misses) = (
+            w["sketches_read"].as_u64().unwrap(),
+            w["settled_coarse"].as_u64().unwrap(),
+            w["sketch_misses"].as_u64().unwrap(),
+        );
+        assert!(settled > 0 && settled < read, "{name}: {w}");
+        match mb {
+            Some(0) => assert!(misses >= read, "{name}: {w}"),
+            None => assert!(misses < read / 2, "{name}: {w}"),
+            _ => {}
+        }
+        settled_coarse.push(settled);
         exports.push((name, export(&db), export_jsonl(&db)));
     }
+    assert!(
+        settled_coarse.windows(2).all(|w| w[0] == w[1]),
+        "settled the same whatever the cache: {settled_coarse:?}"
+    );
     for (name, cdxj, jsonl) in &exports[1..] {
         assert!(*cdxj == exports[0].1, "cache {name}: another CDXJ export");
         assert!(*jsonl == exports[0].2, "cache {name}: another JSONL export");

@@ -131,6 +131,9 @@ pub struct WriterTimes {
     /// Of those, the ones settled by comparing the coarse quarter of both sketches (no
     /// edge possible); the others were compared whole.
     pub settled_coarse: u64,
+    /// Sketches read from RocksDB, not found among those the writer kept
+    /// (`ingest.sketch_cache_mb`).
+    pub sketch_misses: u64,
 }
 
 /// Adds the time since `t` to `slot`, and restarts `t`.
@@ -469,6 +472,7 @@ pub fn ingest(
         snapshots::publish(index)?;
     }
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
+    w.summary.writer.sketch_misses = w.sketch_cache.misses;
     w.summary.files = todo.len() as u64;
     w.summary.counts = w.sweep.counts.since(&w.counts_before);
     Ok(w.summary)
