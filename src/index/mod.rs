@@ -12,6 +12,7 @@ pub mod columns;
 pub mod ingest;
 pub mod postings;
 pub mod query;
+pub mod rice;
 pub mod snapshots;
 pub mod texts;
 pub mod unionfind;
@@ -29,7 +30,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// Version of the on-disk layout this build reads and writes. 4: file numbers in
 /// `captures` and `doc_captures` keys are u32 (were u16), and a sweep's files are
 /// numbered in `files` instead of listed in its `sweeps` value.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {

@@ -1,33 +1,41 @@
-//! `sketches`: doc id (u64 BE) → the doc's sketch, packed: `[format 2][level u8]
-//! [shingles u32 BE][posting level u8][n u32 BE][n compact values u32 BE…][posting
-//! values u64 BE…]`, each part ascending. The values under the posting level are kept
-//! compact ([`crate::sketch::compact`]: 27 bits and the trailing zeros, 4 bytes instead
-//! of 8); the posting values in full (see [`StoredSketch`]). Every estimate compares the
-//! reduced values ([`crate::sketch::reduce`]) of both sketches. Never through a
-//! serializer: every candidate check reads one, and compares it packed
-//! ([`Col::estimates`]).
+//! `sketches`: doc id (u64 BE) → the doc's sketch, packed: `[format 3][level u8]
+//! [shingles u32 BE][posting level u8][bytes of the compact part u32 BE][compact part]
+//! [posting part]`. The compact part holds the values under the posting level, compact
+//! ([`crate::sketch::compact`]: 27 bits and the trailing zeros), one group per number of
+//! trailing zeros, most first: the group's count (LEB128) and its 27-bit parts as Rice
+//! codes ([`crate::index::rice`]), padded to a byte. The posting part holds the posting
+//! values in full: their count (LEB128) and the values shifted right by the posting
+//! level, Rice-coded. Every estimate compares the reduced values
+//! ([`crate::sketch::reduce`]) of both sketches. Never through a serializer: every
+//! candidate check that misses the writer's cache reads one ([`Col::estimates`]).
 //!
 //! Written by ingest (a new doc). Read by ingest's candidate checks and its rebuild of
 //! the fresh postings after a kill, `similar`, the report's move matching and the
 //! service. Sketch values are uniform hashes: RocksDB's zstd saved nothing here and cost
-//! a recompression at each compaction.
+//! a recompression at each compaction; the Rice codes take the bits they can (a value
+//! ~21 bits where it took 32, a posting value ~55 where it took 64).
 
 use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Col, Column, Tuning};
 use crate::index::postings::U64Map;
+use crate::index::rice::{self, BitReader, BitWriter};
 use crate::index::Result;
 use crate::sketch::{common_sorted, compact, expand, within_reach, Estimate, Sketch, MAX_TZ};
 
 /// Marker of the `sketches` column family.
 pub struct Sketches;
 
-/// The packed form's first byte (1: u64 values, schema 4 and before).
-const FORMAT: u8 = 2;
+/// The packed form's first byte (1: u64 values, schema 4 and before; 2: compact values
+/// as u32, schema 5 and 6).
+const FORMAT: u8 = 3;
 
-/// Bytes before the values: format, level, shingles u32, posting level, count of
-/// compact values u32.
+/// Bytes before the values: format, level, shingles u32, posting level, bytes of the
+/// compact part u32.
 const HEADER: usize = 11;
+
+/// Bits a compact value keeps of its sample value.
+const KEPT: u32 = crate::sketch::KEPT_BITS;
 
 /// A doc's sketch as stored: the values under its posting level compact (4 bytes, all
 /// an estimate needs), those at it in full (8 bytes: they are the keys of its posting
@@ -113,29 +121,52 @@ impl Column for Sketches {
     }
 
     fn value(s: &StoredSketch) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER + 4 * s.low.len() + 8 * s.posting.len());
+        let mut out = Vec::with_capacity(HEADER + 3 * s.low.len() + 7 * s.posting.len() + 8);
         out.push(FORMAT);
         out.push(s.level);
         out.extend_from_slice(&s.shingles.to_be_bytes());
         out.push(s.posting_level);
-        out.extend_from_slice(&(s.low.len() as u32).to_be_bytes());
-        for c in &s.low {
-            out.extend_from_slice(&c.to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
+        // One group per number of trailing zeros, most first (level-major order).
+        for tz in (s.level..s.posting_level.max(s.level)).rev() {
+            let group = || s.low.iter().filter(move |c| *c & 31 == tz as u32);
+            let count = group().count();
+            leb128(&mut out, count as u64);
+            let mut w = BitWriter::new(&mut out);
+            w.ascending(
+                group().map(|c| (*c >> 5) as u64),
+                rice::parameter(count, KEPT),
+            );
+            w.finish();
         }
-        for v in &s.posting {
-            out.extend_from_slice(&v.to_be_bytes());
-        }
+        let low_bytes = (out.len() - HEADER) as u32;
+        out[7..HEADER].copy_from_slice(&low_bytes.to_be_bytes());
+        let shift = s.posting_level as u32;
+        leb128(&mut out, s.posting.len() as u64);
+        let mut w = BitWriter::new(&mut out);
+        w.ascending(
+            s.posting.iter().map(|v| v >> shift),
+            rice::parameter(s.posting.len(), 64 - shift),
+        );
+        w.finish();
         out
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<StoredSketch, String> {
         let p = parse(b)?;
+        // Back in compact order (by the kept bits, then trailing zeros).
+        let mut low: Vec<u32> = p
+            .low
+            .iter()
+            .map(|lm| ((lm & ((1 << 27) - 1)) << 5) | (MAX_TZ - (lm >> 27)))
+            .collect();
+        low.sort_unstable();
         Ok(StoredSketch {
             shingles: p.shingles,
             level: p.level,
             posting_level: p.posting_level,
-            low: p.low().collect(),
-            posting: p.posting().collect(),
+            low,
+            posting: p.posting,
         })
     }
 
@@ -145,49 +176,97 @@ impl Column for Sketches {
     }
 }
 
-/// A packed sketch, its shape checked, read in place.
-struct Packed<'a> {
+/// A packed sketch, decoded and its shape checked.
+struct Packed {
     shingles: u32,
     level: u8,
     posting_level: u8,
-    low: &'a [u8],
-    posting: &'a [u8],
+    /// The values under the posting level, in [`level_major`] order.
+    low: Vec<u32>,
+    /// The posting values, in full, ascending.
+    posting: Vec<u64>,
 }
 
-impl Packed<'_> {
-    fn low(&self) -> impl Iterator<Item = u32> + '_ {
-        self.low
-            .chunks_exact(4)
-            .map(|c| u32::from_be_bytes(c.try_into().expect("4 bytes")))
+/// `v` as LEB128: seven bits a byte, low first.
+fn leb128(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
     }
-
-    fn posting(&self) -> impl Iterator<Item = u64> + '_ {
-        self.posting
-            .chunks_exact(8)
-            .map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes")))
-    }
+    out.push(v as u8);
 }
 
-fn parse(b: &[u8]) -> std::result::Result<Packed<'_>, String> {
-    let bad = || format!("not a packed sketch ({} bytes)", b.len());
+/// A LEB128 number at the start of `b`, and its length.
+fn read_leb128(b: &[u8]) -> std::result::Result<(u64, usize), String> {
+    let mut v = 0u64;
+    for (i, byte) in b.iter().enumerate().take(10) {
+        v |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok((v, i + 1));
+        }
+    }
+    Err("a count that does not end".into())
+}
+
+fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
+    let bad = |why: &str| format!("not a packed sketch ({} bytes): {why}", b.len());
     if b.len() < HEADER || b[0] != FORMAT {
-        return Err(bad());
+        return Err(bad("format"));
     }
-    let n_low = u32::from_be_bytes([b[7], b[8], b[9], b[10]]) as usize;
-    let low_end = n_low
-        .checked_mul(4)
-        .and_then(|n| n.checked_add(HEADER))
+    let (level, posting_level) = (b[1], b[6]);
+    if posting_level as u32 > MAX_TZ || level > posting_level {
+        return Err(bad("levels"));
+    }
+    let low_bytes = u32::from_be_bytes([b[7], b[8], b[9], b[10]]) as usize;
+    let low_end = HEADER
+        .checked_add(low_bytes)
         .filter(|e| *e <= b.len())
-        .ok_or_else(bad)?;
-    if !(b.len() - low_end).is_multiple_of(8) {
-        return Err(bad());
+        .ok_or_else(|| bad("length of the compact part"))?;
+    let mut low = Vec::new();
+    let mut at = HEADER;
+    for tz in (level..posting_level).rev() {
+        let (count, n) = read_leb128(&b[at..low_end]).map_err(|e| bad(&e))?;
+        at += n;
+        // Each value takes a bit at least: a count past the bytes left is damage.
+        if count > 8 * (low_end - at) as u64 {
+            return Err(bad("a group larger than its bytes"));
+        }
+        let k = rice::parameter(count as usize, KEPT);
+        let mut r = BitReader::new(&b[at..low_end]);
+        let group = ((MAX_TZ - tz as u32) << 27) as u64;
+        r.ascending(count as usize, k, (1 << KEPT) - 1, |v| {
+            low.push((group | v) as u32)
+        })
+        .map_err(|e| bad(&e))?;
+        at += r.byte_align();
+    }
+    if at != low_end {
+        return Err(bad("bytes after the compact part"));
+    }
+    let (count, n) = read_leb128(&b[at..]).map_err(|e| bad(&e))?;
+    at += n;
+    if count > 8 * (b.len() - at) as u64 {
+        return Err(bad("more posting values than bytes"));
+    }
+    let shift = posting_level as u32;
+    let mut posting = Vec::with_capacity(count as usize);
+    let mut r = BitReader::new(&b[at..]);
+    r.ascending(
+        count as usize,
+        rice::parameter(count as usize, 64 - shift),
+        u64::MAX >> shift,
+        |v| posting.push(v << shift),
+    )
+    .map_err(|e| bad(&e))?;
+    if at + r.byte_align() != b.len() {
+        return Err(bad("bytes after the posting values"));
     }
     Ok(Packed {
-        level: b[1],
+        level,
         shingles: u32::from_be_bytes([b[2], b[3], b[4], b[5]]),
-        posting_level: b[6],
-        low: &b[HEADER..low_end],
-        posting: &b[low_end..],
+        posting_level,
+        low,
+        posting,
     })
 }
 
@@ -302,8 +381,15 @@ impl CompactSketch {
         }
     }
 
-    fn from_packed(p: &Packed) -> CompactSketch {
-        CompactSketch::from_parts(p.level, p.low(), p.posting())
+    fn from_packed(p: Packed) -> CompactSketch {
+        // The posting values have the most trailing zeros: first in level-major order,
+        // then the compact part, decoded in that order already.
+        let mut high = Vec::new();
+        compact_sorted(p.posting.iter().copied(), &mut high);
+        let mut values = Vec::with_capacity(high.len() + p.low.len());
+        into_level_major(&high, &mut values);
+        values.extend_from_slice(&p.low);
+        CompactSketch::new(p.level, values)
     }
 
     /// From a stored sketch's parts: compact values under the posting level and full
@@ -488,7 +574,7 @@ impl Col<'_, Sketches> {
         {
             let Some(packed) = res? else { continue };
             let p = parse(&packed).map_err(|e| corrupt::<Sketches>(k, e))?;
-            let c = CompactSketch::from_packed(&p);
+            let c = CompactSketch::from_packed(p);
             out.extend(probe.estimate(&c, cut).map(|e| (*d, e)));
             if let Some(cache) = cache.as_deref_mut() {
                 cache.insert(*d, c);
@@ -554,7 +640,11 @@ mod tests {
             let s = sketch_of((0..n).map(|i| format!("w{i}")));
             let (plevel, _) = posting_values(&s, 64);
             let packed = Sketches::value(&StoredSketch::new(&s, plevel));
-            let read = CompactSketch::from_packed(&parse(&packed).unwrap());
+            let read = CompactSketch::from_packed(parse(&packed).unwrap());
+            assert_eq!(
+                Sketches::decode_value(&packed).unwrap(),
+                StoredSketch::new(&s, plevel)
+            );
             let kept = CompactSketch::of(&s);
             assert_eq!(read, kept, "{n} words");
             assert_eq!(StoredSketch::new(&s, plevel).compact(), kept, "{n} words");
