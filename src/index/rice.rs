@@ -27,9 +27,10 @@ impl<'a> BitWriter<'a> {
         BitWriter { out, acc: 0, n: 0 }
     }
 
-    /// The low `bits` bits of `v` (any number up to 64).
+    /// The low `bits` bits of `v` (any number up to 64). Fewer than 8 bits wait in the
+    /// accumulator between calls, so up to 56 go in at once.
     pub fn put(&mut self, v: u64, bits: u32) {
-        if bits > 32 {
+        if bits > 56 {
             self.put(v >> 32, bits - 32);
             self.put(v & 0xffff_ffff, 32);
             return;
@@ -52,13 +53,18 @@ impl<'a> BitWriter<'a> {
             let gap = v - prev;
             prev = v;
             let mut q = gap >> k;
+            let low = gap & ((1u64 << k.min(63)) - 1);
+            if q + 1 + k as u64 <= 56 {
+                // q ones, a zero, the low bits: one write (the usual case).
+                self.put((((1u64 << q) - 1) << (k + 1)) | low, q as u32 + 1 + k);
+                continue;
+            }
             while q >= 32 {
                 self.put(u32::MAX as u64, 32);
                 q -= 32;
             }
-            // q ones, then a zero.
             self.put(((1u64 << q) - 1) << 1, q as u32 + 1);
-            self.put(gap, k);
+            self.put(low, k);
         }
     }
 
@@ -112,6 +118,28 @@ impl<'a> BitReader<'a> {
     ) -> Result<(), String> {
         let mut prev = 0u64;
         for i in 0..count {
+            // The usual case from one 64-bit window: q ones, a zero, k low bits.
+            let start = self.pos >> 3;
+            if start + 8 <= self.b.len() {
+                let w = u64::from_be_bytes(self.b[start..start + 8].try_into().expect("8"))
+                    << (self.pos & 7);
+                let q = w.leading_ones();
+                if q + 1 + k <= 57 && (q as u64) <= limit >> k {
+                    let low = if k == 0 {
+                        0
+                    } else {
+                        (w << (q + 1)) >> (64 - k)
+                    };
+                    self.pos += (q + 1 + k) as usize;
+                    let v = prev
+                        .checked_add(((q as u64) << k) | low)
+                        .filter(|v| *v <= limit && (i == 0 || *v > prev))
+                        .ok_or("values out of order or out of range")?;
+                    prev = v;
+                    each(v);
+                    continue;
+                }
+            }
             let mut q = 0u64;
             while self.get(1)? == 1 {
                 q += 1;

@@ -128,13 +128,18 @@ impl Column for Sketches {
         out.push(s.posting_level);
         out.extend_from_slice(&[0; 4]);
         // One group per number of trailing zeros, most first (level-major order).
+        let mut lm = Vec::with_capacity(s.low.len());
+        into_level_major(&s.low, &mut lm);
+        let mut rest = &lm[..];
         for tz in (s.level..s.posting_level.max(s.level)).rev() {
-            let group = || s.low.iter().filter(move |c| *c & 31 == tz as u32);
-            let count = group().count();
+            let g = MAX_TZ - tz as u32;
+            let count = rest.partition_point(|v| v >> 27 == g);
+            let (group, tail) = rest.split_at(count);
+            rest = tail;
             leb128(&mut out, count as u64);
             let mut w = BitWriter::new(&mut out);
             w.ascending(
-                group().map(|c| (*c >> 5) as u64),
+                group.iter().map(|v| (v & ((1 << KEPT) - 1)) as u64),
                 rice::parameter(count, KEPT),
             );
             w.finish();
@@ -658,6 +663,33 @@ mod tests {
                 want.sort_unstable();
                 assert_eq!(kept.at(l), &want[..], "{n} words, level {l}");
             }
+        }
+    }
+
+    #[test]
+    fn a_damaged_packed_sketch_is_an_error_never_a_panic() {
+        let s = sketch_of((0..3000).map(|i| format!("w{i}")));
+        let (plevel, _) = posting_values(&s, 64);
+        let packed = Sketches::value(&StoredSketch::new(&s, plevel));
+        for cut in 0..packed.len() {
+            assert!(
+                Sketches::decode_value(&packed[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut seed = 5u64;
+        for i in 0..packed.len() * 8 {
+            let mut b = packed.clone();
+            b[i / 8] ^= 1 << (i % 8);
+            // Another sketch or an error; the hot path's decoding too.
+            let _ = Sketches::decode_value(&b);
+            if let Ok(p) = parse(&b) {
+                let _ = CompactSketch::from_packed(p);
+            }
+            seed = crate::sketch::fmix64(seed + i as u64);
+            b.truncate(b.len() - (seed % 4) as usize);
+            b.extend_from_slice(&seed.to_be_bytes()[..(seed % 3) as usize]);
+            let _ = Sketches::decode_value(&b);
         }
     }
 
