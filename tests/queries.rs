@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{generate, ingest_generated, sweep_files, tidemark, truth};
+use common::{generate, ingest_generated, sweep_files, tidemark, tidemark_ok, truth};
 use serde_json::Value;
 use tidemark::config::Config;
 use tidemark::index::Index;
@@ -286,21 +286,11 @@ fn commands_print_json_and_refuse_bad_arguments() {
     let t2 = truth(dir, 2);
     let m = &t2["moves"].as_array().unwrap()[0];
     let from = m["from"].as_str().unwrap();
-    let run = |args: &[&str]| {
-        let mut a = vec!["--db", db.to_str().unwrap()];
-        a.extend_from_slice(args);
-        tidemark(&a)
-    };
+    let db_arg = db.to_str().unwrap();
+    let run = |args: &[&str]| tidemark(&[&["--db", db_arg], args].concat());
     // Exit 0 (else the command's stderr), then its JSON.
     let json_ok = |args: &[&str]| -> Value {
-        let out = run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        serde_json::from_slice(&tidemark_ok(&[&["--db", db_arg], args].concat()).stdout).unwrap()
     };
     let out = run(&["whereis", from, "--json"]);
     assert_eq!(out.status.code(), Some(0));

@@ -27,9 +27,9 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 4: file numbers in
-/// `captures` and `doc_captures` keys are u32 (were u16), and a sweep's files are
-/// numbered in `files` instead of listed in its `sweeps` value.
+/// Version of the on-disk layout this build reads and writes. 7: packed sketches
+/// Rice-coded; 6: a doc's edges one value; 5: compact sketch values (each version's
+/// reasons in `schema/README.md`).
 pub const SCHEMA_VERSION: u32 = 7;
 
 /// Column family names (the marker types in [`columns`] hold them).

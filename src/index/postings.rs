@@ -177,8 +177,9 @@ const UNKNOWN_BASE: u32 = u32::MAX;
 pub struct Fresh {
     mark: u64,
     /// Value → (bytes of the stored list at the front, or [`UNKNOWN_BASE`]; the stored
-    /// list as the lookup read it followed by the fresh entries). One allocation per
-    /// value: most values are in one doc, and the map is most of the buffer.
+    /// list as the lookup read it followed by the fresh entries). Most values are in
+    /// one doc, so most lists stay in their slot ([`FreshList`]), and the map is most of
+    /// the buffer.
     lists: U64Map<(u32, FreshList)>,
     /// Bytes of fresh entries in lists grown out of their slot (on the heap).
     heap_bytes: usize,

@@ -86,11 +86,9 @@ impl StoredSketch {
 
     /// The form candidate checks compare, made in one pass (no sort).
     pub fn compact(&self) -> CompactSketch {
-        CompactSketch::from_parts(
-            self.level,
-            self.low.iter().copied(),
-            self.posting.iter().copied(),
-        )
+        let mut low = Vec::with_capacity(self.low.len());
+        into_level_major(&self.low, &mut low);
+        CompactSketch::from_parts(self.level, self.posting.iter().copied(), low)
     }
 
     /// The sketch every estimate uses: all values reduced ([`Sketch::reduced`]).
@@ -133,7 +131,7 @@ impl Column for Sketches {
         let mut rest = &lm[..];
         for tz in (s.level..s.posting_level.max(s.level)).rev() {
             let g = MAX_TZ - tz as u32;
-            let count = rest.partition_point(|v| v >> 27 == g);
+            let count = rest.partition_point(|v| group_of(*v) == g);
             let (group, tail) = rest.split_at(count);
             rest = tail;
             leb128(&mut out, count as u64);
@@ -160,11 +158,7 @@ impl Column for Sketches {
     fn decode_value(b: &[u8]) -> std::result::Result<StoredSketch, String> {
         let p = parse(b)?;
         // Back in compact order (by the kept bits, then trailing zeros).
-        let mut low: Vec<u32> = p
-            .low
-            .iter()
-            .map(|lm| ((lm & ((1 << 27) - 1)) << 5) | (MAX_TZ - (lm >> 27)))
-            .collect();
+        let mut low: Vec<u32> = p.low.iter().map(|lm| compact_of(*lm)).collect();
         low.sort_unstable();
         Ok(StoredSketch {
             shingles: p.shingles,
@@ -238,7 +232,7 @@ fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
         }
         let k = rice::parameter(count as usize, KEPT);
         let mut r = BitReader::new(&b[at..low_end]);
-        let group = ((MAX_TZ - tz as u32) << 27) as u64;
+        let group = ((MAX_TZ - tz as u32) << KEPT) as u64;
         r.ascending(count as usize, k, (1 << KEPT) - 1, |v| {
             low.push((group | v) as u32)
         })
@@ -309,7 +303,17 @@ fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
 /// check takes any level's sample as a slice ([`at_least`]) and compares a coarse part
 /// first ([`Probe::estimate`]).
 fn level_major(c: u32) -> u32 {
-    ((MAX_TZ - (c & 31)) << 27) | (c >> 5)
+    ((MAX_TZ - (c & 31)) << KEPT) | (c >> 5)
+}
+
+/// The trailing-zeros group of a level-major value (0: the most trailing zeros).
+fn group_of(lm: u32) -> u32 {
+    lm >> KEPT
+}
+
+/// The compact value of a level-major one ([`level_major`] undone).
+fn compact_of(lm: u32) -> u32 {
+    ((lm & ((1 << KEPT) - 1)) << 5) | (MAX_TZ - group_of(lm))
 }
 
 /// The prefix of level-major `values` with at least `tz` trailing zeros.
@@ -318,7 +322,7 @@ fn at_least(values: &[u32], tz: u32) -> &[u32] {
         return values;
     }
     let last_group = MAX_TZ - tz.min(MAX_TZ);
-    &values[..values.partition_point(|v| v >> 27 <= last_group)]
+    &values[..values.partition_point(|v| group_of(*v) <= last_group)]
 }
 
 /// Ascending compact values (each trailing-zeros group ascending) into level-major
@@ -387,30 +391,22 @@ impl CompactSketch {
     }
 
     fn from_packed(p: Packed) -> CompactSketch {
-        // The posting values have the most trailing zeros: first in level-major order,
-        // then the compact part, decoded in that order already.
-        let mut high = Vec::new();
-        compact_sorted(p.posting.iter().copied(), &mut high);
-        let mut values = Vec::with_capacity(high.len() + p.low.len());
-        into_level_major(&high, &mut values);
-        values.extend_from_slice(&p.low);
-        CompactSketch::new(p.level, values)
+        CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low)
     }
 
-    /// From a stored sketch's parts: compact values under the posting level and full
-    /// posting values, each ascending. Apart in trailing zeros, so one distribution of
-    /// the two puts each group in order.
+    /// From a stored sketch's parts: its full posting values (ascending) and the values
+    /// under the posting level in level-major order. The posting values have the most
+    /// trailing zeros: they come first, distributed by trailing zeros in one pass.
     fn from_parts(
         level: u8,
-        low: impl Iterator<Item = u32>,
         posting: impl Iterator<Item = u64>,
+        low_level_major: Vec<u32>,
     ) -> CompactSketch {
-        let mut all: Vec<u32> = low.collect();
         let mut high = Vec::new();
         compact_sorted(posting, &mut high);
-        all.extend_from_slice(&high);
-        let mut values = Vec::new();
-        into_level_major(&all, &mut values);
+        let mut values = Vec::with_capacity(high.len() + low_level_major.len());
+        into_level_major(&high, &mut values);
+        values.extend_from_slice(&low_level_major);
         CompactSketch::new(level, values)
     }
 
@@ -551,8 +547,10 @@ impl Col<'_, Sketches> {
         let mut out = Vec::with_capacity(docs.len());
         let mut misses = Vec::new();
         if let Some(cache) = cache.as_deref_mut() {
-            let kept: Vec<u64> = docs.iter().copied().filter(|d| cache.touch(*d)).collect();
-            misses.extend(docs.iter().filter(|d| cache.get(**d).is_none()));
+            // A touched sketch stays kept through the loop (a new generation drops only
+            // the old one, which no touched sketch is left in).
+            let (kept, missed): (Vec<u64>, Vec<u64>) = docs.iter().partition(|d| cache.touch(**d));
+            misses = missed;
             cache.misses += misses.len() as u64;
             // Each kept sketch is a cache miss away: the next ones are asked for ahead.
             let kept: Vec<(u64, &CompactSketch)> = kept
