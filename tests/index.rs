@@ -122,6 +122,46 @@ fn union_find_partition(n: u64, pairs: &[(u64, u64)]) -> BTreeMap<u64, u64> {
     (1..=n).map(|d| (d, root(&mut parent, d))).collect()
 }
 
+/// Runs `recluster` at each threshold and checks its clusters against the all-pairs
+/// oracle over the stored sketches (resemblance compared as stored, in f32); returns
+/// the partitions.
+fn recluster_equals_all_pairs(db: &Path, thresholds: &[f64]) -> Vec<Vec<Vec<u64>>> {
+    let index = Index::open(db, &Config::default(), false).unwrap();
+    let n = index.doc_count();
+    let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
+    drop(index);
+    let mut scored = Vec::new();
+    for a in 0..sketches.len() {
+        for b in a + 1..sketches.len() {
+            let r = estimate(&sketches[a], &sketches[b]).resemblance as f32;
+            if (r as f64) >= thresholds[0].min(0.3) {
+                scored.push((r, a as u64 + 1, b as u64 + 1));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for t in thresholds {
+        let o = tidemark(&["--db", &s(db), "recluster", "--threshold", &t.to_string()]);
+        assert_eq!(o.status.code(), Some(0), "recluster {t}");
+        let got = clusters_from_export(&export(db));
+        let pairs: Vec<(u64, u64)> = scored
+            .iter()
+            .filter(|(r, _, _)| (*r as f64) >= *t)
+            .map(|(_, a, b)| (*a, *b))
+            .collect();
+        let oracle = union_find_partition(n, &pairs);
+        let oracle_seen: BTreeMap<u64, u64> = got.keys().map(|d| (*d, oracle[d])).collect();
+        assert_eq!(
+            partition(&got),
+            partition(&oracle_seen),
+            "recluster at {t}: not the all-pairs clusters ({} pairs)",
+            pairs.len()
+        );
+        out.push(partition(&got));
+    }
+    out
+}
+
 #[test]
 fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     let corpus = tempfile::tempdir().unwrap();
@@ -177,11 +217,10 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
         partition(&clusters_from_export(&export(&db1))),
         partition(&incremental)
     );
-    // And another threshold gives another, coarser or finer, partition without WARCs.
-    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.9"]);
-    assert_eq!(out.status.code(), Some(0));
-    let finer = partition(&clusters_from_export(&export(&db1)));
-    assert!(finer.len() > partition(&incremental).len());
+    // And another threshold gives another, finer, partition without WARCs: the one all
+    // pairs give at it, though only a spanning forest of the edges is stored.
+    let finer = recluster_equals_all_pairs(&db1, &[0.7, 0.9]);
+    assert!(finer[1].len() > partition(&incremental).len());
     let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.1"]);
     assert_eq!(
         out.status.code(),
@@ -645,6 +684,7 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
     let work = tempfile::tempdir().unwrap();
     let mut exports = Vec::new();
     let mut settled_coarse = Vec::new();
+    let (mut found_edges, mut stored_edges) = (0u64, 0u64);
     for (name, mb) in [("default", None), ("off", Some(0)), ("tiny", Some(1))] {
         let db = work.path().join(name);
         let mut extra = Vec::new();
@@ -670,6 +710,10 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
             );
             let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             writer.push(summary["writer"].clone());
+            if name == "tiny" {
+                found_edges += summary["edges"].as_u64().unwrap();
+                stored_edges += summary["writer"]["edges_stored"].as_u64().unwrap();
+            }
         }
         // The redesign sweep: candidates settled on the coarse part of both sketches
         // whatever the cache; without a cache every compared sketch is read.
@@ -726,5 +770,14 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
             Ok(true)
         })
         .unwrap();
-    assert!(edges > 1000, "template families make edges: {edges}");
+    // Template families make edges, of which the index stores a spanning forest (and
+    // a few more): recluster at any threshold still gives the all-pairs clusters.
+    assert_eq!(edges, stored_edges, "edges stored, as the ingests counted them");
+    assert!(found_edges > 1000, "template families make edges: {found_edges}");
+    assert!(
+        stored_edges * 3 < found_edges,
+        "a forest, not every pair: {stored_edges} of {found_edges}"
+    );
+    drop(index);
+    recluster_equals_all_pairs(&work.path().join("tiny"), &[0.4, 0.5, 0.6, 0.8]);
 }

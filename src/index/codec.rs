@@ -48,7 +48,8 @@ pub struct Counts {
     pub new_docs: u64,
     /// Captures whose content was already known.
     pub known_docs: u64,
-    /// Edges stored.
+    /// Pairs found at or above the edge floor (in resemblance or containment); the index
+    /// stores those a spanning forest needs (`ingest::forest`).
     pub edges: u64,
     /// Unions that merged two clusters.
     pub unions: u64,

@@ -330,7 +330,7 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         v["peak_rss_mb"].as_f64().unwrap_or(0.0)
     );
     println!(
-        "{:<10} writer s: wait {:.2}, candidates {:.2}, estimate {:.2}, edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; settled coarse / new doc {:.1}, sketch misses {}",
+        "{:<10} writer s: wait {:.2}, candidates {:.2}, estimate {:.2}, edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
         "",
         f("wait_s"),
         f("candidates_s"),
@@ -341,7 +341,9 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         f("spill_s"),
         f("finish_s"),
         f("settled_coarse") / new_docs,
-        f("sketch_misses")
+        f("sketch_misses"),
+        f("edges_stored"),
+        f("edge_lists_read")
     );
 }
 

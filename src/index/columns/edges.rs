@@ -1,16 +1,18 @@
 //! `edges`: newer doc id u64 BE → its edges to older docs, one value per doc: entries of
 //! [`ENTRY`] bytes, `[older doc u40 BE][resemblance f32 BE][containment of the older in
 //! the newer f32 BE][containment of the newer in the older f32 BE]`, older doc ascending.
-//! Every pair of docs at or above the edge floor in resemblance or containment, so that
-//! clusters can be rebuilt at another threshold without the sketches (the paper's final
-//! phase, repeated).
+//! Enough of the pairs at or above the edge floor in resemblance that clusters can be
+//! rebuilt at any threshold from the floor up without the sketches (the paper's final
+//! phase, repeated): a maximum spanning forest of them by resemblance and the pairs the
+//! writer could not prove redundant ([`crate::index::ingest`]'s `forest`). Until version
+//! 7 every pair, also those at the floor in containment only; such indexes hold a
+//! superset, which `recluster` reads alike.
 //!
-//! One value per new doc, written with it: a template family makes every pair of its
-//! pages an edge (35 per new doc in the generated redesign, 40–60 on llvm-docs), and one
-//! key per edge (schema 5) cost a memtable insert each — 10 s of a 100k-page redesign
-//! sweep's writes — and 16 bytes of key beside 12 of value.
+//! One value per new doc, written with it: one key per edge (schema 5) cost a memtable
+//! insert each and 16 bytes of key beside 12 of value.
 //!
-//! Written by ingest (a new doc and its candidates). Read by `recluster`.
+//! Written by ingest (a new doc and its candidates). Read by `recluster` and by ingest
+//! (the stored edges among a new doc's candidates).
 
 use super::Column;
 use crate::index::codec::EdgeInfo;

@@ -22,6 +22,7 @@
 use std::path::PathBuf;
 
 mod commit;
+mod forest;
 mod known;
 mod new_doc;
 
@@ -134,6 +135,11 @@ pub struct WriterTimes {
     /// Sketches read from RocksDB, not found among those the writer kept
     /// (`ingest.sketch_cache_mb`).
     pub sketch_misses: u64,
+    /// Edges stored: of the pairs found at the floor, those the spanning forest of
+    /// `recluster` may need ([`forest`]).
+    pub edges_stored: u64,
+    /// Edge lists of candidates read from RocksDB for that choice (not met in this run).
+    pub edge_lists_read: u64,
 }
 
 /// Adds the time since `t` to `slot`, and restarts `t`.
@@ -220,6 +226,8 @@ struct Writer<'a> {
     hosts_seen: std::collections::HashSet<String>,
     /// Sketches compared lately (candidates come back).
     sketch_cache: SketchCache,
+    /// Stored edges of docs met lately: which new edges the forest needs.
+    forest: forest::Forest,
     /// When the current stage of the current record began (see [`WriterTimes`]).
     clock: std::time::Instant,
 }
@@ -353,6 +361,7 @@ pub fn ingest(
         fresh_budget,
         hosts_seen: Default::default(),
         sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
+        forest: forest::Forest::default(),
         clock: std::time::Instant::now(),
         sweep_id,
         counts_before: sweep.counts.clone(),
@@ -473,6 +482,7 @@ pub fn ingest(
     }
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
     w.summary.writer.sketch_misses = w.sketch_cache.misses;
+    w.summary.writer.edge_lists_read = w.forest.reads;
     w.summary.files = todo.len() as u64;
     w.summary.counts = w.sweep.counts.since(&w.counts_before);
     Ok(w.summary)

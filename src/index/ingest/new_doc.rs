@@ -137,9 +137,11 @@ impl Writer<'_> {
                 }
             }
         }
-        if !edges.is_empty() {
-            self.sweep.counts.edges += edges.len() as u64;
-            batch.put::<Edges>(self.index, &d, &edges);
+        self.sweep.counts.edges += edges.len() as u64;
+        let kept = self.forest.keep(self.index, d, &edges, floor)?;
+        if !kept.is_empty() {
+            self.summary.writer.edges_stored += kept.len() as u64;
+            batch.put::<Edges>(self.index, &d, &kept);
         }
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.sweep.counts.unions += unions;

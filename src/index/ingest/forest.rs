@@ -1,0 +1,135 @@
+//! Which of a new doc's edges the index stores: those a maximum spanning forest by
+//! resemblance may need, not every pair of a template family.
+//!
+//! `recluster --threshold T` (T ≥ the edge floor) takes the connected components of the
+//! edges of resemblance ≥ T. A maximum spanning forest of all pairs at the floor has
+//! exactly those components at every such T, and so has any set of stored edges `S`
+//! between the forest and all pairs. A new doc `d` keeps that true if it stores an edge
+//! to `b` whenever `d` and `b` are not already joined through stored edges and `d`'s
+//! other edges, each at least as heavy. The writer checks it on the small graph it
+//! knows: `d`, its candidates at the floor, and the stored edges among those candidates,
+//! by Kruskal's rule (heaviest first, stored before new on ties). An edge it drops
+//! therefore has a path of stored edges at least as heavy between its ends, and every
+//! threshold's components stay those of all pairs. Paths through other docs are not
+//! looked for: `S` may keep more than the forest, never less.
+//!
+//! A template family of n near-identical pages made n²/2 stored edges (llvm-docs: 51
+//! per doc, 809 bytes per doc of the index); a forest keeps about one per page and a
+//! few more where weights cross.
+
+use super::Result;
+use crate::index::codec::EdgeInfo;
+use crate::index::postings::U64Map;
+use crate::index::Index;
+
+/// Docs whose stored neighbours the writer keeps before it starts over (about 60 bytes
+/// each: 64 MB at most).
+const KEPT_DOCS: usize = 1 << 20;
+
+/// The stored edges of docs the writer met lately: doc → (older doc, resemblance).
+#[derive(Default)]
+pub struct Forest {
+    stored: U64Map<Vec<(u64, f32)>>,
+    /// Edge lists read from RocksDB (docs of earlier runs, or forgotten).
+    pub reads: u64,
+}
+
+impl Forest {
+    /// Of `found` (the new doc `d`'s edges to older docs, ascending by doc), the ones to
+    /// store: resemblance at the floor, needed by the forest rule (module docs).
+    pub fn keep(
+        &mut self,
+        index: &Index,
+        d: u64,
+        found: &[(u64, EdgeInfo)],
+        floor: f64,
+    ) -> Result<Vec<(u64, EdgeInfo)>> {
+        // As `recluster` compares them: the stored f32.
+        let at_floor: Vec<(u64, EdgeInfo)> = found
+            .iter()
+            .filter(|(_, e)| e.resemblance as f64 >= floor)
+            .copied()
+            .collect();
+        let kept = if at_floor.len() <= 1 {
+            at_floor
+        } else {
+            self.kruskal(index, &at_floor)?
+        };
+        if self.stored.len() >= KEPT_DOCS {
+            self.stored.clear();
+        }
+        self.stored
+            .insert(d, kept.iter().map(|(b, e)| (*b, e.resemblance)).collect());
+        Ok(kept)
+    }
+
+    /// Kruskal's rule on `d` (vertex 0), its candidates (vertex i + 1 for `cands[i]`)
+    /// and the stored edges among the candidates.
+    fn kruskal(
+        &mut self,
+        index: &Index,
+        cands: &[(u64, EdgeInfo)],
+    ) -> Result<Vec<(u64, EdgeInfo)>> {
+        // (weight, stored?, vertex, vertex): new edges leave from vertex 0.
+        let mut local: Vec<(f32, bool, u32, u32)> = Vec::with_capacity(2 * cands.len());
+        for (i, (b, e)) in cands.iter().enumerate() {
+            local.push((e.resemblance, false, 0, i as u32 + 1));
+            for (x, w) in self.stored_of(index, *b)? {
+                if let Ok(j) = cands.binary_search_by_key(x, |(c, _)| *c) {
+                    local.push((*w, true, j as u32 + 1, i as u32 + 1));
+                }
+            }
+        }
+        // Heaviest first; on equal weights stored edges first (a new edge is kept only
+        // when nothing as heavy joins its ends); then by vertices: one order for all runs.
+        local.sort_unstable_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then(b.1.cmp(&a.1))
+                .then((a.2, a.3).cmp(&(b.2, b.3)))
+        });
+        let mut parent: Vec<u32> = (0..=cands.len() as u32).collect();
+        fn root(parent: &mut [u32], mut x: u32) -> u32 {
+            while parent[x as usize] != x {
+                let up = parent[parent[x as usize] as usize];
+                parent[x as usize] = up;
+                x = up;
+            }
+            x
+        }
+        let mut keep = vec![false; cands.len()];
+        for (_, stored, a, b) in local {
+            let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+            if ra != rb {
+                parent[ra.max(rb) as usize] = ra.min(rb);
+                if !stored {
+                    keep[b as usize - 1] = true;
+                }
+            }
+        }
+        Ok(cands
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(c, _)| *c)
+            .collect())
+    }
+
+    /// The stored edges of `doc` to older docs (none: empty).
+    fn stored_of(&mut self, index: &Index, doc: u64) -> Result<&[(u64, f32)]> {
+        if !self.stored.contains_key(&doc) {
+            self.reads += 1;
+            let list = index
+                .edges()
+                .get(&doc)?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(x, e)| (x, e.resemblance))
+                .collect();
+            if self.stored.len() >= KEPT_DOCS {
+                self.stored.clear();
+            }
+            self.stored.insert(doc, list);
+        }
+        Ok(&self.stored[&doc])
+    }
+}
