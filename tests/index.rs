@@ -122,23 +122,29 @@ fn union_find_partition(n: u64, pairs: &[(u64, u64)]) -> BTreeMap<u64, u64> {
     (1..=n).map(|d| (d, root(&mut parent, d))).collect()
 }
 
+/// The docs of the index at `db`, and every pair of them whose estimated resemblance
+/// over the stored sketches is at least `least`: (resemblance, doc, doc).
+fn all_pairs(db: &Path, least: f64) -> (u64, Vec<(f64, u64, u64)>) {
+    let index = Index::open(db, &Config::default(), false).unwrap();
+    let n = index.doc_count();
+    let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
+    let mut pairs = Vec::new();
+    for a in 0..sketches.len() {
+        for b in a + 1..sketches.len() {
+            let r = estimate(&sketches[a], &sketches[b]).resemblance;
+            if r >= least {
+                pairs.push((r, a as u64 + 1, b as u64 + 1));
+            }
+        }
+    }
+    (n, pairs)
+}
+
 /// Runs `recluster` at each threshold and checks its clusters against the all-pairs
 /// oracle over the stored sketches (resemblance compared as stored, in f32); returns
 /// the partitions.
 fn recluster_equals_all_pairs(db: &Path, thresholds: &[f64]) -> Vec<Vec<Vec<u64>>> {
-    let index = Index::open(db, &Config::default(), false).unwrap();
-    let n = index.doc_count();
-    let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
-    drop(index);
-    let mut scored = Vec::new();
-    for a in 0..sketches.len() {
-        for b in a + 1..sketches.len() {
-            let r = estimate(&sketches[a], &sketches[b]).resemblance as f32;
-            if (r as f64) >= thresholds[0].min(0.3) {
-                scored.push((r, a as u64 + 1, b as u64 + 1));
-            }
-        }
-    }
+    let (n, scored) = all_pairs(db, Config::default().cluster.edge_floor);
     let mut out = Vec::new();
     for t in thresholds {
         let o = tidemark(&["--db", &s(db), "recluster", "--threshold", &t.to_string()]);
@@ -146,7 +152,7 @@ fn recluster_equals_all_pairs(db: &Path, thresholds: &[f64]) -> Vec<Vec<Vec<u64>
         let got = clusters_from_export(&export(db));
         let pairs: Vec<(u64, u64)> = scored
             .iter()
-            .filter(|(r, _, _)| (*r as f64) >= *t)
+            .filter(|(r, _, _)| (*r as f32 as f64) >= *t)
             .map(|(_, a, b)| (*a, *b))
             .collect();
         let oracle = union_find_partition(n, &pairs);
@@ -182,19 +188,8 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     let incremental = clusters_from_export(&e1);
 
     // All pairs over the stored sketches, at the threshold, from scratch.
-    let config = Config::default();
-    let index = Index::open(&db1, &config, false).unwrap();
-    let n = index.doc_count();
-    let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
-    let mut pairs = Vec::new();
-    for a in 0..sketches.len() {
-        for b in a + 1..sketches.len() {
-            if estimate(&sketches[a], &sketches[b]).resemblance >= config.cluster.threshold {
-                pairs.push((a as u64 + 1, b as u64 + 1));
-            }
-        }
-    }
-    drop(index);
+    let (n, pairs) = all_pairs(&db1, Config::default().cluster.threshold);
+    let pairs: Vec<(u64, u64)> = pairs.iter().map(|(_, a, b)| (*a, *b)).collect();
     let oracle = union_find_partition(n, &pairs);
     let docs_with_captures: Vec<u64> = incremental.keys().copied().collect();
     let oracle_seen: BTreeMap<u64, u64> =
@@ -772,8 +767,14 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
         .unwrap();
     // Template families make edges, of which the index stores a spanning forest (and
     // a few more): recluster at any threshold still gives the all-pairs clusters.
-    assert_eq!(edges, stored_edges, "edges stored, as the ingests counted them");
-    assert!(found_edges > 1000, "template families make edges: {found_edges}");
+    assert_eq!(
+        edges, stored_edges,
+        "edges stored, as the ingests counted them"
+    );
+    assert!(
+        found_edges > 1000,
+        "template families make edges: {found_edges}"
+    );
     assert!(
         stored_edges * 3 < found_edges,
         "a forest, not every pair: {stored_edges} of {found_edges}"

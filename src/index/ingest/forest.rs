@@ -55,11 +55,7 @@ impl Forest {
         } else {
             self.kruskal(index, &at_floor)?
         };
-        if self.stored.len() >= KEPT_DOCS {
-            self.stored.clear();
-        }
-        self.stored
-            .insert(d, kept.iter().map(|(b, e)| (*b, e.resemblance)).collect());
+        self.remember(d, kept.iter().map(|(b, e)| (*b, e.resemblance)).collect());
         Ok(kept)
     }
 
@@ -125,11 +121,17 @@ impl Forest {
                 .into_iter()
                 .map(|(x, e)| (x, e.resemblance))
                 .collect();
-            if self.stored.len() >= KEPT_DOCS {
-                self.stored.clear();
-            }
-            self.stored.insert(doc, list);
+            self.remember(doc, list);
         }
         Ok(&self.stored[&doc])
+    }
+
+    /// Keeps `doc`'s stored edges, starting over when the map is full (a read again
+    /// gives the same list: only the speed depends on it).
+    fn remember(&mut self, doc: u64, list: Vec<(u64, f32)>) {
+        if self.stored.len() >= KEPT_DOCS {
+            self.stored.clear();
+        }
+        self.stored.insert(doc, list);
     }
 }
