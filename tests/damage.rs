@@ -334,7 +334,7 @@ fn a_half_created_index_is_taken_up_and_a_foreign_database_refused() {
     );
 }
 
-/// An index of the previous layout (schema 6: sketches of u32 values) is refused with the
+/// An index of the previous layout (schema 7: posting values in full) is refused with the
 /// version found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
@@ -347,7 +347,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 6u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 7u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -358,7 +358,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 6; this tidemark reads version 7")
+            err.contains("has schema version 7; this tidemark reads version 8")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -27,10 +27,10 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 7: packed sketches
-/// Rice-coded; 6: a doc's edges one value; 5: compact sketch values (each version's
-/// reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 7;
+/// Version of the on-disk layout this build reads and writes. 8: posting keys of 48
+/// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
+/// values (each version's reasons in `schema/README.md`).
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -502,7 +502,7 @@ impl Index {
         Ok(self.sketches().get(&doc)?.map(|s| s.sketch()))
     }
 
-    /// A doc's posting level and posting values (in full: the keys of its lists), as
+    /// A doc's posting level and posting values (as the keys of its lists), as
     /// the candidate search takes them.
     pub fn posting_values(&self, doc: u64) -> Result<Option<(u8, Vec<u64>)>> {
         Ok(self
@@ -622,7 +622,8 @@ mod tests {
             corruption_of(postings::Fresh::load(&i).map(|_| ()), cf::POSTINGS)
                 .contains("key ffffffffffffffffff")
         );
-        let (_d, i) = damaged(cf::POSTINGS, &9u64.to_be_bytes(), &[0; 12]);
+        let key9 = crate::sketch::posting_key_bytes(9);
+        let (_d, i) = damaged(cf::POSTINGS, &key9, &[0; 12]);
         let looked = postings::lookup(&i, &[9], &Default::default()).map(|_| ());
         assert!(corruption_of(looked, cf::POSTINGS).contains("12 bytes"));
     }

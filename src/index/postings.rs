@@ -26,7 +26,7 @@ use rocksdb::{IngestExternalFileOptions, ReadOptions, SstFileWriter};
 
 use super::columns::postings::{self as layout, entry_doc, ENTRY as POSTING_ENTRY, MARK_KEY};
 use super::{cf, Index, Result};
-use crate::sketch::{Sketch, MAX_TZ};
+use crate::sketch::{posting_key, posting_key_bytes, Sketch, MAX_TZ, POSTING_KEY_BYTES};
 
 /// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
 /// values (a member of a family larger than the cap) is compared with these, so such
@@ -63,17 +63,29 @@ pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
 pub use layout::entry;
 
 /// The values of a sketch that go into postings: those ≡ 0 mod 2^ℓ for the smallest
-/// ℓ ≥ the sketch's level that leaves fewer than 2P of them.
+/// ℓ ≥ the sketch's level that leaves fewer than 2P of them, as their posting keys
+/// ([`posting_key`]), ascending and distinct.
 pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
     let mut level = s.level;
     loop {
-        let vals: Vec<u64> = s.at_level(level).collect();
+        let n = s.at_level(level).count();
         // Reduced values tell trailing zeros apart up to MAX_TZ: no level beyond.
-        if (vals.len() as u64) < 2 * posting_target as u64 || level as u32 >= MAX_TZ {
-            return (level, vals);
+        if (n as u64) < 2 * posting_target as u64 || level as u32 >= MAX_TZ {
+            return (level, posting_keys(s.at_level(level)));
         }
         level += 1;
     }
+}
+
+/// The posting keys of sample values, ascending and distinct.
+pub fn posting_keys(values: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut keys: Vec<u64> = values.map(posting_key).collect();
+    // Values in full order tie on their kept bits only by chance: almost always sorted.
+    if !keys.is_sorted_by(|a, b| a < b) {
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    keys
 }
 
 /// A stored list as a lookup saw it.
@@ -135,11 +147,11 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
             None => Stored::Absent,
         })
         .collect();
-    let ask: Vec<(usize, [u8; 8])> = values
+    let ask: Vec<(usize, [u8; POSTING_KEY_BYTES])> = values
         .iter()
         .enumerate()
         .filter(|(i, _)| matches!(lists[*i], Stored::Absent))
-        .map(|(i, v)| (i, v.to_be_bytes()))
+        .map(|(i, v)| (i, posting_key_bytes(*v)))
         .collect();
     let got = db.batched_multi_get_cf_opt(pcf, ask.iter().map(|(_, k)| k), true, &ro);
     for ((i, _), res) in ask.iter().zip(got) {
@@ -337,9 +349,9 @@ impl Fresh {
                 prefetch(next.as_ptr());
             }
             if *base == UNKNOWN_BASE {
-                w.merge(k.to_be_bytes(), list)?;
+                w.merge(posting_key_bytes(*k), list)?;
             } else {
-                w.put(k.to_be_bytes(), &list[..list.len().min(limit)])?;
+                w.put(posting_key_bytes(*k), &list[..list.len().min(limit)])?;
             }
         }
         drop(slots);

@@ -1,4 +1,5 @@
-//! `postings`: a sampled sketch value (u64 BE) → its posting list, the docs whose
+//! `postings`: a sampled sketch value's posting key ([`crate::sketch::posting_key`]: 48
+//! bits BE, the value's top 43 bits and its trailing zeros) → its posting list, the docs whose
 //! posting sample holds the value, in doc order: entries of [`ENTRY`] bytes (doc id in
 //! 40 bits BE, the doc's posting level u8, its number of posting values u8, at most
 //! 255: a larger count only makes the prefilter read more), at most cap + 1 of them (a longer list is boilerplate: only its head is used). One more key,
@@ -15,6 +16,7 @@ use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Column, Tuning};
 use crate::index::Result;
+use crate::sketch::{posting_key_bytes, POSTING_KEY_BYTES};
 
 /// Marker of the `postings` column family.
 pub struct Postings;
@@ -31,7 +33,7 @@ pub const MARK_KEY: [u8; 9] = [0xff; 9];
 /// A key of `postings`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PostingKey {
-    /// The list of a sketch value.
+    /// The list of a posting key.
     Value(u64),
     /// The mark.
     Mark,
@@ -45,7 +47,7 @@ impl Column for Postings {
 
     fn key(k: &PostingKey) -> Vec<u8> {
         match k {
-            PostingKey::Value(v) => v.to_be_bytes().to_vec(),
+            PostingKey::Value(v) => posting_key_bytes(*v).to_vec(),
             PostingKey::Mark => MARK_KEY.to_vec(),
         }
     }
@@ -54,7 +56,17 @@ impl Column for Postings {
         if b == MARK_KEY {
             return Ok(PostingKey::Mark);
         }
-        super::be_u64(b).map(PostingKey::Value)
+        match <[u8; POSTING_KEY_BYTES]>::try_from(b) {
+            Ok(k) => {
+                let mut v = [0u8; 8];
+                v[8 - POSTING_KEY_BYTES..].copy_from_slice(&k);
+                Ok(PostingKey::Value(u64::from_be_bytes(v)))
+            }
+            Err(_) => Err(format!(
+                "{} bytes where a {POSTING_KEY_BYTES}-byte posting key was expected",
+                b.len()
+            )),
+        }
     }
 
     fn value(v: &Vec<u8>) -> Vec<u8> {
@@ -122,7 +134,7 @@ pub fn entry_doc(e: &[u8]) -> u64 {
 pub fn entries(value: u64, list: &[u8]) -> Result<&[u8]> {
     if !list.len().is_multiple_of(ENTRY) {
         return Err(corrupt::<Postings>(
-            &value.to_be_bytes(),
+            &posting_key_bytes(value),
             format!(
                 "a list of {} bytes, not whole {ENTRY}-byte entries",
                 list.len()

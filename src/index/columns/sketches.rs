@@ -4,8 +4,8 @@
 //! ([`crate::sketch::compact`]: 27 bits and the trailing zeros), one group per number of
 //! trailing zeros, most first: the group's count (LEB128) and its 27-bit parts as Rice
 //! codes ([`crate::index::rice`]), padded to a byte. The posting part holds the posting
-//! values in full: their count (LEB128) and the values shifted right by the posting
-//! level, Rice-coded. Every estimate compares the reduced values
+//! values as their posting keys ([`crate::sketch::posting_key`], 48 bits): their count
+//! (LEB128) and the keys, Rice-coded. Every estimate compares the reduced values
 //! ([`crate::sketch::reduce`]) of both sketches. Never through a serializer: every
 //! candidate check that misses the writer's cache reads one ([`Col::estimates`]).
 //!
@@ -13,22 +13,29 @@
 //! the fresh postings after a kill, `similar`, the report's move matching and the
 //! service. Sketch values are uniform hashes: RocksDB's zstd saved nothing here and cost
 //! a recompression at each compaction; the Rice codes take the bits they can (a value
-//! ~21 bits where it took 32, a posting value ~55 where it took 64).
+//! ~21 bits where it took 32, a posting key ~42 where a full value took ~55).
 
 use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Col, Column, Tuning};
+use crate::index::postings::posting_keys;
 use crate::index::postings::U64Map;
 use crate::index::rice::{self, BitReader, BitWriter};
 use crate::index::Result;
-use crate::sketch::{common_sorted, compact, expand, within_reach, Estimate, Sketch, MAX_TZ};
+use crate::sketch::{
+    common_sorted, compact, compact_of_posting_key, expand, posting_key_tz, within_reach, Estimate,
+    Sketch, MAX_TZ, POSTING_KEY_BYTES,
+};
+
+/// Bits of a posting key.
+const POSTING_KEY_BITS: u32 = 8 * POSTING_KEY_BYTES as u32;
 
 /// Marker of the `sketches` column family.
 pub struct Sketches;
 
 /// The packed form's first byte (1: u64 values, schema 4 and before; 2: compact values
-/// as u32, schema 5 and 6).
-const FORMAT: u8 = 3;
+/// as u32, schema 5 and 6; 3: posting values in full, schema 7).
+const FORMAT: u8 = 4;
 
 /// Bytes before the values: format, level, shingles u32, posting level, bytes of the
 /// compact part u32.
@@ -38,9 +45,9 @@ const HEADER: usize = 11;
 const KEPT: u32 = crate::sketch::KEPT_BITS;
 
 /// A doc's sketch as stored: the values under its posting level compact (4 bytes, all
-/// an estimate needs), those at it in full (8 bytes: they are the keys of its posting
-/// lists, which must not collide across the whole index, and a killed ingest rebuilds
-/// its unstored postings from them).
+/// an estimate needs), those at it as their posting keys (48 bits: the keys of its
+/// posting lists, which must rarely collide across the whole index, and a killed
+/// ingest rebuilds its unstored postings from them).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StoredSketch {
     /// Exact number of distinct shingles.
@@ -51,7 +58,7 @@ pub struct StoredSketch {
     pub posting_level: u8,
     /// Compact values ([`compact`]) with trailing zeros under the posting level, ascending.
     pub low: Vec<u32>,
-    /// The posting values, in full, ascending.
+    /// The posting values as posting keys ([`posting_key`]), ascending.
     pub posting: Vec<u64>,
 }
 
@@ -80,7 +87,7 @@ impl StoredSketch {
             level: s.level,
             posting_level,
             low,
-            posting: s.values.iter().copied().filter(|v| v & mask == 0).collect(),
+            posting: posting_keys(s.values.iter().copied().filter(|v| v & mask == 0)),
         }
     }
 
@@ -95,7 +102,10 @@ impl StoredSketch {
     pub fn sketch(&self) -> Sketch {
         let mut c = Vec::with_capacity(self.low.len() + self.posting.len());
         let mut high = Vec::new();
-        compact_sorted(self.posting.iter().copied(), &mut high);
+        compact_sorted(
+            self.posting.iter().map(|k| compact_of_posting_key(*k)),
+            &mut high,
+        );
         merge_compact(&self.low, &high, &mut c);
         Sketch {
             shingles: self.shingles,
@@ -144,12 +154,11 @@ impl Column for Sketches {
         }
         let low_bytes = (out.len() - HEADER) as u32;
         out[7..HEADER].copy_from_slice(&low_bytes.to_be_bytes());
-        let shift = s.posting_level as u32;
         leb128(&mut out, s.posting.len() as u64);
         let mut w = BitWriter::new(&mut out);
         w.ascending(
-            s.posting.iter().map(|v| v >> shift),
-            rice::parameter(s.posting.len(), 64 - shift),
+            s.posting.iter().copied(),
+            rice::parameter(s.posting.len(), POSTING_KEY_BITS),
         );
         w.finish();
         out
@@ -182,7 +191,7 @@ struct Packed {
     posting_level: u8,
     /// The values under the posting level, in [`level_major`] order.
     low: Vec<u32>,
-    /// The posting values, in full, ascending.
+    /// The posting keys, ascending.
     posting: Vec<u64>,
 }
 
@@ -247,16 +256,22 @@ fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
     if count > 8 * (b.len() - at) as u64 {
         return Err(bad("more posting values than bytes"));
     }
-    let shift = posting_level as u32;
     let mut posting = Vec::with_capacity(count as usize);
     let mut r = BitReader::new(&b[at..]);
     r.ascending(
         count as usize,
-        rice::parameter(count as usize, 64 - shift),
-        u64::MAX >> shift,
-        |v| posting.push(v << shift),
+        rice::parameter(count as usize, POSTING_KEY_BITS),
+        (1 << POSTING_KEY_BITS) - 1,
+        |k| posting.push(k),
     )
     .map_err(|e| bad(&e))?;
+    // Every posting key is in the posting level's sample.
+    if posting
+        .iter()
+        .any(|k| posting_key_tz(*k) < posting_level as u32)
+    {
+        return Err(bad("a posting value under the posting level"));
+    }
     if at + r.byte_align() != b.len() {
         return Err(bad("bytes after the posting values"));
     }
@@ -269,11 +284,11 @@ fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
     })
 }
 
-/// The compact values of full values, ascending and distinct, into `out` (cleared):
-/// values in full order may tie on the bits a compact value keeps.
-fn compact_sorted(values: impl Iterator<Item = u64>, out: &mut Vec<u32>) {
+/// Compact values, ascending and distinct, into `out` (cleared): values in full or
+/// posting-key order may tie on the bits a compact value keeps, or not follow its order.
+fn compact_sorted(values: impl Iterator<Item = u32>, out: &mut Vec<u32>) {
     out.clear();
-    out.extend(values.map(compact));
+    out.extend(values);
     if !out.is_sorted_by(|a, b| a < b) {
         out.sort_unstable();
         out.dedup();
@@ -394,8 +409,8 @@ impl CompactSketch {
         CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low)
     }
 
-    /// From a stored sketch's parts: its full posting values (ascending) and the values
-    /// under the posting level in level-major order. The posting values have the most
+    /// From a stored sketch's parts: its posting keys (ascending) and the values under
+    /// the posting level in level-major order. The posting values have the most
     /// trailing zeros: they come first, distributed by trailing zeros in one pass.
     fn from_parts(
         level: u8,
@@ -403,7 +418,7 @@ impl CompactSketch {
         low_level_major: Vec<u32>,
     ) -> CompactSketch {
         let mut high = Vec::new();
-        compact_sorted(posting, &mut high);
+        compact_sorted(posting.map(compact_of_posting_key), &mut high);
         let mut values = Vec::with_capacity(high.len() + low_level_major.len());
         into_level_major(&high, &mut values);
         values.extend_from_slice(&low_level_major);

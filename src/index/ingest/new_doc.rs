@@ -11,7 +11,7 @@ use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::posting_values;
 use crate::index::IndexError;
-use crate::sketch::{within_reach, Sketch};
+use crate::sketch::{posting_key_tz, within_reach, Sketch};
 
 /// Standard deviations of the candidate prefilters ([`within_reach`]): on posting
 /// counts before a sketch is read, and on the coarse part of the sketches before the
@@ -80,7 +80,7 @@ impl Writer<'_> {
         // My posting values at each coarser level.
         let mut at_level = [0u32; 65];
         for v in pvals {
-            let tz = v.trailing_zeros().min(64) as usize;
+            let tz = posting_key_tz(*v) as usize;
             for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
                 *slot += 1;
             }
