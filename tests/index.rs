@@ -422,6 +422,51 @@ fn stats_export_and_sweeps_read_while_another_process_holds_the_index() {
     drop(writer);
 }
 
+/// A first sweep spills its postings uncompressed when the buffer fills (the ingest
+/// merges those runs before it ends, compressed): spilled many times or once, the
+/// sweep ends with the same postings, as small, and the same index.
+#[test]
+fn a_first_sweep_spilled_many_times_ends_as_compact_as_one_spilled_once() {
+    let corpus = tempfile::tempdir().unwrap();
+    generate(corpus.path(), 1500, 1, 21);
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.toml");
+    std::fs::write(&small, "[ingest]\npostings_buffer_mb = 1\n").unwrap();
+    let (many, once) = (dir.path().join("many"), dir.path().join("once"));
+    let files = sweep_files(corpus.path(), 1);
+    let spills = |out: std::process::Output| {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        j["writer"]["spill_s"].as_f64().unwrap()
+    };
+    assert!(spills(ingest(&many, "s1", &files, &["--config", &s(&small)])) > 0.0);
+    assert_eq!(spills(ingest(&once, "s1", &files, &[])), 0.0);
+    let postings = |db: &Path| {
+        let out = tidemark(&["--db", &s(db), "stats", "--json"]);
+        let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        st["column_families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c[0] == "postings")
+            .unwrap()[1]
+            .as_u64()
+            .unwrap()
+    };
+    let (m, o) = (postings(&many), postings(&once));
+    // Uncompressed runs left behind would take about 1.7 times the bytes.
+    assert!(
+        m.abs_diff(o) * 100 <= o,
+        "postings of many spills {m} bytes, of one {o}"
+    );
+    assert_eq!(export_jsonl(&many), export_jsonl(&once));
+}
+
 /// Exact shingle set of every doc, from the WARC records the export points at.
 fn exact_sets(db: &Path, corpus: &Path, sweeps: usize) -> BTreeMap<u64, Vec<u64>> {
     let text = export(db);

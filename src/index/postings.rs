@@ -184,6 +184,16 @@ type FreshList = smallvec::SmallVec<[u8; 2 * POSTING_ENTRY + 2]>;
 /// writes its entries as a merge operand.
 const UNKNOWN_BASE: u32 = u32::MAX;
 
+/// How a spilled run of postings is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// A run that may stay as it is: zstd-compressed like every compacted run.
+    Kept,
+    /// A run the ingest merges with the others before it ends: uncompressed (the
+    /// merge compresses its output), as the writer waits for every spill.
+    Transient,
+}
+
 /// Posting entries of docs from the mark on, not stored yet.
 #[derive(Default)]
 pub struct Fresh {
@@ -198,6 +208,8 @@ pub struct Fresh {
     base_bytes: usize,
     /// Files written by [`Fresh::spill`] since this was made, and their bytes.
     spilled: (usize, u64),
+    /// Of those, files written uncompressed ([`Run::Transient`]).
+    transient: usize,
 }
 
 impl Fresh {
@@ -315,8 +327,15 @@ impl Fresh {
         self.spilled
     }
 
-    /// Stores the fresh lists and the new mark `next_doc` in one atomic file ingestion.
-    pub fn spill(&mut self, index: &Index, next_doc: u64) -> Result<()> {
+    /// Files spilled uncompressed since this was made: the ingest must merge them.
+    pub fn transient(&self) -> usize {
+        self.transient
+    }
+
+    /// Stores the fresh lists and the new mark `next_doc` in one atomic file ingestion,
+    /// as a run that stays ([`Run::Kept`]: zstd) or one the ingest merges before it ends
+    /// ([`Run::Transient`]: uncompressed, written in two thirds of the time).
+    pub fn spill(&mut self, index: &Index, next_doc: u64, run: Run) -> Result<()> {
         if self.lists.is_empty() && self.mark == next_doc {
             return Ok(());
         }
@@ -326,7 +345,12 @@ impl Fresh {
         db.flush_wal(false)?;
         let path = index.path().join("postings-spill.sst");
         let _ = std::fs::remove_file(&path);
-        let opts = index.postings_options();
+        let mut opts = index.postings_options();
+        if run == Run::Transient {
+            // The writer's file takes the bottommost type.
+            opts.set_compression_type(rocksdb::DBCompressionType::None);
+            opts.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
+        }
         let mut w = SstFileWriter::create(&opts);
         w.open(&path)?;
         // In key order, read from the map in place: the table keeps its size for the
@@ -364,6 +388,7 @@ impl Fresh {
         self.lists.clear();
         self.spilled.0 += 1;
         self.spilled.1 += bytes;
+        self.transient += (run == Run::Transient) as usize;
         self.heap_bytes = 0;
         self.base_bytes = 0;
         self.mark = next_doc;

@@ -16,13 +16,16 @@ use crate::index::ingest::FileError;
 /// Postings: when this ingest spilled several sorted runs that together outweigh all
 /// postings stored before (a first sweep, or a sweep larger than the index so far), they
 /// are merged into one run now — a doubling rule, so it rewrites each entry a bounded
-/// number of times. Otherwise size-tiered compaction merges runs of similar size.
+/// number of times. Otherwise size-tiered compaction merges runs of similar size. Runs
+/// spilled uncompressed (`transient`, a first sweep's) are always merged: the merge
+/// writes them compressed.
 pub(super) fn settle_compactions(
     index: &Index,
     postings_before: u64,
     spilled: (usize, u64),
+    transient: usize,
 ) -> Result<()> {
-    if spilled.0 >= 2 && spilled.1 >= postings_before {
+    if (spilled.0 >= 2 && spilled.1 >= postings_before) || transient > 0 {
         index
             .db()
             .compact_range_cf(index.cf(cf::POSTINGS), None::<&[u8]>, None::<&[u8]>);
@@ -92,7 +95,7 @@ impl Writer<'_> {
         super::lap(&mut self.clock, &mut self.summary.writer.write_s);
         if self.fresh.full(self.fresh_budget) {
             self.fresh
-                .spill(self.index, self.index.counters().next_doc)?;
+                .spill(self.index, self.index.counters().next_doc, self.early_runs)?;
             super::lap(&mut self.clock, &mut self.summary.writer.spill_s);
         }
         Ok(())

@@ -35,7 +35,7 @@ use super::columns::files::Files;
 use super::columns::sketches::SketchCache;
 use super::columns::sweeps::Sweeps;
 use super::columns::Batch;
-use super::postings::{self, posting_values, Fresh, Lookup, OverCap};
+use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Run};
 use super::snapshots;
 use super::texts::{self, TextEncoder};
 use super::{cf, unionfind, Counters, Index, IndexError, Result};
@@ -222,6 +222,10 @@ struct Writer<'a> {
     fresh: Fresh,
     /// Spill the fresh postings when they hold more than this many bytes.
     fresh_budget: usize,
+    /// How the spills made before the last one are stored: uncompressed when the index
+    /// held no postings before (a first sweep), since the ingest then merges every run
+    /// it spilled before it ends (`settle_compactions`).
+    early_runs: Run,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
     /// Sketches compared lately (candidates come back).
@@ -359,6 +363,12 @@ pub fn ingest(
         over_cap: &over_cap,
         fresh,
         fresh_budget,
+        // A 100k-page first sweep: spills 2.7 → 1.6 s of the writer's time.
+        early_runs: if postings_before == 0 {
+            Run::Transient
+        } else {
+            Run::Kept
+        },
         hosts_seen: Default::default(),
         sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
         forest: forest::Forest::default(),
@@ -466,7 +476,13 @@ pub fn ingest(
     let next_doc = index.counters().next_doc;
     let (spilled, flushed) = std::thread::scope(|s| {
         let flush = s.spawn(|| index.flush());
-        let spilled = w.fresh.spill(index, next_doc);
+        // After earlier transient runs this one is merged with them too.
+        let last = if w.fresh.transient() > 0 {
+            Run::Transient
+        } else {
+            Run::Kept
+        };
+        let spilled = w.fresh.spill(index, next_doc, last);
         (spilled, flush.join())
     });
     spilled?;
@@ -475,7 +491,12 @@ pub fn ingest(
         texts::train_if_ready(index)?;
         index.flush()?;
     }
-    settle_compactions(index, postings_before, w.fresh.spilled())?;
+    settle_compactions(
+        index,
+        postings_before,
+        w.fresh.spilled(),
+        w.fresh.transient(),
+    )?;
     // What this ingest completed becomes visible to servers as one whole state.
     if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;
