@@ -33,6 +33,18 @@ fn ingest(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> std::pro
     tidemark(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>())
 }
 
+/// An ingest that must succeed, and its `--json` summary.
+fn ingest_summary(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> serde_json::Value {
+    let out = ingest(db, label, files, extra);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn export(db: &Path) -> String {
     let out = tidemark(&["--db", &s(db), "export"]);
     assert_eq!(
@@ -434,18 +446,10 @@ fn a_first_sweep_spilled_many_times_ends_as_compact_as_one_spilled_once() {
     std::fs::write(&small, "[ingest]\npostings_buffer_mb = 1\n").unwrap();
     let (many, once) = (dir.path().join("many"), dir.path().join("once"));
     let files = sweep_files(corpus.path(), 1);
-    let spills = |out: std::process::Output| {
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        j["writer"]["spill_s"].as_f64().unwrap()
-    };
-    assert!(spills(ingest(&many, "s1", &files, &["--config", &s(&small)])) > 0.0);
-    assert_eq!(spills(ingest(&once, "s1", &files, &[])), 0.0);
+    let spills = |j: serde_json::Value| j["writer"]["spill_s"].as_f64().unwrap();
+    let small_buffer = ["--config", &s(&small)];
+    assert!(spills(ingest_summary(&many, "s1", &files, &small_buffer)) > 0.0);
+    assert_eq!(spills(ingest_summary(&once, "s1", &files, &[])), 0.0);
     let postings = |db: &Path| {
         let out = tidemark(&["--db", &s(db), "stats", "--json"]);
         let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -736,19 +740,12 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
         let extra: Vec<&str> = extra.iter().map(|x| x.as_str()).collect();
         let mut writer = Vec::new();
         for k in 1..=3 {
-            let out = ingest(
+            let summary = ingest_summary(
                 &db,
                 &format!("sweep-{k}"),
                 &sweep_files(corpus.path(), k),
                 &extra,
             );
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             writer.push(summary["writer"].clone());
             if name == "tiny" {
                 found_edges += summary["edges"].as_u64().unwrap();
