@@ -234,6 +234,14 @@ pub fn posting_key_bytes(k: u64) -> [u8; POSTING_KEY_BYTES] {
     out
 }
 
+/// The posting key of its bytes ([`posting_key_bytes`] undone).
+#[inline]
+pub fn posting_key_of_bytes(b: [u8; POSTING_KEY_BYTES]) -> u64 {
+    let mut k = [0u8; 8];
+    k[8 - POSTING_KEY_BYTES..].copy_from_slice(&b);
+    u64::from_be_bytes(k)
+}
+
 /// Values two ascending, distinct samples share: a branch-free merge (every candidate
 /// check of an ingest runs it).
 pub fn common_sorted(a: &[u32], b: &[u32]) -> u32 {
@@ -505,9 +513,7 @@ mod tests {
             assert!(*k < 1 << (8 * POSTING_KEY_BYTES));
             assert_eq!(posting_key_tz(*k), v.trailing_zeros().min(MAX_TZ), "{v:x}");
             assert_eq!(compact_of_posting_key(*k), compact(*v), "{v:x}");
-            let mut b = [0u8; 8];
-            b[8 - POSTING_KEY_BYTES..].copy_from_slice(&posting_key_bytes(*k));
-            assert_eq!(u64::from_be_bytes(b), *k);
+            assert_eq!(posting_key_of_bytes(posting_key_bytes(*k)), *k);
         }
         keys.sort_unstable();
         let bytes: Vec<_> = keys.iter().map(|k| posting_key_bytes(*k)).collect();

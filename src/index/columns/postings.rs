@@ -16,7 +16,7 @@ use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Column, Tuning};
 use crate::index::Result;
-use crate::sketch::{posting_key_bytes, POSTING_KEY_BYTES};
+use crate::sketch::{posting_key_bytes, posting_key_of_bytes, POSTING_KEY_BYTES};
 
 /// Marker of the `postings` column family.
 pub struct Postings;
@@ -57,11 +57,7 @@ impl Column for Postings {
             return Ok(PostingKey::Mark);
         }
         match <[u8; POSTING_KEY_BYTES]>::try_from(b) {
-            Ok(k) => {
-                let mut v = [0u8; 8];
-                v[8 - POSTING_KEY_BYTES..].copy_from_slice(&k);
-                Ok(PostingKey::Value(u64::from_be_bytes(v)))
-            }
+            Ok(k) => Ok(PostingKey::Value(posting_key_of_bytes(k))),
             Err(_) => Err(format!(
                 "{} bytes where a {POSTING_KEY_BYTES}-byte posting key was expected",
                 b.len()
