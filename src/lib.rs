@@ -10,6 +10,7 @@
 //! | shingles, sketches, estimators | [`sketch`] | [`sketch::Sketch`], [`sketch::SketchParams`], [`sketch::estimate`] |
 //! | per-record analysis | [`capture`] | [`capture::Capture`], [`capture::analyze`] |
 //! | per-file scanning on all cores | [`scan`] | [`scan::scan_files`] |
+//! | sketch shards (the map stage, as Parquet) | [`shard`] | [`shard::write::sketch_files`], [`shard::read::read_shards`] |
 //! | URL keys (SURT) | [`url`] | [`url::surt`] |
 //! | the index: ingest, postings, clusters, export | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
 //! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
@@ -31,6 +32,7 @@ pub mod read;
 pub mod report;
 pub mod scan;
 pub mod serve;
+pub mod shard;
 pub mod sketch;
 pub mod synth;
 pub mod url;

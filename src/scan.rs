@@ -28,9 +28,10 @@ pub struct Scanned<P = ()> {
     pub prepared: Option<P>,
 }
 
-/// What the caller is told, in input order.
+/// What the caller is told, in input order: `T` is what a worker made of one record
+/// ([`Scanned`] when reading WARC files).
 #[derive(Debug)]
-pub enum ScanEvent<P = ()> {
+pub enum ScanEvent<T = Scanned> {
     /// A file is about to be read.
     FileStart {
         /// Index in the input list.
@@ -41,7 +42,7 @@ pub enum ScanEvent<P = ()> {
         /// Index in the input list.
         file: usize,
         /// The record and its analysis.
-        scanned: Box<Scanned<P>>,
+        scanned: Box<T>,
     },
     /// The file was read to its end or to its first damage.
     FileEnd {
@@ -54,6 +55,30 @@ pub enum ScanEvent<P = ()> {
         /// Damage that stopped the reading, if any.
         error: Option<ReadError>,
     },
+}
+
+impl<T> ScanEvent<T> {
+    /// The same event with its record's item turned into a `U`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ScanEvent<U> {
+        match self {
+            ScanEvent::FileStart { file } => ScanEvent::FileStart { file },
+            ScanEvent::Record { file, scanned } => ScanEvent::Record {
+                file,
+                scanned: Box::new(f(*scanned)),
+            },
+            ScanEvent::FileEnd {
+                file,
+                records,
+                bytes,
+                error,
+            } => ScanEvent::FileEnd {
+                file,
+                records,
+                bytes,
+                error,
+            },
+        }
+    }
 }
 
 /// How to scan.
@@ -69,21 +94,18 @@ pub struct ScanOptions {
     pub read_only: bool,
 }
 
-struct Batch {
-    seq: u64,
-    file: usize,
-    items: Vec<Record>,
-    /// Set on the last batch of a file.
-    end: Option<(u64, u64, Option<ReadError>)>,
-    start: bool,
-}
-
-struct Done<P> {
-    seq: u64,
-    file: usize,
-    items: Vec<Scanned<P>>,
-    end: Option<(u64, u64, Option<ReadError>)>,
-    start: bool,
+/// Items of one file the reader hands to the workers, in order.
+pub struct Batch<I> {
+    /// Position in the reader's sequence of batches (0, 1, 2, …).
+    pub seq: u64,
+    /// Index of the file in the input list.
+    pub file: usize,
+    /// Its items.
+    pub items: Vec<I>,
+    /// Set on the last batch of a file: records in it, decompressed bytes, damage.
+    pub end: Option<(u64, u64, Option<ReadError>)>,
+    /// Set on the first batch of a file.
+    pub start: bool,
 }
 
 const BATCH_RECORDS: usize = 64;
@@ -91,7 +113,11 @@ const BATCH_BYTES: usize = 4 << 20;
 
 /// Scans `files` in order, calling `on_event` for every file and record in input order.
 /// `on_event` returning false stops the scan early.
-pub fn scan_files(files: &[PathBuf], opts: &ScanOptions, on_event: impl FnMut(ScanEvent) -> bool) {
+pub fn scan_files(
+    files: &[PathBuf],
+    opts: &ScanOptions,
+    on_event: impl FnMut(ScanEvent<Scanned>) -> bool,
+) {
     scan_files_with_skip(files, &[], opts, &|_| false, &|_, _| None::<()>, on_event)
 }
 
@@ -106,136 +132,157 @@ pub fn scan_files_with_skip<P: Send>(
     opts: &ScanOptions,
     known: &(dyn Fn(&str) -> bool + Sync),
     prepare: &(dyn Fn(&Capture, &Canon) -> Option<P> + Sync),
-    mut on_event: impl FnMut(ScanEvent<P>) -> bool,
+    on_event: impl FnMut(ScanEvent<Scanned<P>>) -> bool,
 ) {
-    let threads = opts.threads.max(1);
-    let in_flight = 4 * threads + 2;
-    let (work_tx, work_rx) = bounded::<Batch>(2 * threads);
-    let (done_tx, done_rx) = unbounded::<Done<P>>();
-    let (token_tx, token_rx) = bounded::<()>(in_flight);
-    for _ in 0..in_flight {
-        token_tx.send(()).expect("token channel has room");
-    }
-    std::thread::scope(|s| {
-        // Reader.
-        let reader_files = files.to_vec();
-        let skip = skip.to_vec();
-        let cap = opts.record_cap;
-        s.spawn(move || {
-            let mut seq = 0u64;
-            for (fi, path) in reader_files.iter().enumerate() {
-                let send =
-                    |b: Batch| -> bool { token_rx.recv().is_ok() && work_tx.send(b).is_ok() };
-                let reader = match RecordReader::open(path, cap) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        let b = Batch {
-                            seq,
-                            file: fi,
-                            items: Vec::new(),
-                            end: Some((0, 0, Some(e))),
-                            start: true,
-                        };
-                        seq += 1;
-                        if !send(b) {
-                            return;
-                        }
-                        continue;
-                    }
-                };
-                let mut items = Vec::new();
-                let mut bytes_in_batch = 0usize;
-                let mut count = 0u64;
-                let mut bytes = 0u64;
-                let mut error = None;
-                let mut start = true;
-                for r in reader {
-                    match r {
-                        Ok(rec) => {
-                            count += 1;
-                            if count <= skip.get(fi).copied().unwrap_or(0) {
-                                continue;
-                            }
-                            bytes += rec.declared_length.max(rec.block.len() as u64);
-                            bytes_in_batch += rec.block.len();
-                            items.push(rec);
-                            if items.len() >= BATCH_RECORDS || bytes_in_batch >= BATCH_BYTES {
-                                let b = Batch {
-                                    seq,
-                                    file: fi,
-                                    items: std::mem::take(&mut items),
-                                    end: None,
-                                    start,
-                                };
-                                start = false;
-                                seq += 1;
-                                bytes_in_batch = 0;
-                                if !send(b) {
-                                    return;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            error = Some(e);
-                            break;
-                        }
-                    }
-                }
+    let cap = opts.record_cap;
+    let read = |send: &mut dyn FnMut(Batch<Record>) -> bool| {
+        read_files(files, skip, cap, send);
+    };
+    let work = |scratch: &mut Scratch, mut record: Record| {
+        let capture = if opts.read_only {
+            Capture::basic(&record)
+        } else {
+            analyze_unless_known(&record, &opts.params, opts.record_cap, scratch, known)
+        };
+        record.block = Vec::new();
+        let prepared = prepare(&capture, scratch.canon());
+        Scanned {
+            record,
+            capture,
+            prepared,
+        }
+    };
+    ordered(opts.threads, read, &work, on_event)
+}
+
+/// Frames the records of `files` into batches, dropping the first `skip[i]` records of
+/// file i; `send` returning false stops the reading.
+fn read_files(
+    files: &[PathBuf],
+    skip: &[u64],
+    cap: usize,
+    send: &mut dyn FnMut(Batch<Record>) -> bool,
+) {
+    let mut seq = 0u64;
+    for (fi, path) in files.iter().enumerate() {
+        let reader = match RecordReader::open(path, cap) {
+            Ok(r) => r,
+            Err(e) => {
                 let b = Batch {
                     seq,
                     file: fi,
-                    items,
-                    end: Some((count, bytes, error)),
-                    start,
+                    items: Vec::new(),
+                    end: Some((0, 0, Some(e))),
+                    start: true,
                 };
                 seq += 1;
                 if !send(b) {
                     return;
                 }
+                continue;
             }
+        };
+        let mut items = Vec::new();
+        let mut bytes_in_batch = 0usize;
+        let mut count = 0u64;
+        let mut bytes = 0u64;
+        let mut error = None;
+        let mut start = true;
+        for r in reader {
+            match r {
+                Ok(rec) => {
+                    count += 1;
+                    if count <= skip.get(fi).copied().unwrap_or(0) {
+                        continue;
+                    }
+                    bytes += record_bytes(&rec);
+                    bytes_in_batch += rec.block.len();
+                    items.push(rec);
+                    if items.len() >= BATCH_RECORDS || bytes_in_batch >= BATCH_BYTES {
+                        let b = Batch {
+                            seq,
+                            file: fi,
+                            items: std::mem::take(&mut items),
+                            end: None,
+                            start,
+                        };
+                        start = false;
+                        seq += 1;
+                        bytes_in_batch = 0;
+                        if !send(b) {
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let b = Batch {
+            seq,
+            file: fi,
+            items,
+            end: Some((count, bytes, error)),
+            start,
+        };
+        seq += 1;
+        if !send(b) {
+            return;
+        }
+    }
+}
+
+/// Decompressed bytes a record counts for (its declared length, or what was read).
+pub fn record_bytes(rec: &Record) -> u64 {
+    rec.declared_length.max(rec.block.len() as u64)
+}
+
+/// Batches in, results out in input order: `read` (on its own thread) makes numbered
+/// batches of items, `threads` workers turn each item into a `T` with a scratch of
+/// their own, and `on_event` (on the caller's thread) sees them in order, so what it
+/// sees is identical for 1 or N threads. In-flight batches are bounded by tokens the
+/// caller returns. `on_event` returning false stops everything early.
+pub fn ordered<I: Send, T: Send, S: Default>(
+    threads: usize,
+    read: impl FnOnce(&mut dyn FnMut(Batch<I>) -> bool) + Send,
+    work: &(dyn Fn(&mut S, I) -> T + Sync),
+    mut on_event: impl FnMut(ScanEvent<T>) -> bool,
+) {
+    let threads = threads.max(1);
+    let in_flight = 4 * threads + 2;
+    let (work_tx, work_rx) = bounded::<Batch<I>>(2 * threads);
+    let (done_tx, done_rx) = unbounded::<Batch<T>>();
+    let (token_tx, token_rx) = bounded::<()>(in_flight);
+    for _ in 0..in_flight {
+        token_tx.send(()).expect("token channel has room");
+    }
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut send =
+                |b: Batch<I>| -> bool { token_rx.recv().is_ok() && work_tx.send(b).is_ok() };
+            read(&mut send);
         });
-        // Workers.
         for _ in 0..threads {
             let work_rx = work_rx.clone();
             let done_tx = done_tx.clone();
-            let opts = opts.clone();
             s.spawn(move || {
-                let mut scratch = Scratch::default();
+                let mut scratch = S::default();
                 for b in work_rx {
                     let items = b
                         .items
                         .into_iter()
-                        .map(|mut record| {
-                            let capture = if opts.read_only {
-                                Capture::basic(&record)
-                            } else {
-                                analyze_unless_known(
-                                    &record,
-                                    &opts.params,
-                                    opts.record_cap,
-                                    &mut scratch,
-                                    known,
-                                )
-                            };
-                            record.block = Vec::new();
-                            let prepared = prepare(&capture, scratch.canon());
-                            Scanned {
-                                record,
-                                capture,
-                                prepared,
-                            }
-                        })
+                        .map(|item| work(&mut scratch, item))
                         .collect();
-                    if done_tx
-                        .send(Done {
-                            seq: b.seq,
-                            file: b.file,
-                            items,
-                            end: b.end,
-                            start: b.start,
-                        })
-                        .is_err()
-                    {
+                    let done = Batch {
+                        seq: b.seq,
+                        file: b.file,
+                        items,
+                        end: b.end,
+                        start: b.start,
+                    };
+                    if done_tx.send(done).is_err() {
                         return;
                     }
                 }
@@ -244,7 +291,7 @@ pub fn scan_files_with_skip<P: Send>(
         drop(work_rx);
         drop(done_tx);
         // In-order delivery on the caller's thread.
-        let mut pending: BTreeMap<u64, Done<P>> = BTreeMap::new();
+        let mut pending: BTreeMap<u64, Batch<T>> = BTreeMap::new();
         let mut next = 0u64;
         let mut stopped = false;
         'outer: for d in &done_rx {

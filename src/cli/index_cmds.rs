@@ -3,7 +3,7 @@
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
-use tidemark::index::ingest::{ingest, IngestOptions};
+use tidemark::index::ingest::{ingest, ingest_shards, IngestOptions};
 use tidemark::index::query::{export, recluster, stats, sweeps_json, ExportFormat};
 use tidemark::index::Index;
 
@@ -18,9 +18,14 @@ pub struct IngestArgs {
     #[arg(long, value_name = "DATE")]
     pub date: Option<String>,
     /// The sweep's files, in the order they are committed (directories: their WARC and
-    /// ARC files, recursively, sorted).
+    /// ARC files, recursively, sorted; with --sketches their .parquet shards).
     #[command(flatten)]
     pub inputs: super::inputs::Inputs,
+    /// The inputs are shards made by `tidemark sketch` (one per WARC file, with the
+    /// same sketch parameters as the index): commits them without reading the WARC files
+    /// again, into the index those WARC files would make.
+    #[arg(long)]
+    pub sketches: bool,
     /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors"}.
     #[arg(long)]
     pub json: bool,
@@ -65,7 +70,12 @@ fn open(g: &Globals, create: bool) -> anyhow::Result<Index> {
 }
 
 pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
-    let files = match a.inputs.resolve() {
+    let resolved = if a.sketches {
+        a.inputs.resolve_shards()
+    } else {
+        a.inputs.resolve()
+    };
+    let files = match resolved {
         Ok(f) => f,
         Err(e) => {
             eprintln!("tidemark ingest: {e}");
@@ -88,20 +98,10 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         sketch_cache_mb: g.config.ingest.sketch_cache_mb,
         store_texts: g.config.index.store_texts,
     };
-    let bar = if std::io::stderr().is_terminal() && !a.json {
-        let b = indicatif::ProgressBar::new(1);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    } else {
-        None
-    };
+    let bar = byte_bar(a.json);
     let started = std::time::Instant::now();
-    let summary = ingest(&index, &files, &opts, |p| {
+    let run = if a.sketches { ingest_shards } else { ingest };
+    let summary = run(&index, &files, &opts, |p: tidemark::index::ingest::Progress| {
         if let Some(b) = &bar {
             b.set_length(p.input_total.max(1));
             b.set_position(p.input_bytes);
@@ -181,6 +181,21 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     } else {
         EXIT_DAMAGE
     })
+}
+
+/// A progress bar over input bytes, on a terminal and without --json.
+pub fn byte_bar(json: bool) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() || json {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(1);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(b)
 }
 
 /// Peak resident memory of this process (Linux), for benchmarks.

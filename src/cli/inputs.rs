@@ -29,15 +29,20 @@ fn is_archive_name(p: &Path) -> bool {
         .any(|ext| n.ends_with(ext))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+/// Names of the shards (`tidemark sketch`) a directory stands for.
+fn is_shard_name(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+fn walk(dir: &Path, wanted: fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
     for e in entries {
         let e = e.map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
         let p = e.path();
         if p.is_dir() {
-            walk(&p, out)?;
-        } else if is_archive_name(&p) {
+            walk(&p, wanted, out)?;
+        } else if wanted(&p) {
             out.push(p);
         }
     }
@@ -48,6 +53,18 @@ impl Inputs {
     /// The files, in order: each argument (a directory expanded, sorted), then the list.
     /// An error names the path that is missing, or the directory without WARC files.
     pub fn resolve(&self) -> Result<Vec<PathBuf>, String> {
+        self.resolve_as(
+            is_archive_name,
+            "WARC or ARC files (.warc, .warc.gz, .arc, .arc.gz)",
+        )
+    }
+
+    /// As [`Inputs::resolve`], for shards: a directory stands for its `.parquet` files.
+    pub fn resolve_shards(&self) -> Result<Vec<PathBuf>, String> {
+        self.resolve_as(is_shard_name, "shards (.parquet, made by `tidemark sketch`)")
+    }
+
+    fn resolve_as(&self, wanted: fn(&Path) -> bool, what: &str) -> Result<Vec<PathBuf>, String> {
         let mut given: Vec<PathBuf> = self.files.clone();
         if let Some(list) = &self.files_from {
             let reader: Box<dyn BufRead> = if list.as_os_str() == "-" {
@@ -71,12 +88,9 @@ impl Inputs {
         for p in given {
             if p.is_dir() {
                 let mut found = Vec::new();
-                walk(&p, &mut found)?;
+                walk(&p, wanted, &mut found)?;
                 if found.is_empty() {
-                    return Err(format!(
-                        "{} is a directory without WARC or ARC files (.warc, .warc.gz, .arc, .arc.gz)",
-                        p.display()
-                    ));
+                    return Err(format!("{} is a directory without {what}", p.display()));
                 }
                 found.sort();
                 out.extend(found);

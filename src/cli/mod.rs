@@ -8,6 +8,7 @@ mod inspect;
 mod query_cmds;
 mod report_cmd;
 mod serve_cmd;
+mod sketch_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -63,8 +64,12 @@ pub enum Command {
     /// sketch counts, and a summary by record type per file.
     Inspect(inspect::Args),
     /// Read the WARC/ARC files of one sweep into the index (incremental, resumable,
-    /// the same result for any thread count).
+    /// the same result for any thread count); with --sketches, shards made by `sketch`.
     Ingest(index_cmds::IngestArgs),
+    /// The map stage of a distributed ingest: read, canonicalize and sketch WARC/ARC
+    /// files into one Parquet shard each (no index needed; deterministic), for
+    /// `ingest --sketches` to commit.
+    Sketch(sketch_cmd::Args),
     /// Print every capture in key order as CDXJ or JSON lines.
     Export(index_cmds::ExportArgs),
     /// List the sweeps of the index.
@@ -142,6 +147,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(&globals, a),
         Command::Ingest(a) => index_cmds::run_ingest(&globals, a),
+        Command::Sketch(a) => sketch_cmd::run(&globals, a),
         Command::Export(a) => index_cmds::run_export(&globals, a),
         Command::Sweeps(a) => index_cmds::run_sweeps(&globals, a),
         Command::Stats(a) => index_cmds::run_stats(&globals, a),

@@ -2,7 +2,7 @@
 //! revisit of a known capture, or new (`new_doc`) — and its resemblance to the URL's
 //! previous capture.
 
-use super::{cf, host_of_surt, Capture, IndexError, Prepared, Record, Result, Writer};
+use super::{cf, host_of_surt, Capture, DocSketch, IndexError, Prepared, Record, Result, Writer};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
@@ -12,7 +12,6 @@ use crate::index::columns::payloads::Payloads;
 use crate::index::columns::sketches::CompactSketch;
 use crate::index::columns::url_last::UrlLast;
 use crate::index::columns::{Batch, Column};
-use crate::sketch::Sketch;
 use crate::url::{resolve, surt};
 
 impl Writer<'_> {
@@ -23,8 +22,15 @@ impl Writer<'_> {
         record_no: u64,
         rec: &Record,
         cap: &Capture,
-        prepared: Option<Prepared>,
+        mut prepared: Option<Prepared>,
     ) -> Result<()> {
+        // From a shard the sketch comes in stored form; from a WARC file as sampled.
+        let stored = prepared.as_mut().and_then(|p| p.stored.take());
+        let sketch = match (&stored, &cap.sketch) {
+            (Some(s), _) => Some(DocSketch::Stored(s)),
+            (None, Some(s)) => Some(DocSketch::Made(s)),
+            (None, None) => None,
+        };
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
             return Ok(());
@@ -52,7 +58,7 @@ impl Writer<'_> {
         // The content: known, revisited, or new.
         let mut doc: Option<u64> = None;
         if ok {
-            if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, cap.sketch.as_ref()) {
+            if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, sketch) {
                 let known = self.index.fingerprints().get(&fp)?;
                 match known {
                     Some(d) => {
@@ -89,7 +95,7 @@ impl Writer<'_> {
             }
         }
         let r_prev = match doc {
-            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, cap.sketch.as_ref())?,
+            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, sketch)?,
             None => None,
         };
         let info = CaptureInfo {
@@ -167,7 +173,7 @@ impl Writer<'_> {
         key_surt: &str,
         ts: &str,
         doc: u64,
-        current: Option<&Sketch>,
+        current: Option<DocSketch>,
     ) -> Result<Option<f32>> {
         // Raw keys and values here: this runs for every capture with content.
         let last = self.index.url_last().get_raw(key_surt.as_bytes())?;
@@ -189,7 +195,7 @@ impl Writer<'_> {
         &mut self,
         prev: u64,
         doc: u64,
-        current: Option<&Sketch>,
+        current: Option<DocSketch>,
     ) -> Result<Option<f32>> {
         if prev == doc {
             return Ok(Some(1.0));
@@ -200,7 +206,7 @@ impl Writer<'_> {
             Some(s) => self
                 .sketch_cache
                 .kept(doc)
-                .unwrap_or_else(|| CompactSketch::of(s)),
+                .unwrap_or_else(|| s.compact()),
             None => match self.index.sketch(doc)? {
                 Some(s) => CompactSketch::of(&s),
                 None => return Ok(None),
@@ -220,7 +226,7 @@ impl Writer<'_> {
         key_surt: &str,
         ts: &str,
         doc: u64,
-        current: Option<&Sketch>,
+        current: Option<DocSketch>,
     ) -> Result<Option<Option<f32>>> {
         let prefix = captures::url_prefix(key_surt);
         let mut upper = prefix.clone();

@@ -32,7 +32,7 @@ use xxhash_rust::xxh3::Xxh3;
 use super::candidates;
 use super::codec::{Counts, FileState, SweepInfo};
 use super::columns::files::Files;
-use super::columns::sketches::SketchCache;
+use super::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
 use super::columns::sweeps::Sweeps;
 use super::columns::Batch;
 use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Run};
@@ -42,7 +42,9 @@ use super::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
-use crate::scan::{scan_files_with_skip, ScanEvent, ScanOptions};
+use crate::scan::{ordered, scan_files_with_skip, ScanEvent, ScanOptions, Scanned};
+use crate::shard::read::{read_shards, ShardRow};
+use crate::shard::ShardError;
 use commit::{auto_compactions, settle_compactions};
 
 /// What to ingest.
@@ -65,11 +67,41 @@ pub struct IngestOptions {
 }
 
 /// What a worker prepares for the writer about new content.
+#[derive(Default)]
 pub struct Prepared {
     /// Stored postings of its sampled values.
     lookup: Option<Lookup>,
     /// Its canonical text, compressed (with `store_texts`).
     text: Option<Vec<u8>>,
+    /// Its sketch in stored form, when it came so (from a shard).
+    stored: Option<StoredSketch>,
+}
+
+/// A capture's sketch as the writer gets it: sampled from the record by a worker, or
+/// read from a shard in the form the index stores. Both give the same index: every
+/// use goes through the stored form or the compact form made from it.
+#[derive(Clone, Copy)]
+enum DocSketch<'a> {
+    Made(&'a crate::sketch::Sketch),
+    Stored(&'a StoredSketch),
+}
+
+impl DocSketch<'_> {
+    /// As the index stores it.
+    fn stored(self, posting_target: u32) -> StoredSketch {
+        match self {
+            DocSketch::Made(s) => StoredSketch::new(s, posting_values(s, posting_target).0),
+            DocSketch::Stored(s) => s.clone(),
+        }
+    }
+
+    /// The form estimates compare.
+    fn compact(self) -> CompactSketch {
+        match self {
+            DocSketch::Made(s) => CompactSketch::of(s),
+            DocSketch::Stored(s) => s.compact(),
+        }
+    }
 }
 
 /// A file's damage.
@@ -236,10 +268,104 @@ struct Writer<'a> {
     clock: std::time::Instant,
 }
 
-/// Ingests `files` into sweep `opts.sweep`.
+/// Ingests the WARC/ARC `files` into sweep `opts.sweep`.
 pub fn ingest(
     index: &Index,
     files: &[PathBuf],
+    opts: &IngestOptions,
+    progress: impl FnMut(Progress),
+) -> Result<IngestSummary> {
+    run(index, Source::Warcs(files), opts, progress)
+}
+
+/// Ingests shards made by `tidemark sketch` ([`crate::shard`]) into sweep `opts.sweep`,
+/// in the order given: the same index their WARC files make, with the same resume
+/// points (a shard and its WARC file are one input). Shards of other parameters, or
+/// without texts for an index that stores them, are refused before anything is written.
+pub fn ingest_shards(
+    index: &Index,
+    shards: &[PathBuf],
+    opts: &IngestOptions,
+    progress: impl FnMut(Progress),
+) -> Result<IngestSummary> {
+    run(index, Source::Shards(shards), opts, progress)
+}
+
+/// Where the records come from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Warcs(&'a [PathBuf]),
+    Shards(&'a [PathBuf]),
+}
+
+/// An input as planned: the file read, and the file it stands for.
+struct Input {
+    /// What is read (a WARC file, or a shard).
+    path: PathBuf,
+    /// The WARC file's absolute path, its identity and size.
+    name: String,
+    id: [u8; 16],
+    size: u64,
+}
+
+/// The inputs with their identities; shards are checked against the index here.
+fn plan(index: &Index, source: Source, opts: &IngestOptions) -> Result<Vec<Input>> {
+    match source {
+        Source::Warcs(files) => files
+            .iter()
+            .map(|path| {
+                // Absolute, so that `serve` finds the file to replay its records from
+                // wherever it runs (captures keep the bare file name, as CDX does).
+                let name = std::path::absolute(path)
+                    .unwrap_or_else(|_| path.clone())
+                    .display()
+                    .to_string();
+                let id = file_identity(path)
+                    .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                Ok(Input {
+                    path: path.clone(),
+                    name,
+                    id,
+                    size,
+                })
+            })
+            .collect(),
+        Source::Shards(shards) => {
+            let want = crate::shard::ShardParams::of_index(index.params(), opts.record_cap);
+            shards
+                .iter()
+                .map(|path| {
+                    let bad = |m: String| IndexError::Invalid(format!("{}: {m}", path.display()));
+                    let info =
+                        crate::shard::read::open(path).map_err(|e| IndexError::Invalid(e.to_string()))?;
+                    let diffs = info.params.diffs(&want);
+                    if !diffs.is_empty() {
+                        return Err(bad(format!(
+                            "made with other parameters: {}; sketch its WARC file again with the index's configuration",
+                            diffs.join("; ")
+                        )));
+                    }
+                    if opts.store_texts && !info.texts {
+                        return Err(bad(
+                            "made without canonical texts, and the index stores them (index.store_texts): sketch it again with that configuration".into(),
+                        ));
+                    }
+                    Ok(Input {
+                        path: path.clone(),
+                        name: info.source,
+                        id: info.identity,
+                        size: info.source_bytes,
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+fn run(
+    index: &Index,
+    source: Source,
     opts: &IngestOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
@@ -269,15 +395,14 @@ pub fn ingest(
     let mut skips: Vec<u64> = Vec::new();
     let mut states = Vec::new();
     let mut input_total = 0u64;
-    for path in files {
-        // Absolute, so that `serve` finds the file to replay its records from wherever it
-        // runs (captures keep the bare file name, as CDX does).
-        let name = std::path::absolute(path)
-            .unwrap_or_else(|_| path.clone())
-            .display()
-            .to_string();
-        let id = file_identity(path)
-            .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+    let mut sizes: Vec<u64> = Vec::new();
+    for Input {
+        path,
+        name,
+        id,
+        size,
+    } in plan(index, source, opts)?
+    {
         let state = index.files().get(&id)?;
         match state {
             Some(st) if st.complete => {
@@ -305,8 +430,9 @@ pub fn ingest(
             Some(st) => {
                 // Partly ingested: resumed from its last committed record, same number.
                 skips.push(st.records);
-                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                todo.push(path.clone());
+                input_total += size;
+                sizes.push(size);
+                todo.push(path);
                 states.push((name, id, st));
             }
             None => {
@@ -325,8 +451,9 @@ pub fn ingest(
                 })?;
                 sweep.files += 1;
                 skips.push(0);
-                input_total += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                todo.push(path.clone());
+                input_total += size;
+                sizes.push(size);
+                todo.push(path);
                 states.push((
                     name.clone(),
                     id,
@@ -404,43 +531,44 @@ pub fn ingest(
     } else {
         None
     };
-    let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
-        let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
-        if !matches!(fingerprints.contains_raw(&fp.to_be_bytes()), Ok(false)) {
-            return None;
+    // Postings and text of content not indexed yet, on the workers.
+    let is_new = |fp: u128| matches!(fingerprints.contains_raw(&fp.to_be_bytes()), Ok(false));
+    let prepare_new = |posting: &[u64], text: &str| -> Prepared {
+        let lookup = (!posting.is_empty())
+            .then(|| postings::lookup(index, posting, &over_cap).ok())
+            .flatten();
+        let text = encoder.as_ref().map(|e| e.encode(text));
+        Prepared {
+            lookup,
+            text,
+            stored: None,
         }
-        let lookup = if sketch.values.is_empty() {
-            None
-        } else {
-            let (_, values) = posting_values(sketch, target);
-            postings::lookup(index, &values, &over_cap).ok()
-        };
-        let text = encoder.as_ref().map(|e| e.encode(&canon.text));
-        Some(Prepared { lookup, text })
     };
-    scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
+    let mut on_event = |ev: ScanEvent<std::result::Result<Scanned<Prepared>, IndexError>>| {
         lap(&mut clock, &mut w.summary.writer.wait_s);
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
-            ScanEvent::Record { file, scanned } => {
-                let sc = *scanned;
-                done_bytes = file_base + sc.record.offset + sc.record.length;
-                let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
-                if w.sweep.counts.records.is_multiple_of(256) {
-                    progress(Progress {
-                        records: w.sweep.counts.records - w.counts_before.records,
-                        input_bytes: done_bytes,
-                        input_total,
-                        finishing: false,
-                    });
+            ScanEvent::Record { file, scanned } => match *scanned {
+                Ok(sc) => {
+                    done_bytes = file_base + sc.record.offset + sc.record.length;
+                    let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
+                    if w.sweep.counts.records.is_multiple_of(256) {
+                        progress(Progress {
+                            records: w.sweep.counts.records - w.counts_before.records,
+                            input_bytes: done_bytes,
+                            input_total,
+                            finishing: false,
+                        });
+                    }
+                    r
                 }
-                r
-            }
+                Err(e) => Err(e),
+            },
             ScanEvent::FileEnd {
                 file, bytes, error, ..
             } => {
                 w.summary.bytes += bytes;
-                file_base += std::fs::metadata(&todo[file]).map(|m| m.len()).unwrap_or(0);
+                file_base += sizes[file];
                 w.file_end(file, error.map(|e| (e.offset, e.message)))
             }
         };
@@ -452,7 +580,50 @@ pub fn ingest(
                 false
             }
         }
-    });
+    };
+    match source {
+        Source::Warcs(_) => {
+            let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
+                let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
+                if !is_new(fp) {
+                    return None;
+                }
+                let values = if sketch.values.is_empty() {
+                    Vec::new()
+                } else {
+                    posting_values(sketch, target).1
+                };
+                Some(prepare_new(&values, &canon.text))
+            };
+            scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
+                on_event(ev.map(Ok))
+            })
+        }
+        Source::Shards(_) => {
+            // A row with content always carries its stored sketch to the writer.
+            let work = |_: &mut (), row: std::result::Result<ShardRow, ShardError>| {
+                let row = row.map_err(|e| IndexError::Invalid(e.to_string()))?;
+                let mut prepared = None;
+                if let (Some(fp), Some(stored)) = (row.capture.text_fingerprint, row.stored) {
+                    let text = row.text.as_deref().unwrap_or_default();
+                    let mut p = if is_new(fp) {
+                        prepare_new(&stored.posting, text)
+                    } else {
+                        Prepared::default()
+                    };
+                    p.stored = Some(stored);
+                    prepared = Some(p);
+                }
+                Ok(Scanned {
+                    record: row.record,
+                    capture: row.capture,
+                    prepared,
+                })
+            };
+            let read = |send: &mut dyn FnMut(_) -> bool| read_shards(&todo, &skips, send);
+            ordered(opts.threads, read, &work, on_event)
+        }
+    }
     let finish = std::time::Instant::now();
     if let Some(e) = failure {
         return Err(e);

@@ -1,17 +1,16 @@
 //! A new doc: its id, facts, sketch and text; its candidates (the one search of
 //! [`crate::index::candidates`]), estimates, edges and unions; its postings.
 
-use super::{candidates, unionfind, Capture, Counters, Prepared, Result, Writer};
+use super::{candidates, unionfind, Capture, Counters, DocSketch, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
 use crate::index::columns::postings::MAX_DOCS;
-use crate::index::columns::sketches::{Sketches, StoredSketch};
+use crate::index::columns::sketches::Sketches;
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
-use crate::index::postings::posting_values;
 use crate::index::IndexError;
-use crate::sketch::{posting_key_tz, within_reach, Sketch};
+use crate::sketch::{posting_key_tz, within_reach};
 
 /// Standard deviations of the candidate prefilters ([`within_reach`]): on posting
 /// counts before a sketch is read, and on the coarse part of the sketches before the
@@ -24,7 +23,7 @@ impl Writer<'_> {
     pub(super) fn new_doc(
         &mut self,
         batch: &mut Batch,
-        sketch: &Sketch,
+        sketch: DocSketch,
         cap: &Capture,
         ts: &str,
         prepared: Option<Prepared>,
@@ -44,25 +43,25 @@ impl Writer<'_> {
         self.index
             .meta()
             .put_counters(batch, &self.index.counters());
+        let stored = sketch.stored(self.index.params().posting_target);
         let info = DocInfo {
-            shingles: sketch.shingles,
+            shingles: stored.shingles,
             tokens: cap.tokens,
             bytes: cap.payload_len,
             created: ts.to_string(),
             title: cap.title.clone(),
         };
         batch.put::<Docs>(self.index, &d, &info);
-        let posting = posting_values(sketch, self.index.params().posting_target);
-        let stored = StoredSketch::new(sketch, posting.0);
         batch.put::<Sketches>(self.index, &d, &stored);
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
         self.sweep.counts.new_docs += 1;
-        if sketch.values.is_empty() {
+        if stored.low.is_empty() && stored.posting.is_empty() {
             return Ok(d);
         }
+        let posting = (stored.posting_level, stored.posting.clone());
         let p = self.index.params().clone();
         let threshold = self.index.counters().threshold;
         lap(&mut self.clock, &mut self.summary.writer.captures_s);
