@@ -34,9 +34,17 @@ pub struct IngestArgs {
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
     /// cdxj: `SURT timestamp {json}` lines (pywb/OutbackCDX fields plus doc and cluster);
-    /// jsonl: one JSON object per capture, with Common Crawl column names added.
+    /// jsonl: one JSON object per capture, with Common Crawl column names added;
+    /// parquet (with --out DIR): captures/sweep=LABEL/part-0.parquet per sweep (Common
+    /// Crawl's column names and tidemark's), edges/part-0.parquet, clusters/part-0.parquet.
     #[arg(long, value_enum, default_value = "cdxj")]
     pub format: Format,
+    /// Folder of a Parquet export (created if absent; its files are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// With --format parquet: print what was written as JSON.
+    #[arg(long)]
+    pub json: bool,
     /// Only the captures of this sweep.
     #[arg(long, value_name = "LABEL")]
     pub sweep: Option<String>,
@@ -46,6 +54,7 @@ pub struct ExportArgs {
 pub enum Format {
     Cdxj,
     Jsonl,
+    Parquet,
 }
 
 #[derive(clap::Args, Debug)]
@@ -223,9 +232,40 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
         },
         None => None,
     };
-    let fmt = match a.format {
-        Format::Cdxj => ExportFormat::Cdxj,
-        Format::Jsonl => ExportFormat::Jsonl,
+    let fmt = match (a.format, &a.out) {
+        (Format::Cdxj, None) => ExportFormat::Cdxj,
+        (Format::Jsonl, None) => ExportFormat::Jsonl,
+        (Format::Parquet, Some(dir)) => {
+            let started = std::time::Instant::now();
+            let r = tidemark::index::export_parquet::export_parquet(&index, sweep, dir)?;
+            let mut out = stdout();
+            if a.json {
+                let mut v = serde_json::to_value(&r)?;
+                v["seconds"] = json!(started.elapsed().as_secs_f64());
+                serde_json::to_writer_pretty(&mut out, &v)?;
+                writeln!(out)?;
+            } else {
+                writeln!(
+                    out,
+                    "{} captures, {} edges, {} docs into {} files in {}",
+                    r.captures,
+                    r.edges,
+                    r.docs,
+                    r.files.len(),
+                    dir.display()
+                )?;
+            }
+            out.flush()?;
+            return Ok(EXIT_OK);
+        }
+        (Format::Parquet, None) => {
+            eprintln!("tidemark export: --format parquet writes files: give --out DIR");
+            return Ok(EXIT_USAGE);
+        }
+        (_, Some(_)) => {
+            eprintln!("tidemark export: --out is for --format parquet; cdxj and jsonl go to standard output");
+            return Ok(EXIT_USAGE);
+        }
     };
     let mut out = stdout();
     export(&index, fmt, sweep, &mut out)?;

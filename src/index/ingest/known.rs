@@ -55,10 +55,35 @@ impl Writer<'_> {
         }
         let status = cap.status;
         let ok = status.is_none_or(|s| (200..300).contains(&s));
-        // The content: known, revisited, or new.
+        // The content: known by its payload digest or its canonical text, revisited, or
+        // new. The digest decides here, on the writer, not by what a worker saw when it
+        // skipped a known payload (that depends on timing): so identical bytes are one
+        // doc whatever the thread count, and whether the record came from a WARC file
+        // or a shard (where every record is sketched).
         let mut doc: Option<u64> = None;
+        let mut current = sketch;
         if ok {
-            if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, sketch) {
+            let by_payload = match &cap.payload_digest {
+                Some(dig) if rec.kind != "revisit" && !cap.truncated => {
+                    self.index.payloads().get(dig)?
+                }
+                _ => None,
+            };
+            if cap.payload_known && !cap.truncated && by_payload.is_none() {
+                return Err(IndexError::Corruption {
+                    cf: cf::PAYLOADS,
+                    comment: format!(
+                        "digest {} vanished",
+                        cap.payload_digest.clone().unwrap_or_default()
+                    ),
+                });
+            }
+            if let Some(d) = by_payload {
+                doc = Some(d);
+                // Compared by the doc's own sketch, as when the payload was not read.
+                current = None;
+                self.sweep.counts.known_docs += 1;
+            } else if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, sketch) {
                 let known = self.index.fingerprints().get(&fp)?;
                 match known {
                     Some(d) => {
@@ -74,16 +99,6 @@ impl Writer<'_> {
                 if let Some(dig) = &cap.payload_digest {
                     batch.put::<Payloads>(self.index, dig, &doc.expect("set above"));
                 }
-            } else if cap.payload_known {
-                let dig = cap.payload_digest.clone().unwrap_or_default();
-                doc = self.index.payloads().get(&dig)?;
-                if doc.is_none() {
-                    return Err(IndexError::Corruption {
-                        cf: cf::PAYLOADS,
-                        comment: format!("digest {dig} vanished"),
-                    });
-                }
-                self.sweep.counts.known_docs += 1;
             } else if rec.kind == "revisit" {
                 doc = self.resolve_revisit(cap)?;
                 match doc {
@@ -95,7 +110,7 @@ impl Writer<'_> {
             }
         }
         let r_prev = match doc {
-            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, sketch)?,
+            Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, current)?,
             None => None,
         };
         let info = CaptureInfo {
