@@ -54,45 +54,92 @@ fn duckdb_counts_over_the_parquet_export_equal_stats_sweeps_and_cluster() {
     let db = work.path().join("db");
     ingest_generated(corpus.path(), &db, 3, &[]);
     let dir = work.path().join("parquet");
-    let out = tidemark_ok(&["--db", &s(&db), "export", "--format", "parquet", "--out", &s(&dir), "--json"]);
+    let out = tidemark_ok(&[
+        "--db",
+        &s(&db),
+        "export",
+        "--format",
+        "parquet",
+        "--out",
+        &s(&dir),
+        "--json",
+    ]);
     let written: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(written["files"].as_array().unwrap().len(), 5, "{written}");
     for k in 1..=3 {
-        assert!(dir.join(format!("captures/sweep=sweep-{k}/part-0.parquet")).exists());
+        assert!(dir
+            .join(format!("captures/sweep=sweep-{k}/part-0.parquet"))
+            .exists());
     }
     let script = work.path().join("queries.py");
     std::fs::write(&script, QUERIES).unwrap();
     let run = Command::new(&py).arg(&script).arg(&dir).output().unwrap();
-    assert!(run.status.success(), "duckdb: {}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "duckdb: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let got: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let stats: serde_json::Value =
         serde_json::from_slice(&tidemark_ok(&["--db", &s(&db), "stats", "--json"]).stdout).unwrap();
     let sweeps: serde_json::Value =
-        serde_json::from_slice(&tidemark_ok(&["--db", &s(&db), "sweeps", "--json"]).stdout).unwrap();
+        serde_json::from_slice(&tidemark_ok(&["--db", &s(&db), "sweeps", "--json"]).stdout)
+            .unwrap();
     for sw in sweeps.as_array().unwrap() {
         let label = sw["label"].as_str().unwrap();
-        assert_eq!(got["per_sweep"][label], sw["captures"], "captures of sweep {label}");
+        assert_eq!(
+            got["per_sweep"][label], sw["captures"],
+            "captures of sweep {label}"
+        );
     }
-    assert_eq!(got["pruned"], sweeps[1]["captures"], "a query pruned to one sweep");
+    assert_eq!(
+        got["pruned"], sweeps[1]["captures"],
+        "a query pruned to one sweep"
+    );
     for k in ["captures", "urls", "docs", "clusters", "multi_doc_clusters"] {
-        assert_eq!(got[k], stats[k], "{k}: DuckDB {} vs stats {}", got[k], stats[k]);
+        assert_eq!(
+            got[k], stats[k],
+            "{k}: DuckDB {} vs stats {}",
+            got[k], stats[k]
+        );
     }
-    assert_eq!(got["largest"], stats["largest_clusters"], "the largest clusters");
+    assert_eq!(
+        got["largest"], stats["largest_clusters"],
+        "the largest clusters"
+    );
     assert_eq!(got["disagreeing"], 0);
     assert!(
-        got["fetch_time_type"].as_str().unwrap().starts_with("TIMESTAMP"),
+        got["fetch_time_type"]
+            .as_str()
+            .unwrap()
+            .starts_with("TIMESTAMP"),
         "{}",
         got["fetch_time_type"]
     );
-    assert!(got["first_fetch"].as_str().unwrap().starts_with("2026-01-01"), "{}", got["first_fetch"]);
+    assert!(
+        got["first_fetch"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-01-01"),
+        "{}",
+        got["first_fetch"]
+    );
     let edges = got["edges"].as_array().unwrap();
     assert!(edges[0].as_u64().unwrap() > 0, "no edges exported");
     assert_eq!(edges[1], 0, "doc_a < doc_b on every edge");
-    assert!(edges[2].as_f64().unwrap() >= 0.3 - 1e-6, "every edge is at the floor");
+    assert!(
+        edges[2].as_f64().unwrap() >= 0.3 - 1e-6,
+        "every edge is at the floor"
+    );
     // Captures per cluster equal what `tidemark cluster` lists for the largest one.
     let url = got["a_url"].as_str().unwrap();
     let cl = tidemark(&["--db", &s(&db), "cluster", "--json", url]);
-    assert_eq!(cl.status.code(), Some(0), "{}", String::from_utf8_lossy(&cl.stderr));
+    assert_eq!(
+        cl.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cl.stderr)
+    );
     let cl: serde_json::Value = serde_json::from_slice(&cl.stdout).unwrap();
     let listed: u64 = cl["members"]
         .as_array()
@@ -102,7 +149,11 @@ fn duckdb_counts_over_the_parquet_export_equal_stats_sweeps_and_cluster() {
         .map(|u| u["captures"].as_u64().unwrap())
         .sum();
     let id = cl["cluster"].to_string();
-    assert_eq!(got["captures_per_cluster"][&id].as_u64(), Some(listed), "captures of cluster {id}");
+    assert_eq!(
+        got["captures_per_cluster"][&id].as_u64(),
+        Some(listed),
+        "captures of cluster {id}"
+    );
     // Parquet needs a folder; other formats refuse one.
     let no_dir = tidemark(&["--db", &s(&db), "export", "--format", "parquet"]);
     assert_eq!(no_dir.status.code(), Some(2));

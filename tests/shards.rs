@@ -98,7 +98,11 @@ fn generate_redesign(dir: &Path, pages: usize, seed: u64) {
         "--seed",
         &seed.to_string(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -112,7 +116,12 @@ fn shards_of_generated_sweeps_make_the_index_their_warc_files_make() {
         let files = sweep_files(corpus.path(), k);
         let label = format!("sweep-{k}");
         let out = ingest(&from_warcs, &label, &files, false);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // The same shards from 1 and 2 threads, byte for byte.
         let (one, two) = (
             work.path().join(format!("one-{k}")),
@@ -133,20 +142,34 @@ fn shards_of_generated_sweeps_make_the_index_their_warc_files_make() {
         let mut args = vec!["--threads".to_string(), threads.into()];
         args.extend(ingest_args(&from_shards, &label, &[one.clone()], true));
         let out = tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(&format!("sweep {label}: 1 files")), "{text}");
     }
     same_index(&from_warcs, &from_shards, "generated sweeps");
     // A WARC file and its shard are one input: ingesting the other is a no-op.
-    let again = ingest(&from_shards, "sweep-3", &sweep_files(corpus.path(), 3), false);
+    let again = ingest(
+        &from_shards,
+        "sweep-3",
+        &sweep_files(corpus.path(), 3),
+        false,
+    );
     assert_eq!(again.status.code(), Some(0));
     assert!(
         String::from_utf8_lossy(&again.stderr).contains("is already ingested"),
         "{}",
         String::from_utf8_lossy(&again.stderr)
     );
-    same_index(&from_warcs, &from_shards, "after ingesting a file whose shard was ingested");
+    same_index(
+        &from_warcs,
+        &from_shards,
+        "after ingesting a file whose shard was ingested",
+    );
 }
 
 /// The corpus's WARC and ARC files, damaged ones included, in the order a directory
@@ -155,7 +178,11 @@ fn corpus_files(dir: &Path) -> Vec<PathBuf> {
     fn walk(d: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(d).unwrap() {
             let p = e.unwrap().path();
-            let n = p.file_name().unwrap().to_string_lossy().to_ascii_lowercase();
+            let n = p
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_ascii_lowercase();
             if p.is_dir() {
                 walk(&p, out);
             } else if [".warc", ".warc.gz", ".arc", ".arc.gz"]
@@ -181,11 +208,20 @@ fn shards_of_real_warcs_damaged_ones_included_make_the_index_the_warcs_make() {
     let from_warcs = work.path().join("warcs");
     let direct = ingest(&from_warcs, "real", &files, false);
     // Damaged files: reported, the records before the damage indexed (exit 1).
-    assert_eq!(direct.status.code(), Some(1), "{}", String::from_utf8_lossy(&direct.stderr));
+    assert_eq!(
+        direct.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
     // All files in one run on two threads, and each file in a run of its own on one.
     let (together, apart) = (work.path().join("together"), work.path().join("apart"));
     let out = sketch(&together, &files, 2, &["--json"]);
-    assert_eq!(out.status.code(), Some(1), "damaged inputs make sketch exit 1");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "damaged inputs make sketch exit 1"
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["shards"].as_array().unwrap().len(), files.len());
     for f in &files {
@@ -200,7 +236,12 @@ fn shards_of_real_warcs_damaged_ones_included_make_the_index_the_warcs_make() {
     let shards: Vec<PathBuf> = files.iter().map(|f| shard_of(&together, f)).collect();
     let from_shards = work.path().join("shards");
     let out = ingest(&from_shards, "real", &shards, true);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The same damage, named by the WARC file and offset.
     let damage = |o: &Output| -> Vec<String> {
         String::from_utf8_lossy(&o.stderr)
@@ -236,7 +277,10 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
         let out = tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let err = String::from_utf8_lossy(&out.stderr).to_string();
         assert_eq!(out.status.code(), Some(2), "{expect}: {err}");
-        assert!(err.contains(&s(shard)), "the message names the shard: {err}");
+        assert!(
+            err.contains(&s(shard)),
+            "the message names the shard: {err}"
+        );
         assert!(err.contains(expect), "expected {expect:?} in: {err}");
         assert!(!err.contains("panicked"), "{err}");
         assert_eq!(
@@ -267,8 +311,8 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
     // Of another shard format, or not a shard: rewritten with other metadata.
     let rewrite = |name: &str, edit: &dyn Fn(&mut Vec<(String, String)>)| -> PathBuf {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&shard).unwrap())
-            .unwrap();
+        let b =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&shard).unwrap()).unwrap();
         let mut kv: Vec<(String, String)> = b
             .metadata()
             .file_metadata()
@@ -316,7 +360,12 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
     refused(&shard, Some(&texts), "made without canonical texts");
     // The good shard still goes in, and equals its WARC file.
     let out = ingest(&db, "sweep-2", &[shard.clone()], true);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let direct = work.path().join("direct");
     for (k, f) in [(1, &s1), (2, &s2)] {
         let out = ingest(&direct, &format!("sweep-{k}"), f, false);
@@ -364,11 +413,18 @@ fn a_killed_shard_ingest_resumes_from_its_shard_or_its_warc_file() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            std::thread::sleep(Duration::from_millis(rng.below(window[k - 1] as usize) as u64));
+            std::thread::sleep(Duration::from_millis(
+                rng.below(window[k - 1] as usize) as u64
+            ));
             match child.try_wait().unwrap() {
                 Some(_) => {
                     let out = child.wait_with_output().unwrap();
-                    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+                    assert_eq!(
+                        out.status.code(),
+                        Some(0),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
                     break;
                 }
                 None => {

@@ -29,3 +29,14 @@ if [ ! -x "$py_dir/bin/python" ] || [ "$(cat "$py_dir/.tidemark-reqs" 2>/dev/nul
     echo "$py_reqs" > "$py_dir/.tidemark-reqs"
 fi
 export TIDEMARK_PYTHON="$py_dir/bin/python"
+# PySpark runs Spark on a JVM: Java 17 or later (Debian 12's default JRE is 17).
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+        echo "tidemark setup: installing a Java runtime for the Spark test …" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null
+    else
+        echo "tidemark setup: no Java 17+; the Spark test will say SKIPPED (install default-jre-headless)" >&2
+    fi
+fi

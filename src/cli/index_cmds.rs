@@ -110,23 +110,28 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     let bar = byte_bar(a.json);
     let started = std::time::Instant::now();
     let run = if a.sketches { ingest_shards } else { ingest };
-    let summary = run(&index, &files, &opts, |p: tidemark::index::ingest::Progress| {
-        if let Some(b) = &bar {
-            b.set_length(p.input_total.max(1));
-            b.set_position(p.input_bytes);
-            let secs = started.elapsed().as_secs_f64().max(1e-3);
-            b.set_message(format!(
-                "{} records, {:.0} records/s{}",
-                p.records,
-                p.records as f64 / secs,
-                if p.finishing {
-                    "; writing postings, compacting"
-                } else {
-                    ""
-                }
-            ));
-        }
-    })?;
+    let summary = run(
+        &index,
+        &files,
+        &opts,
+        |p: tidemark::index::ingest::Progress| {
+            if let Some(b) = &bar {
+                b.set_length(p.input_total.max(1));
+                b.set_position(p.input_bytes);
+                let secs = started.elapsed().as_secs_f64().max(1e-3);
+                b.set_message(format!(
+                    "{} records, {:.0} records/s{}",
+                    p.records,
+                    p.records as f64 / secs,
+                    if p.finishing {
+                        "; writing postings, compacting"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        },
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

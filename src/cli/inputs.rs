@@ -31,7 +31,8 @@ fn is_archive_name(p: &Path) -> bool {
 
 /// Names of the shards (`tidemark sketch`) a directory stands for.
 fn is_shard_name(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+    p.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
 }
 
 fn walk(dir: &Path, wanted: fn(&Path) -> bool, out: &mut Vec<PathBuf>) -> Result<(), String> {
@@ -61,7 +62,10 @@ impl Inputs {
 
     /// As [`Inputs::resolve`], for shards: a directory stands for its `.parquet` files.
     pub fn resolve_shards(&self) -> Result<Vec<PathBuf>, String> {
-        self.resolve_as(is_shard_name, "shards (.parquet, made by `tidemark sketch`)")
+        self.resolve_as(
+            is_shard_name,
+            "shards (.parquet, made by `tidemark sketch`)",
+        )
     }
 
     fn resolve_as(&self, wanted: fn(&Path) -> bool, what: &str) -> Result<Vec<PathBuf>, String> {

@@ -67,7 +67,9 @@ impl Out {
         let tmp = path.with_extension("parquet.partial");
         let file = File::create(&tmp).map_err(|e| fail(&tmp, e))?;
         let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("valid level")))
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(3).expect("valid level"),
+            ))
             .set_max_row_group_row_count(Some(ROWS))
             .build();
         let writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(&tmp, e))?;
@@ -179,7 +181,10 @@ fn host_name(url: &str) -> Option<String> {
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host = authority.rsplit('@').next().unwrap_or(authority);
     let host = if host.starts_with('[') {
-        host.split(']').next().map(|h| &host[..h.len() + 1]).unwrap_or(host)
+        host.split(']')
+            .next()
+            .map(|h| &host[..h.len() + 1])
+            .unwrap_or(host)
     } else {
         host.split(':').next().unwrap_or(host)
     };
@@ -198,8 +203,14 @@ mod tests {
     #[test]
     fn host_names_as_common_crawl_writes_them() {
         use super::host_name;
-        assert_eq!(host_name("https://www.Example.com:8080/a?b").as_deref(), Some("www.example.com"));
-        assert_eq!(host_name("http://user:pw@example.org./").as_deref(), Some("example.org"));
+        assert_eq!(
+            host_name("https://www.Example.com:8080/a?b").as_deref(),
+            Some("www.example.com")
+        );
+        assert_eq!(
+            host_name("http://user:pw@example.org./").as_deref(),
+            Some("example.org")
+        );
         assert_eq!(host_name("http://[::1]:80/x").as_deref(), Some("[::1]"));
         assert_eq!(host_name("dns:example.com"), None);
         assert_eq!(super::hive_value("2026-11 a/b"), "2026-11%20a%2Fb");
@@ -211,7 +222,11 @@ fn signed(v: u64) -> i64 {
 }
 
 /// Writes the captures (of `sweep`, or all), the edges and the clusters into `dir`.
-pub fn export_parquet(index: &Index, sweep: Option<u32>, dir: &Path) -> Result<ParquetExport, IndexError> {
+pub fn export_parquet(
+    index: &Index,
+    sweep: Option<u32>,
+    dir: &Path,
+) -> Result<ParquetExport, IndexError> {
     let labels: BTreeMap<u32, String> = index
         .sweeps()
         .all()?
@@ -305,9 +320,9 @@ fn export_edges(index: &Index, dir: &Path) -> Result<u64, IndexError> {
     );
     let (mut n, mut held) = (0u64, 0usize);
     let flush = |a: &mut Int64Builder,
-                     b: &mut Int64Builder,
-                     fs: [&mut Float32Builder; 4],
-                     out: &mut Out|
+                 b: &mut Int64Builder,
+                 fs: [&mut Float32Builder; 4],
+                 out: &mut Out|
      -> Result<(), IndexError> {
         let [r, c, ab, ba] = fs;
         let cols: Vec<ArrayRef> = vec![

@@ -195,7 +195,8 @@ pub fn read_shards(
         let end = (
             info.records,
             bytes,
-            info.error.map(|(offset, message)| ReadError { offset, message }),
+            info.error
+                .map(|(offset, message)| ReadError { offset, message }),
         );
         if !next(Vec::new(), Some(end), start) {
             return;
@@ -215,9 +216,8 @@ impl Rows<'_> {
         let Some(batch) = self.reader.next() else {
             return Ok(None);
         };
-        let batch = batch.map_err(|e| {
-            ShardError::new(self.path, format!("damaged at row {}: {e}", self.row))
-        })?;
+        let batch = batch
+            .map_err(|e| ShardError::new(self.path, format!("damaged at row {}: {e}", self.row)))?;
         let out = decode(&batch, self.row)
             .map_err(|(row, m)| ShardError::new(self.path, format!("damaged row {row}: {m}")))?;
         self.row += batch.num_rows() as u64;
@@ -257,7 +257,8 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
     let sketch = col("sketch").as_binary::<i32>().clone();
     let truncated = col("truncated").as_boolean().clone();
     let warnings = col("warnings").as_list::<i32>().clone();
-    let opt = |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
+    let opt =
+        |a: &arrow_array::StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
     let mut out = Vec::with_capacity(b.num_rows());
     for i in 0..b.num_rows() {
         let no = first + i as u64;
@@ -283,14 +284,20 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             None
         };
         if text_fingerprint.is_some() != stored.is_some() {
-            return Err((no, "a fingerprint without a sketch, or a sketch without one".into()));
+            return Err((
+                no,
+                "a fingerprint without a sketch, or a sketch without one".into(),
+            ));
         }
         let ts = opt(&timestamp, i);
         if ts
             .as_ref()
             .is_some_and(|t| t.len() != 14 || !t.bytes().all(|c| c.is_ascii_digit()))
         {
-            return Err((no, format!("timestamp {:?} is not 14 digits", ts.unwrap_or_default())));
+            return Err((
+                no,
+                format!("timestamp {:?} is not 14 digits", ts.unwrap_or_default()),
+            ));
         }
         let kind_s = kind.value(i).to_string();
         let refers_to = (kind_s == "revisit").then(|| (opt(&rt_url, i), opt(&rt_date, i)));

@@ -158,7 +158,9 @@ pub fn sketch_files(
                 o.record += 1;
                 if o.rows.len >= ROWS_PER_GROUP {
                     let path = o.path.clone();
-                    o.rows.flush(&mut o.writer).map_err(|e| ShardError::new(&path, e.to_string()))
+                    o.rows
+                        .flush(&mut o.writer)
+                        .map_err(|e| ShardError::new(&path, e.to_string()))
                 } else {
                     Ok(())
                 }
@@ -227,7 +229,9 @@ fn start(
         kv(key::SOURCE_BYTES, size.to_string()),
     ];
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("level 3 is valid")))
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("level 3 is valid"),
+        ))
         .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
         .set_key_value_metadata(Some(meta))
         .build();
@@ -260,13 +264,15 @@ fn finish(
     let fail = |e: &dyn std::fmt::Display| ShardError::new(&o.tmp, e.to_string());
     o.rows.flush(&mut o.writer).map_err(|e| fail(&e))?;
     let kv = |k: &str, v: String| KeyValue::new(k.to_string(), v);
-    o.writer.append_key_value_metadata(kv(key::RECORDS, records.to_string()));
+    o.writer
+        .append_key_value_metadata(kv(key::RECORDS, records.to_string()));
     o.writer
         .append_key_value_metadata(kv(key::DECOMPRESSED_BYTES, bytes.to_string()));
     if let Some((offset, message)) = error {
         o.writer
             .append_key_value_metadata(kv(key::ERROR_OFFSET, offset.to_string()));
-        o.writer.append_key_value_metadata(kv(key::ERROR_MESSAGE, message));
+        o.writer
+            .append_key_value_metadata(kv(key::ERROR_MESSAGE, message));
     }
     let file = o.writer.into_inner().map_err(|e| fail(&e))?;
     file.sync_all().map_err(|e| fail(&e))?;

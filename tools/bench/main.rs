@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod map_reduce;
+
 use clap::Parser;
 use serde_json::json;
 use tidemark::scan::{scan_files, ScanEvent, ScanOptions};
@@ -66,6 +68,13 @@ struct Args {
     /// report the median time of each sweep.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+    /// Measure the map and merge stages of a distributed ingest instead, on the sweeps of
+    /// --ingest: per sweep, `inspect` and `sketch` on one core and `ingest --sketches`
+    /// of the shards; seconds per page of each stage (merge of new and known content
+    /// apart), shard bytes per page, and the projected wall time of 100M- and 3B-page
+    /// sweeps on 10, 100 and 1,000 Spark executors.
+    #[arg(long)]
+    map_reduce: bool,
     /// Measure query latency instead, on the index at --db: whereis, history and similar
     /// as library calls on --samples URLs spread over the index; median and p99.
     #[arg(long)]
@@ -347,7 +356,8 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
     );
 }
 
-fn bench_ingest(a: &Args) -> ExitCode {
+/// The sweeps of --ingest and --map-reduce: generated into --dir unless it holds some.
+fn ensure_sweeps(a: &Args) -> bool {
     if sweep_dirs(&a.dir).is_empty() {
         eprintln!(
             "generating {} {}sweeps of {} pages into {} …",
@@ -362,13 +372,20 @@ fn bench_ingest(a: &Args) -> ExitCode {
         opts.redesign = a.redesign.clone();
         if let Err(e) = generate(&opts, |l| eprintln!("  {l}")) {
             eprintln!("tidemark-bench: {e}");
-            return ExitCode::from(1);
+            return false;
         }
     } else {
         eprintln!(
             "using the sweeps already in {} (--pages, --sweeps, --steady and --redesign apply only when it holds none)",
             a.dir.display()
         );
+    }
+    true
+}
+
+fn bench_ingest(a: &Args) -> ExitCode {
+    if !ensure_sweeps(a) {
+        return ExitCode::from(1);
     }
     let exe = std::env::current_exe()
         .ok()
@@ -497,6 +514,9 @@ fn main() -> ExitCode {
     }
     if a.queries {
         return bench_queries(&a);
+    }
+    if a.map_reduce {
+        return map_reduce::bench(&a);
     }
     if !a.many_files.is_empty() {
         return bench_many_files(&a);

@@ -218,10 +218,7 @@ impl Writer<'_> {
         // The current doc may be new in this very batch: use the sketch in hand (a new
         // doc's is kept already).
         let cur = match current {
-            Some(s) => self
-                .sketch_cache
-                .kept(doc)
-                .unwrap_or_else(|| s.compact()),
+            Some(s) => self.sketch_cache.kept(doc).unwrap_or_else(|| s.compact()),
             None => match self.index.sketch(doc)? {
                 Some(s) => CompactSketch::of(&s),
                 None => return Ok(None),
