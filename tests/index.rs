@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::Duration;
 
 use common::{generate, sweep_files, tidemark, truth};
@@ -281,16 +281,9 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
                 }
                 args.extend(["ingest".into(), "--sweep".into(), format!("sweep-{k}")]);
                 args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
-                let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-                    .args(&args)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                std::thread::sleep(Duration::from_millis(rng.below(window[k - 1]) as u64));
-                match child.try_wait().unwrap() {
-                    Some(_) => {
-                        let out = child.wait_with_output().unwrap();
+                let delay = Duration::from_millis(rng.below(window[k - 1]) as u64);
+                match common::run_or_kill(&args, delay) {
+                    Some(out) => {
                         assert_eq!(
                             out.status.code(),
                             Some(0),
@@ -299,11 +292,7 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
                         );
                         break;
                     }
-                    None => {
-                        child.kill().unwrap(); // SIGKILL: no chance to clean up
-                        child.wait().unwrap();
-                        kills += 1;
-                    }
+                    None => kills += 1,
                 }
             }
         }

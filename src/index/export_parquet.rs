@@ -23,13 +23,14 @@ use std::sync::Arc;
 use arrow_array::builder::{
     Float32Builder, Int16Builder, Int64Builder, StringBuilder, TimestampMicrosecondBuilder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, Float32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
+use super::codec::EdgeInfo;
 use super::{unionfind, Index, IndexError};
 
 /// Rows per batch and row group.
@@ -56,6 +57,7 @@ fn fail(path: &Path, e: impl std::fmt::Display) -> IndexError {
 struct Out {
     path: PathBuf,
     tmp: PathBuf,
+    schema: Arc<Schema>,
     writer: ArrowWriter<File>,
 }
 
@@ -72,11 +74,20 @@ impl Out {
             ))
             .set_max_row_group_row_count(Some(ROWS))
             .build();
-        let writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| fail(&tmp, e))?;
-        Ok(Out { path, tmp, writer })
+        let writer =
+            ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&tmp, e))?;
+        Ok(Out {
+            path,
+            tmp,
+            schema,
+            writer,
+        })
     }
 
-    fn write(&mut self, batch: RecordBatch) -> Result<(), IndexError> {
+    /// Writes one batch of rows, given as its columns in schema order.
+    fn write_columns(&mut self, cols: Vec<ArrayRef>) -> Result<(), IndexError> {
+        let batch = RecordBatch::try_new(self.schema.clone(), cols)
+            .map_err(|e| IndexError::Invalid(format!("parquet export: {e}")))?;
         self.writer.write(&batch).map_err(|e| fail(&self.tmp, e))
     }
 
@@ -149,9 +160,10 @@ struct CaptureRows {
 }
 
 impl CaptureRows {
-    fn batch(&mut self) -> Result<RecordBatch, IndexError> {
+    /// The rows held, as columns; the builders start again.
+    fn columns(&mut self) -> Vec<ArrayRef> {
         self.len = 0;
-        let cols: Vec<ArrayRef> = vec![
+        vec![
             Arc::new(self.surt.finish()),
             Arc::new(self.url.finish()),
             Arc::new(self.host.finish()),
@@ -168,9 +180,7 @@ impl CaptureRows {
             Arc::new(self.cluster.finish()),
             Arc::new(self.r_prev.finish()),
             Arc::new(self.redirect.finish()),
-        ];
-        RecordBatch::try_new(capture_schema(), cols)
-            .map_err(|e| IndexError::Invalid(format!("parquet export: {e}")))
+        ]
     }
 }
 
@@ -277,7 +287,7 @@ pub fn export_parquet(
         rows.redirect.append_option(c.redirect.as_deref());
         report.captures += 1;
         if rows.len >= ROWS {
-            if let Err(e) = rows.batch().and_then(|b| out.write(b)) {
+            if let Err(e) = out.write_columns(rows.columns()) {
                 failure = Some(e);
                 return Ok(false);
             }
@@ -289,7 +299,7 @@ pub fn export_parquet(
     }
     for (_, (mut out, mut rows)) in outs {
         if rows.len > 0 {
-            out.write(rows.batch()?)?;
+            out.write_columns(rows.columns())?;
         }
         out.close()?;
     }
@@ -301,67 +311,54 @@ pub fn export_parquet(
 }
 
 fn export_edges(index: &Index, dir: &Path) -> Result<u64, IndexError> {
+    use DataType::{Float32, Int64};
     let schema = Arc::new(Schema::new(vec![
-        Field::new("doc_a", DataType::Int64, false),
-        Field::new("doc_b", DataType::Int64, false),
-        Field::new("resemblance", DataType::Float32, false),
+        Field::new("doc_a", Int64, false),
+        Field::new("doc_b", Int64, false),
+        Field::new("resemblance", Float32, false),
         // The larger of the two containments, then each.
-        Field::new("containment", DataType::Float32, false),
-        Field::new("containment_a_in_b", DataType::Float32, false),
-        Field::new("containment_b_in_a", DataType::Float32, false),
+        Field::new("containment", Float32, false),
+        Field::new("containment_a_in_b", Float32, false),
+        Field::new("containment_b_in_a", Float32, false),
     ]));
-    let mut out = Out::create(dir.join("edges/part-0.parquet"), schema.clone())?;
-    let (mut a, mut b) = (Int64Builder::new(), Int64Builder::new());
-    let (mut r, mut c, mut ab, mut ba) = (
-        Float32Builder::new(),
-        Float32Builder::new(),
-        Float32Builder::new(),
-        Float32Builder::new(),
-    );
-    let (mut n, mut held) = (0u64, 0usize);
-    let flush = |a: &mut Int64Builder,
-                 b: &mut Int64Builder,
-                 fs: [&mut Float32Builder; 4],
-                 out: &mut Out|
-     -> Result<(), IndexError> {
-        let [r, c, ab, ba] = fs;
-        let cols: Vec<ArrayRef> = vec![
-            Arc::new(a.finish()),
-            Arc::new(b.finish()),
-            Arc::new(r.finish()),
-            Arc::new(c.finish()),
-            Arc::new(ab.finish()),
-            Arc::new(ba.finish()),
-        ];
-        let batch = RecordBatch::try_new(schema.clone(), cols)
-            .map_err(|e| IndexError::Invalid(format!("parquet export: {e}")))?;
-        out.write(batch)
+    let mut out = Out::create(dir.join("edges/part-0.parquet"), schema)?;
+    let columns = |rows: &[(u64, u64, EdgeInfo)]| -> Vec<ArrayRef> {
+        let ints = |f: &dyn Fn(&(u64, u64, EdgeInfo)) -> u64| -> ArrayRef {
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| signed(f(r))),
+            ))
+        };
+        let floats = |f: &dyn Fn(&EdgeInfo) -> f32| -> ArrayRef {
+            Arc::new(Float32Array::from_iter_values(rows.iter().map(|r| f(&r.2))))
+        };
+        vec![
+            ints(&|r| r.0),
+            ints(&|r| r.1),
+            floats(&|e| e.resemblance),
+            floats(&|e| e.contain_lo_in_hi.max(e.contain_hi_in_lo)),
+            floats(&|e| e.contain_lo_in_hi),
+            floats(&|e| e.contain_hi_in_lo),
+        ]
     };
+    let mut rows = Vec::new();
+    let mut n = 0u64;
     let mut failure = None;
     index.edges().for_each(|hi, list| {
-        for (lo, e) in list {
-            a.append_value(signed(lo));
-            b.append_value(signed(hi));
-            r.append_value(e.resemblance);
-            c.append_value(e.contain_lo_in_hi.max(e.contain_hi_in_lo));
-            ab.append_value(e.contain_lo_in_hi);
-            ba.append_value(e.contain_hi_in_lo);
-            n += 1;
-            held += 1;
-        }
-        if held >= ROWS {
-            held = 0;
-            if let Err(e) = flush(&mut a, &mut b, [&mut r, &mut c, &mut ab, &mut ba], &mut out) {
+        n += list.len() as u64;
+        rows.extend(list.into_iter().map(|(lo, e)| (lo, hi, e)));
+        if rows.len() >= ROWS {
+            if let Err(e) = out.write_columns(columns(&rows)) {
                 failure = Some(e);
                 return Ok(false);
             }
+            rows.clear();
         }
         Ok(true)
     })?;
     if let Some(e) = failure {
         return Err(e);
     }
-    flush(&mut a, &mut b, [&mut r, &mut c, &mut ab, &mut ba], &mut out)?;
+    out.write_columns(columns(&rows))?;
     out.close()?;
     Ok(n)
 }
@@ -375,32 +372,36 @@ fn export_clusters(
         Field::new("doc", DataType::Int64, false),
         Field::new("cluster", DataType::Int64, false),
     ]));
-    let mut out = Out::create(dir.join("clusters/part-0.parquet"), schema.clone())?;
-    let (mut d, mut c) = (Int64Builder::new(), Int64Builder::new());
-    let mut n = 0u64;
-    let mut failure = None;
-    let flush = |d: &mut Int64Builder, c: &mut Int64Builder, out: &mut Out| {
-        let cols: Vec<ArrayRef> = vec![Arc::new(d.finish()), Arc::new(c.finish())];
-        RecordBatch::try_new(schema.clone(), cols)
-            .map_err(|e| IndexError::Invalid(format!("parquet export: {e}")))
-            .and_then(|b| out.write(b))
+    let mut out = Out::create(dir.join("clusters/part-0.parquet"), schema)?;
+    let columns = |rows: &[(u64, u64)]| -> Vec<ArrayRef> {
+        vec![
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| signed(r.0)),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| signed(r.1)),
+            )),
+        ]
     };
+    let mut rows = Vec::new();
+    let mut failure = None;
+    let mut n = 0u64;
     index.docs().for_each(|doc, _| {
-        d.append_value(signed(doc));
-        c.append_value(signed(clusters.of(doc)?));
+        rows.push((doc, clusters.of(doc)?));
         n += 1;
-        if n % ROWS as u64 == 0 {
-            if let Err(e) = flush(&mut d, &mut c, &mut out) {
+        if rows.len() >= ROWS {
+            if let Err(e) = out.write_columns(columns(&rows)) {
                 failure = Some(e);
                 return Ok(false);
             }
+            rows.clear();
         }
         Ok(true)
     })?;
     if let Some(e) = failure {
         return Err(e);
     }
-    flush(&mut d, &mut c, &mut out)?;
+    out.write_columns(columns(&rows))?;
     out.close()?;
     Ok(n)
 }

@@ -114,3 +114,23 @@ pub fn ingest_generated(dir: &Path, db: &Path, sweeps: usize, extra: &[&str]) {
         );
     }
 }
+
+/// Starts `tidemark ARGS`, waits `delay`, and kills it (SIGKILL: no chance to clean up)
+/// if it is still running: its output when it ended by itself, None when killed.
+pub fn run_or_kill(args: &[String], delay: std::time::Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tidemark");
+    std::thread::sleep(delay);
+    match child.try_wait().expect("child status") {
+        Some(_) => Some(child.wait_with_output().expect("child output")),
+        None => {
+            child.kill().expect("kill");
+            child.wait().expect("reap");
+            None
+        }
+    }
+}

@@ -11,11 +11,22 @@ use serde_json::json;
 
 use super::{ensure_sweeps, sweep_dirs, warc_files, Args};
 
-/// Runs `tidemark ARGS…`: seconds and parsed JSON stdout (None when it failed).
-fn run(exe: &Path, args: &[String]) -> Option<(f64, serde_json::Value)> {
-    let t = Instant::now();
+/// CPU seconds (user and system) of the children waited for so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Runs `tidemark ARGS…`: wall seconds, CPU seconds and parsed JSON stdout (None when
+/// it failed).
+fn run(exe: &Path, args: &[String]) -> Option<(f64, f64, serde_json::Value)> {
+    let (t, cpu) = (Instant::now(), children_cpu());
     let out = Command::new(exe).args(args).output().expect("run tidemark");
     let secs = t.elapsed().as_secs_f64();
+    let cpu = children_cpu() - cpu;
     if !out.status.success() {
         eprintln!(
             "tidemark-bench: tidemark {args:?} failed: {}",
@@ -25,6 +36,7 @@ fn run(exe: &Path, args: &[String]) -> Option<(f64, serde_json::Value)> {
     }
     Some((
         secs,
+        cpu,
         serde_json::from_slice(&out.stdout).unwrap_or_default(),
     ))
 }
@@ -35,7 +47,8 @@ fn strings(v: &[&str], files: &[PathBuf]) -> Vec<String> {
     out
 }
 
-/// Least squares of `t = a·x + b·y` over the points: (a, b).
+/// Least squares of `t = a·x + b·y` over the points: (a, b); one rate for both when
+/// the sweeps are too alike (or too small) to tell the two apart.
 fn fit2(points: &[(f64, f64, f64)]) -> (f64, f64) {
     let (mut xx, mut xy, mut yy, mut xt, mut yt) = (0.0, 0.0, 0.0, 0.0, 0.0);
     for &(x, y, t) in points {
@@ -46,12 +59,17 @@ fn fit2(points: &[(f64, f64, f64)]) -> (f64, f64) {
         yt += y * t;
     }
     let det = xx * yy - xy * xy;
-    if det.abs() < 1e-9 {
-        // All sweeps alike: one rate for both.
-        let r = (xt + yt) / (xx + 2.0 * xy + yy).max(1e-9);
+    let (a, b) = if det.abs() < 1e-9 {
+        (-1.0, -1.0)
+    } else {
+        ((xt * yy - yt * xy) / det, (yt * xx - xt * xy) / det)
+    };
+    if a < 0.0 || b < 0.0 {
+        let t: f64 = points.iter().map(|p| p.2).sum();
+        let r = t / points.iter().map(|p| p.0 + p.1).sum::<f64>().max(1e-9);
         return (r, r);
     }
-    ((xt * yy - yt * xy) / det, (yt * xx - xt * xy) / det)
+    (a, b)
 }
 
 fn human(secs: f64) -> String {
@@ -79,7 +97,7 @@ pub fn bench(a: &Args) -> ExitCode {
     let _ = std::fs::remove_dir_all(&db);
     let _ = std::fs::remove_dir_all(&shards_root);
     println!(
-        "{:<10} {:>8} {:>9} {:>13} {:>13} {:>11} {:>13} {:>9}",
+        "{:<10} {:>8} {:>9} {:>16} {:>16} {:>10} {:>11} {:>9}",
         "sweep",
         "pages",
         "new docs",
@@ -94,9 +112,10 @@ pub fn bench(a: &Args) -> ExitCode {
         let label = dir.file_name().unwrap().to_string_lossy().to_string();
         let files = warc_files(&dir);
         let out = shards_root.join(&label);
-        // One core each, as one Spark task: read + canonicalize + sketch alone, then the
-        // same with the shard written.
-        let Some((inspect_s, _)) = run(
+        // One worker each, as one Spark task: read + canonicalize + sketch alone, then
+        // the same with the shard written. Rates per core are by CPU time: the reader
+        // (gzip) and the caller (output) run beside the worker.
+        let Some((inspect_s, inspect_cpu, _)) = run(
             &exe,
             &strings(
                 &["--threads", "1", "inspect", "--summary", "--json"],
@@ -116,7 +135,7 @@ pub fn bench(a: &Args) -> ExitCode {
             ],
             &files,
         );
-        let Some((sketch_s, sk)) = run(&exe, &sk_args) else {
+        let Some((sketch_s, sketch_cpu, sk)) = run(&exe, &sk_args) else {
             return ExitCode::from(1);
         };
         let merge_args = vec![
@@ -129,28 +148,29 @@ pub fn bench(a: &Args) -> ExitCode {
             "--sketches".into(),
             out.display().to_string(),
         ];
-        let Some((merge_s, m)) = run(&exe, &merge_args) else {
+        let Some((merge_s, _, m)) = run(&exe, &merge_args) else {
             return ExitCode::from(1);
         };
         let pages = sk["records"].as_f64().unwrap_or(0.0).max(1.0);
         let new_docs = m["new_docs"].as_f64().unwrap_or(0.0);
         let shard_bytes = sk["shard_bytes"].as_f64().unwrap_or(0.0);
         println!(
-            "{:<10} {:>8} {:>9} {:>13.0} {:>13.0} {:>11.0} {:>13.0} {:>8.0}%",
+            "{:<10} {:>8} {:>9} {:>16.0} {:>16.0} {:>10.0} {:>11.0} {:>8.0}%",
             label,
             pages,
             new_docs,
-            1e6 * inspect_s / pages,
-            1e6 * sketch_s / pages,
+            1e6 * inspect_cpu / pages,
+            1e6 * sketch_cpu / pages,
             shard_bytes / pages,
             1e6 * merge_s / pages,
-            100.0 * inspect_s / sketch_s
+            100.0 * inspect_cpu / sketch_cpu
         );
         rows.push(json!({
             "sweep": label, "pages": pages, "new_docs": new_docs,
             "inspect_seconds": inspect_s, "sketch_seconds": sketch_s, "merge_seconds": merge_s,
+            "inspect_cpu_seconds": inspect_cpu, "sketch_cpu_seconds": sketch_cpu,
             "shard_bytes": shard_bytes, "shard_bytes_per_page": shard_bytes / pages,
-            "map_rate_share_of_inspect": inspect_s / sketch_s,
+            "map_rate_per_core_share_of_inspect": inspect_cpu / sketch_cpu,
             "merge_writer": m["writer"],
         }));
     }
@@ -160,7 +180,8 @@ pub fn bench(a: &Args) -> ExitCode {
     }
     let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap_or(0.0);
     let pages: f64 = rows.iter().map(|r| f(r, "pages")).sum();
-    let map_per_page = rows.iter().map(|r| f(r, "sketch_seconds")).sum::<f64>() / pages;
+    // A one-core executor's time a page: the map's CPU time.
+    let map_per_page = rows.iter().map(|r| f(r, "sketch_cpu_seconds")).sum::<f64>() / pages;
     // Merge seconds split into new-doc pages and the rest, by least squares over sweeps.
     let points: Vec<(f64, f64, f64)> = rows
         .iter()
