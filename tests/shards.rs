@@ -367,6 +367,15 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
     let texts = work.path().join("texts.toml");
     std::fs::write(&texts, "[index]\nstore_texts = true\n").unwrap();
     refused(&shard, Some(&texts), "made without canonical texts");
+    // A shard given without --sketches: a hint, not a damaged WARC file.
+    let plain = ingest(&db, "sweep-2", std::slice::from_ref(&shard), false);
+    assert_eq!(plain.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&plain.stderr).contains("give --sketches"),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert_eq!((export(&db, "jsonl"), sweeps(&db)), before);
     // The good shard still goes in, and equals its WARC file.
     let out = ingest(&db, "sweep-2", &[shard.clone()], true);
     assert_eq!(

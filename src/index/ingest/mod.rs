@@ -308,6 +308,15 @@ struct Input {
     size: u64,
 }
 
+/// Whether a file starts as Parquet does (`PAR1`).
+fn is_parquet(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|_| &magic == b"PAR1")
+}
+
 /// The inputs with their identities; shards are checked against the index here.
 fn plan(index: &Index, source: Source, opts: &IngestOptions) -> Result<Vec<Input>> {
     match source {
@@ -322,6 +331,11 @@ fn plan(index: &Index, source: Source, opts: &IngestOptions) -> Result<Vec<Input
                     .to_string();
                 let id = file_identity(path)
                     .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
+                if is_parquet(path) {
+                    return Err(IndexError::Invalid(format!(
+                        "{name} is a Parquet file: to commit shards made by `tidemark sketch`, give --sketches"
+                    )));
+                }
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 Ok(Input {
                     path: path.clone(),
