@@ -282,18 +282,10 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
                 args.extend(["ingest".into(), "--sweep".into(), format!("sweep-{k}")]);
                 args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
                 let delay = Duration::from_millis(rng.below(window[k - 1]) as u64);
-                match common::run_or_kill(&args, delay) {
-                    Some(out) => {
-                        assert_eq!(
-                            out.status.code(),
-                            Some(0),
-                            "{}",
-                            String::from_utf8_lossy(&out.stderr)
-                        );
-                        break;
-                    }
-                    None => kills += 1,
+                if common::run_or_kill(&args, delay) {
+                    break;
                 }
+                kills += 1;
             }
         }
         assert_eq!(

@@ -59,6 +59,8 @@ struct Out {
     tmp: PathBuf,
     schema: Arc<Schema>,
     writer: ArrowWriter<File>,
+    /// Rows written so far.
+    rows: u64,
 }
 
 impl Out {
@@ -81,6 +83,7 @@ impl Out {
             tmp,
             schema,
             writer,
+            rows: 0,
         })
     }
 
@@ -88,7 +91,31 @@ impl Out {
     fn write_columns(&mut self, cols: Vec<ArrayRef>) -> Result<(), IndexError> {
         let batch = RecordBatch::try_new(self.schema.clone(), cols)
             .map_err(|e| IndexError::Invalid(format!("parquet export: {e}")))?;
+        self.rows += batch.num_rows() as u64;
         self.writer.write(&batch).map_err(|e| fail(&self.tmp, e))
+    }
+
+    /// Writes the rows held once they fill a batch (a scan's step: `Ok(true)` goes on).
+    fn write_full<T>(
+        &mut self,
+        rows: &mut Vec<T>,
+        columns: &dyn Fn(&[T]) -> Vec<ArrayRef>,
+    ) -> Result<bool, IndexError> {
+        if rows.len() >= ROWS {
+            self.write_columns(columns(rows))?;
+            rows.clear();
+        }
+        Ok(true)
+    }
+
+    /// Writes the rows left and closes the file.
+    fn finish<T>(
+        mut self,
+        rows: &[T],
+        columns: &dyn Fn(&[T]) -> Vec<ArrayRef>,
+    ) -> Result<(), IndexError> {
+        self.write_columns(columns(rows))?;
+        self.close()
     }
 
     fn close(self) -> Result<(), IndexError> {
@@ -342,24 +369,12 @@ fn export_edges(index: &Index, dir: &Path) -> Result<u64, IndexError> {
     };
     let mut rows = Vec::new();
     let mut n = 0u64;
-    let mut failure = None;
     index.edges().for_each(|hi, list| {
         n += list.len() as u64;
         rows.extend(list.into_iter().map(|(lo, e)| (lo, hi, e)));
-        if rows.len() >= ROWS {
-            if let Err(e) = out.write_columns(columns(&rows)) {
-                failure = Some(e);
-                return Ok(false);
-            }
-            rows.clear();
-        }
-        Ok(true)
+        out.write_full(&mut rows, &columns)
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    out.write_columns(columns(&rows))?;
-    out.close()?;
+    out.finish(&rows, &columns)?;
     Ok(n)
 }
 
@@ -384,24 +399,11 @@ fn export_clusters(
         ]
     };
     let mut rows = Vec::new();
-    let mut failure = None;
-    let mut n = 0u64;
     index.docs().for_each(|doc, _| {
         rows.push((doc, clusters.of(doc)?));
-        n += 1;
-        if rows.len() >= ROWS {
-            if let Err(e) = out.write_columns(columns(&rows)) {
-                failure = Some(e);
-                return Ok(false);
-            }
-            rows.clear();
-        }
-        Ok(true)
+        out.write_full(&mut rows, &columns)
     })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    out.write_columns(columns(&rows))?;
-    out.close()?;
+    let n = rows.len() as u64 + out.rows;
+    out.finish(&rows, &columns)?;
     Ok(n)
 }

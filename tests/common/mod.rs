@@ -116,8 +116,9 @@ pub fn ingest_generated(dir: &Path, db: &Path, sweeps: usize, extra: &[&str]) {
 }
 
 /// Starts `tidemark ARGS`, waits `delay`, and kills it (SIGKILL: no chance to clean up)
-/// if it is still running: its output when it ended by itself, None when killed.
-pub fn run_or_kill(args: &[String], delay: std::time::Duration) -> Option<Output> {
+/// if it is still running: false when killed, true when it ended by itself (then it
+/// must have succeeded).
+pub fn run_or_kill(args: &[String], delay: std::time::Duration) -> bool {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
         .args(args)
         .stdout(std::process::Stdio::null())
@@ -126,11 +127,20 @@ pub fn run_or_kill(args: &[String], delay: std::time::Duration) -> Option<Output
         .expect("run tidemark");
     std::thread::sleep(delay);
     match child.try_wait().expect("child status") {
-        Some(_) => Some(child.wait_with_output().expect("child output")),
+        Some(_) => {
+            let out = child.wait_with_output().expect("child output");
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "tidemark {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
         None => {
             child.kill().expect("kill");
             child.wait().expect("reap");
-            None
+            false
         }
     }
 }

@@ -231,35 +231,16 @@ fn timed_ingest(
     label: &str,
     args: &[String],
 ) -> Option<(f64, serde_json::Value)> {
-    let t = Instant::now();
-    let out = Command::new(exe)
-        .arg("--db")
-        .arg(db)
-        .args(["ingest", "--sweep", label, "--json"])
-        .args(args)
-        .output()
-        .expect("run tidemark ingest");
-    let secs = t.elapsed().as_secs_f64();
-    if !out.status.success() {
-        eprintln!(
-            "tidemark-bench: ingest failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return None;
-    }
-    Some((
-        secs,
-        serde_json::from_slice(&out.stdout).unwrap_or_default(),
-    ))
+    let mut all: Vec<String> = vec!["--db".into(), db.display().to_string()];
+    all.extend(["ingest", "--sweep", label, "--json"].map(String::from));
+    all.extend(args.iter().cloned());
+    map_reduce::run(exe, &all).map(|(secs, _, v)| (secs, v))
 }
 
 /// One sweep of `n` one-record files per size: the cost per file must not grow with
 /// the number of files (no per-file work proportional to the files before it).
 fn bench_many_files(a: &Args) -> ExitCode {
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
-        .expect("tidemark beside tidemark-bench");
+    let exe = tidemark_exe();
     let body = b"<html><body><p>one record per file, the same page in each</p></body></html>";
     let block = warc::http_response(200, &[("Content-Type", "text/html")], body);
     let digest = tidemark::capture::sha1_base32(body);
@@ -356,6 +337,14 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
     );
 }
 
+/// The `tidemark` binary beside this one (the one measured).
+fn tidemark_exe() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
+        .expect("tidemark beside tidemark-bench")
+}
+
 /// The sweeps of --ingest and --map-reduce: generated into --dir unless it holds some.
 fn ensure_sweeps(a: &Args) -> bool {
     if sweep_dirs(&a.dir).is_empty() {
@@ -387,10 +376,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
     if !ensure_sweeps(a) {
         return ExitCode::from(1);
     }
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
-        .expect("tidemark beside tidemark-bench");
+    let exe = tidemark_exe();
     let db = a.dir.join("bench.db");
     let dirs = sweep_dirs(&a.dir);
     let mut rounds: Vec<Vec<IngestRun>> = Vec::new();

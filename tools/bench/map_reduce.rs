@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{ensure_sweeps, sweep_dirs, warc_files, Args};
+use super::{ensure_sweeps, sweep_dirs, tidemark_exe, warc_files, Args};
 
 /// CPU seconds (user and system) of the children waited for so far.
 fn children_cpu() -> f64 {
@@ -22,7 +22,7 @@ fn children_cpu() -> f64 {
 
 /// Runs `tidemark ARGS…`: wall seconds, CPU seconds and parsed JSON stdout (None when
 /// it failed).
-fn run(exe: &Path, args: &[String]) -> Option<(f64, f64, serde_json::Value)> {
+pub fn run(exe: &Path, args: &[String]) -> Option<(f64, f64, serde_json::Value)> {
     let (t, cpu) = (Instant::now(), children_cpu());
     let out = Command::new(exe).args(args).output().expect("run tidemark");
     let secs = t.elapsed().as_secs_f64();
@@ -88,10 +88,7 @@ pub fn bench(a: &Args) -> ExitCode {
     if !ensure_sweeps(a) {
         return ExitCode::from(1);
     }
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("tidemark")))
-        .expect("tidemark beside tidemark-bench");
+    let exe = tidemark_exe();
     let db = a.dir.join("map-reduce.db");
     let shards_root = a.dir.join("shards");
     let _ = std::fs::remove_dir_all(&db);
