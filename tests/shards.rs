@@ -435,3 +435,71 @@ fn a_killed_shard_ingest_resumes_from_its_shard_or_its_warc_file() {
     println!("{kills} kills in {runs} runs");
     same_index(&clean, &crashy, "killed and resumed");
 }
+
+#[test]
+fn shards_made_for_an_index_with_texts_carry_them_and_history_diffs_agree() {
+    let corpus = tempfile::tempdir().unwrap();
+    common::generate(corpus.path(), 200, 2, 17);
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("texts.toml");
+    std::fs::write(&config, "[index]\nstore_texts = true\n").unwrap();
+    let c = s(&config);
+    let (from_warcs, from_shards) = (work.path().join("warcs"), work.path().join("shards"));
+    for k in 1..=2 {
+        let files = sweep_files(corpus.path(), k);
+        let label = format!("sweep-{k}");
+        let dir = work.path().join(format!("shards-{k}"));
+        sketch(&dir, &files, 2, &["--config", &c]);
+        for (db, inputs, shards) in [
+            (&from_warcs, files.clone(), false),
+            (&from_shards, vec![dir.clone()], true),
+        ] {
+            let mut args = vec!["--config".to_string(), c.clone()];
+            args.extend(ingest_args(db, &label, &inputs, shards));
+            let out = tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    same_index(&from_warcs, &from_shards, "with texts");
+    // A URL whose content changed: its word-level diff comes from the stored texts.
+    let rows = common::json_lines(&tidemark_ok(&[
+        "--db",
+        &s(&from_warcs),
+        "export",
+        "--format",
+        "jsonl",
+    ]));
+    let mut docs: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for r in &rows {
+        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
+            docs.entry(u.to_string()).or_default().push(d);
+        }
+    }
+    let url = docs
+        .iter()
+        .find(|(_, d)| d.len() == 2 && d[0] != d[1])
+        .map(|(u, _)| u.clone())
+        .expect("a URL whose content changed");
+    let diff = |db: &Path| {
+        tidemark_ok(&[
+            "--config",
+            &c,
+            "--db",
+            &s(db),
+            "history",
+            "--diff",
+            "--json",
+            &url,
+        ])
+        .stdout
+    };
+    let (a, b) = (diff(&from_warcs), diff(&from_shards));
+    let text = String::from_utf8_lossy(&a).replace("\": \"", "\":\"");
+    assert!(text.contains("\"diff\":\""), "no diff in: {text}");
+    assert!(a == b, "history --diff differs between the indexes");
+}
