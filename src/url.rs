@@ -30,22 +30,7 @@ pub fn surt(url: &str) -> String {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let (host, port) = if authority.starts_with('[') {
-        // IPv6 literal.
-        match authority.find("]:") {
-            Some(i) => (&authority[..=i], Some(&authority[i + 2..])),
-            None => (authority, None),
-        }
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => {
-                (h, Some(p).filter(|p| !p.is_empty()))
-            }
-            _ => (authority, None),
-        }
-    };
-    let host = host.trim_end_matches('.');
+    let (host, port) = host_and_port(authority);
     let host = strip_www(host);
     let port = port.filter(|p| *p != "80" && *p != "443");
     let is_ip = host.split('.').count() == 4
@@ -120,6 +105,36 @@ pub fn check(url: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The host and port of an authority (`user@host.:port`, `[v6]:port`): no user, no
+/// trailing dot.
+fn host_and_port(authority: &str) -> (&str, Option<&str>) {
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = if authority.starts_with('[') {
+        // IPv6 literal.
+        match authority.find("]:") {
+            Some(i) => (&authority[..=i], Some(&authority[i + 2..])),
+            None => (authority, None),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) if p.bytes().all(|b| b.is_ascii_digit()) => {
+                (h, Some(p).filter(|p| !p.is_empty()))
+            }
+            _ => (authority, None),
+        }
+    };
+    (host.trim_end_matches('.'), port)
+}
+
+/// The host of a URL as written (lower-case, `www.` kept, without user or port), as
+/// Common Crawl's `url_host_name`; None for URLs without one (`urn:`, `dns:`).
+pub fn host_as_written(url: &str) -> Option<String> {
+    let lower = url.trim().to_ascii_lowercase();
+    let rest = &lower[lower.find("://")? + 3..];
+    let (host, _) = host_and_port(rest.split(['/', '?', '#']).next().unwrap_or(""));
+    (!host.is_empty()).then(|| host.to_string())
 }
 
 /// The host of a URL (lower-case, without `www.` and port), for per-host figures.

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use super::codec::EdgeInfo;
 use super::{unionfind, Index, IndexError};
+use crate::url::host_as_written;
 
 /// Rows per batch and row group.
 const ROWS: usize = 65536;
@@ -211,23 +212,6 @@ impl CaptureRows {
     }
 }
 
-/// The host of a URL as written (lower-case, without user or port), as Common Crawl's
-/// `url_host_name`; None for URLs without one (`urn:`, `dns:`).
-fn host_name(url: &str) -> Option<String> {
-    let rest = &url[url.find("://")? + 3..];
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    let host = if host.starts_with('[') {
-        host.split(']')
-            .next()
-            .map(|h| &host[..h.len() + 1])
-            .unwrap_or(host)
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    (!host.is_empty()).then(|| host.trim_end_matches('.').to_ascii_lowercase())
-}
-
 /// 14-digit UTC timestamp → microseconds since the epoch.
 fn micros(ts: &str) -> Option<i64> {
     chrono::NaiveDateTime::parse_from_str(ts, "%Y%m%d%H%M%S")
@@ -239,7 +223,7 @@ fn micros(ts: &str) -> Option<i64> {
 mod tests {
     #[test]
     fn host_names_as_common_crawl_writes_them() {
-        use super::host_name;
+        use crate::url::host_as_written as host_name;
         assert_eq!(
             host_name("https://www.Example.com:8080/a?b").as_deref(),
             Some("www.example.com")
@@ -298,7 +282,7 @@ pub fn export_parquet(
         rows.len += 1;
         rows.surt.append_value(surt);
         rows.url.append_value(&c.url);
-        rows.host.append_option(host_name(&c.url));
+        rows.host.append_option(host_as_written(&c.url));
         rows.time.append_option(micros(ts));
         rows.status.append_option(c.status.map(|s| s as i16));
         rows.digest.append_option(c.digest.as_deref());

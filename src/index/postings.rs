@@ -66,12 +66,20 @@ pub use layout::entry;
 /// ℓ ≥ the sketch's level that leaves fewer than 2P of them, as their posting keys
 /// ([`posting_key`]), ascending and distinct.
 pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
+    let level = posting_level(s, posting_target);
+    (level, posting_keys(s.at_level(level)))
+}
+
+/// The level of [`posting_values`] alone (what [`StoredSketch::new`] needs).
+///
+/// [`StoredSketch::new`]: crate::index::columns::sketches::StoredSketch::new
+pub fn posting_level(s: &Sketch, posting_target: u32) -> u8 {
     let mut level = s.level;
     loop {
         let n = s.at_level(level).count();
         // Reduced values tell trailing zeros apart up to MAX_TZ: no level beyond.
         if (n as u64) < 2 * posting_target as u64 || level as u32 >= MAX_TZ {
-            return (level, posting_keys(s.at_level(level)));
+            return level;
         }
         level += 1;
     }

@@ -217,18 +217,3 @@ pub fn shard_path(dir: &Path, source: &Path) -> PathBuf {
         .unwrap_or_else(|| "input".into());
     dir.join(format!("{name}.parquet"))
 }
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex16(s: &str) -> Option<[u8; 16]> {
-    if s.len() != 32 {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}

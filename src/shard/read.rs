@@ -9,7 +9,7 @@ use arrow_array::types::{UInt16Type, UInt32Type, UInt64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
-use super::{key, schema, unhex16, ShardError, ShardInfo, ShardParams, SHARD_FORMAT};
+use super::{key, schema, ShardError, ShardInfo, ShardParams, SHARD_FORMAT};
 use crate::canon::MediaKind;
 use crate::capture::Capture;
 use crate::index::columns::sketches::{Sketches, StoredSketch};
@@ -100,7 +100,10 @@ fn open_reader(
         posting_target: u32_of(key::POSTING_TARGET)?,
         record_cap: num(key::RECORD_CAP)?,
     };
-    let identity = unhex16(get(key::SOURCE_IDENTITY)?)
+    let identity = data_encoding::HEXLOWER
+        .decode(get(key::SOURCE_IDENTITY)?.as_bytes())
+        .ok()
+        .and_then(|v| <[u8; 16]>::try_from(v).ok())
         .ok_or_else(|| err(format!("damaged shard metadata: {}", key::SOURCE_IDENTITY)))?;
     let records = num(key::RECORDS)?;
     let rows = builder.metadata().file_metadata().num_rows();

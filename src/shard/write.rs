@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{
-    BinaryBuilder, BooleanBuilder, FixedSizeBinaryBuilder, ListBuilder, StringBuilder,
-    UInt16Builder, UInt32Builder, UInt64Builder,
+    BinaryBuilder, BooleanBuilder, ListBuilder, StringBuilder, UInt16Builder, UInt32Builder,
+    UInt64Builder,
 };
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, FixedSizeBinaryArray, RecordBatch};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -18,13 +18,13 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use serde::Serialize;
 
-use super::{hex, key, schema, shard_path, ShardError, ShardParams, SHARD_FORMAT};
+use super::{key, schema, shard_path, ShardError, ShardParams, SHARD_FORMAT};
 use crate::canon::{Canon, MediaKind};
 use crate::capture::Capture;
 use crate::index::columns::sketches::{Sketches, StoredSketch};
 use crate::index::columns::Column;
 use crate::index::ingest::file_identity;
-use crate::index::postings::posting_values;
+use crate::index::postings::posting_level;
 use crate::read::Record;
 use crate::scan::{record_bytes, scan_files_with_skip, ScanEvent, ScanOptions};
 use crate::url::surt;
@@ -154,7 +154,7 @@ pub fn sketch_files(
     let texts = opts.texts;
     let prepare = |cap: &Capture, canon: &Canon| -> Option<Extra> {
         let sk = cap.sketch.as_ref()?;
-        let (level, _) = posting_values(sk, posting_target);
+        let level = posting_level(sk, posting_target);
         Some(Extra {
             sketch: Some(Sketches::value(&StoredSketch::new(sk, level))),
             text: texts.then(|| canon.text.clone()),
@@ -248,7 +248,7 @@ fn start(
         kv(key::RECORD_CAP, p.record_cap.to_string()),
         kv(key::TEXTS, opts.texts.to_string()),
         kv(key::SOURCE, source.to_string()),
-        kv(key::SOURCE_IDENTITY, hex(id)),
+        kv(key::SOURCE_IDENTITY, data_encoding::HEXLOWER.encode(id)),
         kv(key::SOURCE_BYTES, size.to_string()),
     ];
     let mut props = WriterProperties::builder()
@@ -340,7 +340,8 @@ struct Rows {
     tokens: UInt32Builder,
     payload_length: UInt64Builder,
     title: StringBuilder,
-    fingerprint: Option<FixedSizeBinaryBuilder>,
+    /// Fixed-size binary has no default builder: held as bytes until the batch.
+    fingerprint: Vec<Option<[u8; 16]>>,
     shingles: UInt32Builder,
     sketch: BinaryBuilder,
     truncated: BooleanBuilder,
@@ -379,15 +380,8 @@ impl Rows {
         self.tokens.append_value(cap.tokens);
         self.payload_length.append_value(cap.payload_len);
         self.title.append_option(cap.title.as_deref());
-        let fp = self
-            .fingerprint
-            .get_or_insert_with(|| FixedSizeBinaryBuilder::new(16));
-        match cap.text_fingerprint {
-            Some(f) => fp
-                .append_value(f.to_be_bytes())
-                .expect("16 bytes in a 16-byte column"),
-            None => fp.append_null(),
-        }
+        self.fingerprint
+            .push(cap.text_fingerprint.map(u128::to_be_bytes));
         self.shingles
             .append_option(cap.sketch.as_ref().map(|s| s.shingles));
         let (sketch, text) = match extra {
@@ -429,9 +423,11 @@ impl Rows {
             Arc::new(self.payload_length.finish()),
             Arc::new(self.title.finish()),
             Arc::new(
-                self.fingerprint
-                    .get_or_insert_with(|| FixedSizeBinaryBuilder::new(16))
-                    .finish(),
+                FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+                    self.fingerprint.drain(..),
+                    16,
+                )
+                .expect("16 bytes in a 16-byte column"),
             ),
             Arc::new(self.shingles.finish()),
             Arc::new(self.sketch.finish()),

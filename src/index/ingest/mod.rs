@@ -90,7 +90,7 @@ impl DocSketch<'_> {
     /// As the index stores it.
     fn stored(self, posting_target: u32) -> StoredSketch {
         match self {
-            DocSketch::Made(s) => StoredSketch::new(s, posting_values(s, posting_target).0),
+            DocSketch::Made(s) => StoredSketch::new(s, postings::posting_level(s, posting_target)),
             DocSketch::Stored(s) => s.clone(),
         }
     }
