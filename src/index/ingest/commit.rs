@@ -18,8 +18,8 @@ use crate::index::ingest::FileError;
 /// than the index so far), they are merged into one run now — the postings grow by half
 /// or more at each such merge, so it rewrites each entry a bounded number of times.
 /// Otherwise size-tiered compaction merges runs of similar size. Half, not all: a
-/// redesign's runs weigh about what the index held before (rd100k sweep 3: 2.4% more
-/// bytes more or less tipped it), and when they were left unmerged the next sweep took
+/// redesign's runs weigh about what the index held before (rd100k sweep 3: a 2.4%
+/// change in postings bytes tipped it), and when they were left unmerged the next sweep took
 /// 11.2 s instead of 9.2 s with 260 MB more RSS, for the 3 s the merge costs here. Runs
 /// spilled uncompressed (`transient`, a first sweep's) are always merged: the merge
 /// writes them compressed.
