@@ -338,7 +338,69 @@ fn a_half_created_index_is_taken_up_and_a_foreign_database_refused() {
     );
 }
 
-/// An index of the previous layout (schema 7: posting values in full) is refused with the
+/// A sketch stored against a base doc whose sketch is gone: reading it is a corruption
+/// error naming the family and the doc's key (exit 2), never a panic or a wrong answer.
+#[test]
+fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
+    let p = pristine();
+    let work = tempfile::tempdir().unwrap();
+    let copy = work.path().join("no-bases");
+    copy_dir(&p.db, &copy);
+    // The newest doc of a URL whose content changed, stored against another doc
+    // (format byte 5); then every sketch stored whole (format 4) removed.
+    let out = tidemark(&[
+        "--db",
+        copy.to_str().unwrap(),
+        "export",
+        "--format",
+        "jsonl",
+    ]);
+    let rows = common::json_lines(&out);
+    let cfs = DB::list_cf(&Options::default(), &copy).unwrap();
+    let db = DB::open_cf(&Options::default(), &copy, &cfs).unwrap();
+    let h = db.cf_handle("sketches").unwrap();
+    let format = |d: u64| db.get_cf(h, d.to_be_bytes()).unwrap().map(|v| v[0]);
+    let mut docs_of: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for r in &rows {
+        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
+            docs_of.entry(u.to_string()).or_default().push(d);
+        }
+    }
+    let url = docs_of
+        .iter()
+        .find(|(_, d)| d.len() >= 2 && d[0] != d[1] && format(*d.iter().max().unwrap()) == Some(5))
+        .map(|(u, _)| u.clone())
+        .expect("a changed URL whose newest sketch is stored against another doc");
+    let whole: Vec<Box<[u8]>> = db
+        .iterator_cf(h, rocksdb::IteratorMode::Start)
+        .map(|e| e.unwrap())
+        .filter(|(_, v)| v.first() == Some(&4))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(!whole.is_empty());
+    for k in whole {
+        db.delete_cf(h, k).unwrap();
+    }
+    db.flush_cf(h).unwrap();
+    drop(db);
+    for cmd in [vec!["similar", url.as_str()], vec!["whereis", url.as_str()]] {
+        let mut args = vec!["--db", copy.to_str().unwrap()];
+        args.extend(cmd.iter());
+        let out = tidemark(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+        if cmd[0] == "similar" {
+            assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+            assert!(
+                err.contains("data corruption in sketches: key ")
+                    && err.contains("which has no sketch"),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+}
+
+/// An index of the previous layout (schema 8: sketches stored whole) is refused with the
 /// version found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
@@ -351,7 +413,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 7u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 8u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -362,7 +424,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 7; this tidemark reads version 8")
+            err.contains("has schema version 8; this tidemark reads version 9")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

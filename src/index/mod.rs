@@ -28,10 +28,11 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 8: posting keys of 48
+/// Version of the on-disk layout this build reads and writes. 9: sketches stored
+/// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -500,7 +501,7 @@ impl Index {
     /// The sketch of a doc, its values reduced as every estimate compares them
     /// ([`Sketch::reduced`]).
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
-        Ok(self.sketches().get(&doc)?.map(|s| s.sketch()))
+        Ok(self.sketches().whole(doc)?.map(|s| s.sketch()))
     }
 
     /// A doc's posting level and posting values (as the keys of its lists), as
@@ -508,7 +509,7 @@ impl Index {
     pub fn posting_values(&self, doc: u64) -> Result<Option<(u8, Vec<u64>)>> {
         Ok(self
             .sketches()
-            .get(&doc)?
+            .whole(doc)?
             .map(|s| (s.posting_level, s.posting)))
     }
 

@@ -273,6 +273,10 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             if shingles.is_null(i) || s.shingles != shingles.value(i) {
                 return Err((no, "its sketch and shingle count disagree".into()));
             }
+            // A shard's sketch stands alone: only an index stores one against another doc.
+            if s.base.is_some() {
+                return Err((no, "its sketch refers to a doc of some index".into()));
+            }
             Some(s)
         } else {
             None

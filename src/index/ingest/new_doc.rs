@@ -52,13 +52,13 @@ impl Writer<'_> {
             title: cap.title.clone(),
         };
         batch.put::<Docs>(self.index, &d, &info);
-        batch.put::<Sketches>(self.index, &d, &stored);
         let mut prepared = prepared;
         if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
         self.sweep.counts.new_docs += 1;
         if stored.low.is_empty() && stored.posting.is_empty() {
+            batch.put::<Sketches>(self.index, &d, &stored);
             return Ok(d);
         }
         let posting = (stored.posting_level, stored.posting.clone());
@@ -108,13 +108,21 @@ impl Writer<'_> {
         times.candidates += (found.shared.len() + found.heads.len()) as u64;
         times.sketches_read += passing.len() as u64;
         lap(&mut self.clock, &mut times.candidates_s);
-        let compact = stored.compact();
-        let estimates = self.index.sketches().estimates(
+        let mut compact = stored.compact();
+        let (estimates, base) = self.index.sketches().estimates_and_base(
             &passing,
             &compact,
             Some(&mut self.sketch_cache),
             Some((floor, PREFILTER_SIGMAS)),
         )?;
+        // Stored against the older doc it shares most values with, if it shares enough.
+        match base.and_then(|(b, base)| stored.against(&compact, (b, &base))) {
+            Some(against) => {
+                batch.put::<Sketches>(self.index, &d, &against);
+                compact.against = true;
+            }
+            None => batch.put::<Sketches>(self.index, &d, &stored),
+        }
         // Later docs of its host are compared with it first.
         self.sketch_cache.insert(d, compact);
         self.summary.writer.settled_coarse += (passing.len() - estimates.len()) as u64;
