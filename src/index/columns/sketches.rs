@@ -1,4 +1,4 @@
-//! `sketches`: doc id (u64 BE) → the doc's sketch, packed: `[format 3][level u8]
+//! `sketches`: doc id (u64 BE) → the doc's sketch, packed: `[format 4][level u8]
 //! [shingles u32 BE][posting level u8][bytes of the compact part u32 BE][compact part]
 //! [posting part]`. The compact part holds the values under the posting level, compact
 //! ([`crate::sketch::compact`]: 27 bits and the trailing zeros), one group per number of
@@ -7,13 +7,14 @@
 //! values as their posting keys ([`crate::sketch::posting_key`], 48 bits): their count
 //! (LEB128) and the keys, Rice-coded.
 //!
-//! A new doc much like an older one is stored against it (`[format 5]`, the same layout,
-//! then `[base doc LEB128][values in the base's range LEB128][bitmap]`): its compact part
-//! holds only the values the base lacks, and the bitmap marks which of the base's
-//! values with trailing zeros in the doc's compact range (level-major order) it also
-//! holds. The base is always stored in full, so a read needs at most one more read.
-//! Lossless: a template family or a sweep of edited pages shares most values (measured:
-//! 75% of the compact part of later sweeps' sketches, 85% on llvm-docs). Every estimate compares the reduced values
+//! A new doc that keeps at least half of an older doc's values is stored against it
+//! (`[format 5]`, the same layout, then `[base doc][values of the base at the doc's
+//! level][suffixes][bitmap][16-bit suffixes]`): its compact and posting parts hold only
+//! the values the base lacks; the bitmap marks which of the base's values (level-major
+//! order) it also holds, and each marked posting value gets the 16 bits of its posting
+//! key a compact value lacks. The base is always stored whole, so a read needs at most
+//! one more. Lossless; edited pages and template families share most values (llvm-docs:
+//! 1,009 → 518 bytes a doc; schema/README.md). Every estimate compares the reduced values
 //! ([`crate::sketch::reduce`]) of both sketches. Never through a serializer: every
 //! candidate check that misses the writer's cache reads one ([`Col::estimates`]).
 //!
@@ -177,7 +178,10 @@ impl StoredSketch {
         }
         low.sort_unstable();
         let shared = kept.iter().map(|b| b.count_ones() as usize).sum::<usize>();
-        (2 * shared >= range.len()).then(|| StoredSketch {
+        (2 * shared >= range.len()).then_some(StoredSketch {
+            shingles: self.shingles,
+            level: self.level,
+            posting_level: self.posting_level,
             low,
             posting,
             base: Some(Base {
@@ -186,7 +190,6 @@ impl StoredSketch {
                 kept,
                 suffixes,
             }),
-            ..self.clone()
         })
     }
 
@@ -737,6 +740,11 @@ impl SketchCache {
         self.young.get(&doc).or_else(|| self.old.get(&doc))
     }
 
+    /// The kept sketch of `doc`, if it is kept.
+    pub fn kept_ref(&self, doc: u64) -> Option<&CompactSketch> {
+        self.get(doc)
+    }
+
     /// A copy of the kept sketch of `doc`, if it is kept.
     pub fn kept(&self, doc: u64) -> Option<CompactSketch> {
         self.get(doc).cloned()
@@ -756,8 +764,9 @@ impl SketchCache {
     }
 }
 
-/// Estimates in doc order, and the base a new doc would be stored against.
-type EstimatesAndBase = (Vec<(u64, Estimate)>, Option<(u64, CompactSketch)>);
+/// Estimates in doc order, and the base a new doc would be stored against: its doc, and
+/// its compact sketch unless the cache keeps it ([`SketchCache::kept_ref`]).
+type EstimatesAndBase = (Vec<(u64, Estimate)>, Option<(u64, Option<CompactSketch>)>);
 
 impl Col<'_, Sketches> {
     /// Estimates of `sketch` ([`CompactSketch::of`] the doc's) against the stored sketch of each of `docs` (ascending),
@@ -792,7 +801,7 @@ impl Col<'_, Sketches> {
         let mut best: Option<(u32, u64)> = None;
         let mut consider = |d: u64, c: &CompactSketch, e: &Estimate| {
             let better = best.is_none_or(|(n, b)| e.common > n || (e.common == n && d < b));
-            if !c.against && e.common > 0 && better {
+            if !c.against && 2.0 * e.containment_a_in_b >= 1.0 && better {
                 best = Some((e.common, d));
             }
         };
@@ -830,21 +839,21 @@ impl Col<'_, Sketches> {
         }
         // The base, from the docs read or the cache (which keeps what it was given last).
         let best = best.map(|(_, b)| b);
-        let mut base = read
-            .iter()
-            .position(|(d, _)| Some(*d) == best)
-            .map(|i| read.swap_remove(i));
-        if let Some(cache) = cache {
-            if let (None, Some(b)) = (&base, best) {
-                base = cache.get(b).map(|c| (b, c.clone()));
+        // The base: a copy unless the cache keeps it and nothing read is given to the
+        // cache now (which could push it out): the same base whatever the cache holds.
+        let i = best.and_then(|b| read.iter().position(|(d, _)| *d == b));
+        let base = match (best, i, cache.as_deref()) {
+            (None, ..) => None,
+            (Some(b), Some(i), None) => Some((b, Some(read.swap_remove(i).1))),
+            (Some(b), Some(i), Some(_)) => Some((b, Some(read[i].1.clone()))),
+            (Some(b), None, Some(cache)) if !read.is_empty() => {
+                cache.get(b).map(|c| (b, Some(c.clone())))
             }
+            (Some(b), None, _) => Some((b, None)),
+        };
+        if let Some(cache) = cache {
             for (d, c) in read {
                 cache.insert(d, c);
-            }
-            if let Some((b, c)) = &base {
-                if !cache.touch(*b) {
-                    cache.insert(*b, c.clone());
-                }
             }
         }
         // In doc order, whatever was cached: the writer's batches must not depend on it.

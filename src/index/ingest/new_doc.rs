@@ -116,7 +116,11 @@ impl Writer<'_> {
             Some((floor, PREFILTER_SIGMAS)),
         )?;
         // Stored against the older doc it shares most values with, if it shares enough.
-        match base.and_then(|(b, base)| stored.against(&compact, (b, &base))) {
+        let against = base.and_then(|(b, read)| {
+            let base = read.as_ref().or_else(|| self.sketch_cache.kept_ref(b))?;
+            stored.against(&compact, (b, base))
+        });
+        match against {
             Some(against) => {
                 batch.put::<Sketches>(self.index, &d, &against);
                 compact.against = true;
