@@ -33,16 +33,7 @@ fn pristine() -> Pristine {
     let db = dir.path().join("db");
     ingest_generated(&corpus, &db, 2, &["--config", config.to_str().unwrap()]);
     // A URL whose content changed between the sweeps (two docs, history with a diff).
-    let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
-    assert!(out.status.success());
-    let rows = common::json_lines(&out);
-    let mut docs_of: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    for r in &rows {
-        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
-            docs_of.entry(u.to_string()).or_default().push(d);
-        }
-    }
-    let url = docs_of
+    let url = docs_by_url(&db)
         .iter()
         .find(|(_, d)| d.len() >= 2 && d[0] != d[1])
         .map(|(u, _)| u.clone())
@@ -74,6 +65,19 @@ fn pristine() -> Pristine {
         config,
         url,
     }
+}
+
+/// The docs of each URL's captures, in export order (`export --format jsonl`).
+fn docs_by_url(db: &Path) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    assert!(out.status.success());
+    let mut docs_of: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for r in &common::json_lines(&out) {
+        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
+            docs_of.entry(u.to_string()).or_default().push(d);
+        }
+    }
+    docs_of
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -348,24 +352,11 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     copy_dir(&p.db, &copy);
     // The newest doc of a URL whose content changed, stored against another doc
     // (format byte 5); then every sketch stored whole (format 4) removed.
-    let out = tidemark(&[
-        "--db",
-        copy.to_str().unwrap(),
-        "export",
-        "--format",
-        "jsonl",
-    ]);
-    let rows = common::json_lines(&out);
+    let docs_of = docs_by_url(&copy);
     let cfs = DB::list_cf(&Options::default(), &copy).unwrap();
     let db = DB::open_cf(&Options::default(), &copy, &cfs).unwrap();
     let h = db.cf_handle("sketches").unwrap();
     let format = |d: u64| db.get_cf(h, d.to_be_bytes()).unwrap().map(|v| v[0]);
-    let mut docs_of: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    for r in &rows {
-        if let (Some(u), Some(d)) = (r["url"].as_str(), r["doc"].as_u64()) {
-            docs_of.entry(u.to_string()).or_default().push(d);
-        }
-    }
     let url = docs_of
         .iter()
         .find(|(_, d)| d.len() >= 2 && d[0] != d[1] && format(*d.iter().max().unwrap()) == Some(5))
