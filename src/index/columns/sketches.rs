@@ -736,13 +736,9 @@ impl SketchCache {
         }
     }
 
-    fn get(&self, doc: u64) -> Option<&CompactSketch> {
-        self.young.get(&doc).or_else(|| self.old.get(&doc))
-    }
-
     /// The kept sketch of `doc`, if it is kept.
-    pub fn kept_ref(&self, doc: u64) -> Option<&CompactSketch> {
-        self.get(doc)
+    pub fn get(&self, doc: u64) -> Option<&CompactSketch> {
+        self.young.get(&doc).or_else(|| self.old.get(&doc))
     }
 
     /// A copy of the kept sketch of `doc`, if it is kept.
@@ -765,7 +761,7 @@ impl SketchCache {
 }
 
 /// Estimates in doc order, and the base a new doc would be stored against: its doc, and
-/// its compact sketch unless the cache keeps it ([`SketchCache::kept_ref`]).
+/// its compact sketch unless the cache keeps it ([`SketchCache::get`]).
 type EstimatesAndBase = (Vec<(u64, Estimate)>, Option<(u64, Option<CompactSketch>)>);
 
 impl Col<'_, Sketches> {
@@ -837,20 +833,14 @@ impl Col<'_, Sketches> {
                 out.push((*d, e));
             }
         }
-        // The base, from the docs read or the cache (which keeps what it was given last).
-        let best = best.map(|(_, b)| b);
         // The base: a copy unless the cache keeps it and nothing read is given to the
         // cache now (which could push it out): the same base whatever the cache holds.
-        let i = best.and_then(|b| read.iter().position(|(d, _)| *d == b));
-        let base = match (best, i, cache.as_deref()) {
-            (None, ..) => None,
-            (Some(b), Some(i), None) => Some((b, Some(read.swap_remove(i).1))),
-            (Some(b), Some(i), Some(_)) => Some((b, Some(read[i].1.clone()))),
-            (Some(b), None, Some(cache)) if !read.is_empty() => {
-                cache.get(b).map(|c| (b, Some(c.clone())))
-            }
-            (Some(b), None, _) => Some((b, None)),
-        };
+        let base = best.map(|(_, b)| match read.iter().position(|(d, _)| *d == b) {
+            Some(i) if cache.is_none() => (b, Some(read.swap_remove(i).1)),
+            Some(i) => (b, Some(read[i].1.clone())),
+            None if read.is_empty() => (b, None),
+            None => (b, cache.as_deref().and_then(|c| c.get(b)).cloned()),
+        });
         if let Some(cache) = cache {
             for (d, c) in read {
                 cache.insert(d, c);

@@ -117,7 +117,7 @@ impl Writer<'_> {
         )?;
         // Stored against the older doc it shares most values with, if it shares enough.
         let against = base.and_then(|(b, read)| {
-            let base = read.as_ref().or_else(|| self.sketch_cache.kept_ref(b))?;
+            let base = read.as_ref().or_else(|| self.sketch_cache.get(b))?;
             stored.against(&compact, (b, base))
         });
         match against {
