@@ -128,6 +128,8 @@ pub struct IngestConfig {
     pub postings_buffer_mb: usize,
     /// MiB of sketches compared lately kept by the writer.
     pub sketch_cache_mb: usize,
+    /// Key ranges of the pair step's join per batch; 0 = four per thread.
+    pub pair_partitions: usize,
 }
 
 impl Default for Config {

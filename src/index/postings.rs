@@ -264,13 +264,13 @@ impl Fresh {
     /// Bytes of one slot of the map's table: key, base and list, and a control byte.
     const SLOT: usize = std::mem::size_of::<(u64, (u32, FreshList))>() + 1;
 
-    /// Whether the buffer should be spilled before another doc is added: over
-    /// `budget`, or too near the table's capacity for a doc's values to fit without
-    /// growing it.
-    pub fn full(&self, budget: usize) -> bool {
+    /// Whether the buffer should be spilled before a batch that adds `values` posting
+    /// values is added: over `budget`, or too near the table's capacity for them to fit
+    /// without growing it.
+    pub fn full(&self, budget: usize, values: usize) -> bool {
         // More than any doc's posting values (the posting target times a few levels).
         const ONE_DOC: usize = 4096;
-        self.memory() > budget || self.lists.len() + ONE_DOC > self.lists.capacity()
+        self.memory() > budget || self.lists.len() + values + ONE_DOC > self.lists.capacity()
     }
 
     /// First doc id not in the stored lists.

@@ -234,7 +234,10 @@ fn timed_ingest(
     let mut all: Vec<String> = vec!["--db".into(), db.display().to_string()];
     all.extend(["ingest", "--sweep", label, "--json"].map(String::from));
     all.extend(args.iter().cloned());
-    map_reduce::run(exe, &all).map(|(secs, _, v)| (secs, v))
+    map_reduce::run(exe, &all).map(|(secs, cpu, mut v)| {
+        v["cpu_s"] = json!(cpu);
+        (secs, v)
+    })
 }
 
 /// One sweep of `n` one-record files per size: the cost per file must not grow with
@@ -285,13 +288,14 @@ fn bench_many_files(a: &Args) -> ExitCode {
 
 fn print_header() {
     println!(
-        "{:<10} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>7} {:>7} {:>9} {:>6}",
+        "{:<10} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>6}",
         "sweep",
         "captures",
         "new docs",
         "zcat s",
         "ingest s",
         "% zcat",
+        "serial %",
         "pages/s",
         "cand/nd",
         "read/nd",
@@ -300,19 +304,37 @@ fn print_header() {
     );
 }
 
+/// Cores the ingest rate is projected for.
+const PROJECTED_CORES: [u32; 3] = [2, 16, 64];
+
+/// Seconds of an ingest on `n` cores, from one measured on these 2: the committing
+/// thread's serial work, plus the pair step it waits for (its CPU, ~2 × its wall time
+/// here, spread over n cores), or all the CPU spread over n cores, whichever is longer.
+/// Reading, decompressing and sketching are per record and scale with n.
+fn projection(serial: f64, pairs: f64, cpu: f64) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for n in PROJECTED_CORES {
+        let n_f = n as f64;
+        let t = (serial + 2.0 * pairs / n_f).max(cpu / n_f);
+        out.insert(n.to_string(), json!(t));
+    }
+    serde_json::Value::Object(out)
+}
+
 /// One sweep's line, and the writer's breakdown under it (seconds by stage).
 fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb: f64) {
     let new_docs = v["new_docs"].as_f64().unwrap_or(0.0).max(1.0);
     let w = &v["writer"];
     let f = |k: &str| w[k].as_f64().unwrap_or(0.0);
     println!(
-        "{:<10} {:>8} {:>8} {:>7.2} {:>8.2} {:>6.0}% {:>8.0} {:>7.1} {:>7.1} {:>9} {:>6.0}",
+        "{:<10} {:>8} {:>8} {:>7.2} {:>8.2} {:>6.0}% {:>7.0}% {:>8.0} {:>7.1} {:>7.1} {:>9} {:>6.0}",
         label,
         v["captures"].to_string(),
         v["new_docs"].to_string(),
         zcat,
         secs,
         100.0 * zcat / secs,
+        100.0 * v["serial_s"].as_f64().unwrap_or(0.0) / secs,
         v["captures"].as_f64().unwrap_or(0.0) / secs,
         f("candidates") / new_docs,
         f("sketches_read") / new_docs,
@@ -320,9 +342,10 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         v["peak_rss_mb"].as_f64().unwrap_or(0.0)
     );
     println!(
-        "{:<10} writer s: wait {:.2}, candidates {:.2}, estimate {:.2}, edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
+        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, (c) edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
         "",
         f("wait_s"),
+        f("sequence_s"),
         f("candidates_s"),
         f("estimate_s"),
         f("edges_unions_s"),
@@ -330,6 +353,7 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         f("write_s"),
         f("spill_s"),
         f("finish_s"),
+        v["serial_s"].as_f64().unwrap_or(0.0),
         f("settled_coarse") / new_docs,
         f("sketch_misses"),
         f("edges_stored"),
@@ -444,6 +468,10 @@ fn bench_ingest(a: &Args) -> ExitCode {
         let mut summary = first.summary.clone();
         summary["writer"] = serde_json::Value::Object(writer.clone());
         summary["peak_rss_mb"] = json!(rss);
+        let serial = of(&|r| r.summary["serial_s"].as_f64().unwrap_or(0.0));
+        let pairs = of(&|r| r.summary["pairs_s"].as_f64().unwrap_or(0.0));
+        let cpu = of(&|r| r.summary["cpu_s"].as_f64().unwrap_or(0.0));
+        summary["serial_s"] = json!(serial);
         if rounds.len() > 1 {
             print_row(&first.label, &summary, z, secs, first.warc_mb);
         }
@@ -456,6 +484,8 @@ fn bench_ingest(a: &Args) -> ExitCode {
             "peak_rss_mb": rss, "peak_rss_mb_max": rss_max,
             "pages_per_s": first.summary["captures"].as_f64().unwrap_or(0.0) / secs,
             "edges": first.summary["edges"], "unions": first.summary["unions"],
+            "serial_s": serial, "serial_share": serial / secs, "pairs_s": pairs, "cpu_s": cpu,
+            "projected_seconds": projection(serial, pairs, cpu),
             "writer": writer,
         }));
     }

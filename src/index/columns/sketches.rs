@@ -655,6 +655,18 @@ const COARSE_STEP: u32 = 2;
 /// anything (smaller samples are compared whole at once).
 const COARSE_MIN: usize = 64;
 
+/// The estimate of `other` (as `a`) against `own`, as candidate checks make it: `None`
+/// when a `cut` = (floor, sigmas) is given and the coarse parts show that no measure can
+/// reach the floor (see [`Col::estimates`]). For the ingest's pair step, which reads the
+/// sketches of a whole batch first.
+pub fn compare(
+    own: &CompactSketch,
+    other: &CompactSketch,
+    cut: Option<(f64, f64)>,
+) -> Option<Estimate> {
+    Probe { own }.estimate(other, cut)
+}
+
 /// The sketch candidates are compared with, compact (made once per new doc or query).
 struct Probe<'a> {
     own: &'a CompactSketch,
@@ -723,7 +735,7 @@ impl SketchCache {
     }
 
     /// Marks `doc` as used now (into the young generation); whether it is kept.
-    fn touch(&mut self, doc: u64) -> bool {
+    pub fn touch(&mut self, doc: u64) -> bool {
         if self.young.contains_key(&doc) {
             return true;
         }
@@ -854,7 +866,7 @@ impl Col<'_, Sketches> {
     /// The compact sketches of `docs` (ascending; those without a sketch left out), read
     /// in one batch, and the bases of those stored against one in a second (unless
     /// `cache` holds them).
-    fn read_compact(
+    pub fn read_compact(
         &self,
         docs: &[u64],
         cache: Option<&SketchCache>,

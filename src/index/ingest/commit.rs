@@ -1,7 +1,8 @@
-//! The commit of one record and the resume point: every record is one atomic batch
-//! that also advances its file's record count, so a killed ingest resumes exactly; and
-//! the compactions an ingest settles before it returns.
+//! Step (c), the commit of one record and the resume point: every record is one atomic
+//! batch that also advances its file's record count, so a killed ingest resumes
+//! exactly; and the compactions an ingest settles before it returns.
 
+use super::sequence::Content;
 use super::{cf, Capture, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
@@ -83,12 +84,13 @@ impl Writer<'_> {
         rec: &Record,
         cap: &Capture,
         prepared: Option<Prepared>,
+        content: Content,
     ) -> Result<()> {
         self.sweep.counts.records += 1;
         let mut batch = Batch::default();
         let record_no = self.files[file].2.records;
         self.clock = std::time::Instant::now();
-        self.capture(&mut batch, file, record_no, rec, cap, prepared)?;
+        self.capture(&mut batch, file, record_no, rec, cap, prepared, content)?;
         super::lap(&mut self.clock, &mut self.summary.writer.captures_s);
         let (_, id, st) = &mut self.files[file];
         st.records += 1;
@@ -97,11 +99,6 @@ impl Writer<'_> {
         batch.put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
         self.index.write(batch)?;
         super::lap(&mut self.clock, &mut self.summary.writer.write_s);
-        if self.fresh.full(self.fresh_budget) {
-            self.fresh
-                .spill(self.index, self.index.counters().next_doc, self.early_runs)?;
-            super::lap(&mut self.clock, &mut self.summary.writer.spill_s);
-        }
         Ok(())
     }
 

@@ -2,14 +2,15 @@
 //! revisit of a known capture, or new (`new_doc`) — and its resemblance to the URL's
 //! previous capture.
 
-use super::{cf, host_of_surt, Capture, DocSketch, IndexError, Prepared, Record, Result, Writer};
+use super::sequence::Content;
+use super::{host_of_surt, Capture, DocSketch, Prepared, Record, Result, Writer};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
-use crate::index::columns::sketches::CompactSketch;
+use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::columns::url_last::UrlLast;
 use crate::index::columns::{Batch, Column};
 use crate::url::{resolve, surt};
@@ -23,6 +24,7 @@ impl Writer<'_> {
         rec: &Record,
         cap: &Capture,
         mut prepared: Option<Prepared>,
+        content: Content,
     ) -> Result<()> {
         // From a shard the sketch comes in stored form; from a WARC file as sampled.
         let stored = prepared.as_mut().and_then(|p| p.stored.take());
@@ -54,52 +56,31 @@ impl Writer<'_> {
             self.hosts_seen.insert(host.to_string());
         }
         let status = cap.status;
-        let ok = status.is_none_or(|s| (200..300).contains(&s));
-        // The content: known by its payload digest or its canonical text, revisited, or
-        // new. The digest decides here, on the writer, not by what a worker saw when it
-        // skipped a known payload (that depends on timing): so identical bytes are one
-        // doc whatever the thread count, and whether the record came from a WARC file
-        // or a shard (where every record is sketched).
+        // The content, as sequencing found it (`sequence`): known by its payload digest
+        // or its canonical text, new, or a revisit to resolve now.
         let mut doc: Option<u64> = None;
         let mut current = sketch;
-        if ok {
-            let by_payload = match &cap.payload_digest {
-                Some(dig) if rec.kind != "revisit" && !cap.truncated => {
-                    self.index.payloads().get(dig)?
-                }
-                _ => None,
-            };
-            if cap.payload_known && !cap.truncated && by_payload.is_none() {
-                return Err(IndexError::Corruption {
-                    cf: cf::PAYLOADS,
-                    comment: format!(
-                        "digest {} vanished",
-                        cap.payload_digest.clone().unwrap_or_default()
-                    ),
-                });
-            }
-            if let Some(d) = by_payload {
+        match content {
+            Content::Nothing => {}
+            Content::Payload(d) => {
                 doc = Some(d);
                 // Compared by the doc's own sketch, as when the payload was not read.
                 current = None;
                 self.sweep.counts.known_docs += 1;
-            } else if let (Some(fp), Some(sketch)) = (cap.text_fingerprint, sketch) {
-                let known = self.index.fingerprints().get(&fp)?;
-                match known {
-                    Some(d) => {
-                        doc = Some(d);
-                        self.sweep.counts.known_docs += 1;
-                    }
-                    None => {
-                        let d = self.new_doc(batch, sketch, cap, &ts, prepared)?;
-                        batch.put::<Fingerprints>(self.index, &fp, &d);
-                        doc = Some(d);
-                    }
+            }
+            Content::Text { fp, doc: d, new } => {
+                if new {
+                    self.new_doc(batch, cap, &ts, d, prepared)?;
+                    batch.put::<Fingerprints>(self.index, &fp, &d);
+                } else {
+                    self.sweep.counts.known_docs += 1;
                 }
+                doc = Some(d);
                 if let Some(dig) = &cap.payload_digest {
-                    batch.put::<Payloads>(self.index, dig, &doc.expect("set above"));
+                    batch.put::<Payloads>(self.index, dig, &d);
                 }
-            } else if rec.kind == "revisit" {
+            }
+            Content::Revisit => {
                 doc = self.resolve_revisit(cap)?;
                 match doc {
                     Some(_) => {
@@ -225,7 +206,11 @@ impl Writer<'_> {
             },
         };
         // Compared as candidates are (equal to `estimate` of both sketches reduced),
-        // the previous doc's sketch from the writer's cache when it is kept.
+        // the previous doc's sketch from the batch (a doc of it, or read for its pairs:
+        // mostly the previous version of this page) or the writer's cache when it is kept.
+        if let Some(p) = self.planned.compact(prev) {
+            return Ok(compare(&cur, p, None).map(|e| e.resemblance as f32));
+        }
         let e =
             self.index
                 .sketches()

@@ -13,11 +13,15 @@
 //! shares enough values; pairs at or above the edge floor become edges, pairs at or
 //! above the threshold join clusters.
 //!
-//! By stage: this file reads and schedules (which files, from which record, what the
-//! workers prepare); [`known`] stores one capture and settles its content when it is
-//! known; [`new_doc`] creates a doc (candidates, estimates, edges, unions, postings);
-//! [`commit`] writes each record's batch with its file's resume point, and settles the
-//! compactions at the end.
+//! Records are committed in batches, each in three steps: (a) [`sequence`]: what each
+//! record's content is (a lookup or two: known by digest or text, a revisit, or a new
+//! doc and its id), in input order; (b) [`pairs`]: the new docs' candidates, shared
+//! counts and estimates, a pure function of the index as of the batch's start and the
+//! batch, as a join on posting keys cut into key ranges that run on every core; (c) the
+//! commit, on this thread, in input order: [`known`] stores each capture, [`new_doc`]
+//! each new doc (its sketch against a base, edges, unions, postings), [`commit`] writes
+//! each record's batch with its file's resume point, and settles the compactions at the
+//! end. Only (a) and (c) are serial (`serial_s`); this file reads and schedules.
 
 use std::path::PathBuf;
 
@@ -25,17 +29,18 @@ mod commit;
 mod forest;
 mod known;
 mod new_doc;
+pub mod pairs;
+mod sequence;
 
 use serde::Serialize;
 use xxhash_rust::xxh3::Xxh3;
 
-use super::candidates;
 use super::codec::{Counts, FileState, SweepInfo};
 use super::columns::files::Files;
 use super::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
 use super::columns::sweeps::Sweeps;
 use super::columns::Batch;
-use super::postings::{self, posting_values, Fresh, Lookup, OverCap, Run};
+use super::postings::{self, Fresh, OverCap, Run, Stored, U64Map};
 use super::snapshots;
 use super::texts::{self, TextEncoder};
 use super::{cf, unionfind, Counters, Index, IndexError, Result};
@@ -46,6 +51,8 @@ use crate::scan::{ordered, scan_files_with_skip, ScanEvent, ScanOptions, Scanned
 use crate::shard::read::{read_shards, ShardRow};
 use crate::shard::ShardError;
 use commit::{auto_compactions, settle_compactions};
+use pairs::DocPairs;
+use sequence::{Content, Overlay};
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -64,13 +71,14 @@ pub struct IngestOptions {
     pub sketch_cache_mb: usize,
     /// Store new docs' canonical texts.
     pub store_texts: bool,
+    /// Key ranges the pair step's join is cut into per batch (0: four per thread). Any
+    /// number gives the same index.
+    pub pair_partitions: usize,
 }
 
 /// What a worker prepares for the writer about new content.
 #[derive(Default)]
 pub struct Prepared {
-    /// Stored postings of its sampled values.
-    lookup: Option<Lookup>,
     /// Its canonical text, compressed (with `store_texts`).
     text: Option<Vec<u8>>,
     /// Its sketch in stored form, when it came so (from a shard).
@@ -131,27 +139,39 @@ pub struct IngestSummary {
     pub errors: Vec<FileError>,
     /// Decompressed bytes read.
     pub bytes: u64,
+    /// Seconds the committing thread was busy with the serial steps: sequencing and the
+    /// commit (`writer`: sequence, captures, edges and unions, writes, spills, finish).
+    /// The rest of an ingest runs on every core.
+    pub serial_s: f64,
+    /// Seconds of the pair step (`writer`: candidates and estimates), which runs on
+    /// every core while the committing thread waits for it.
+    pub pairs_s: f64,
     /// Where the writer's time went, and what new content cost it.
     pub writer: WriterTimes,
 }
 
-/// The single writer's time by stage, in seconds, and the work behind the candidate
-/// stages: the next bottleneck, visible without a profiler (`tidemark-bench --ingest`).
+/// The committing thread's time by step and stage, in seconds, and the work behind the
+/// pair step: the next bottleneck, visible without a profiler (`tidemark-bench --ingest`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct WriterTimes {
     /// Waiting for the workers' next record (reading, canonicalizing, sketching).
     pub wait_s: f64,
-    /// Candidate search of new docs: posting lists, stored and fresh, counted.
+    /// (a) Sequencing: payload and text lookups, new docs numbered.
+    pub sequence_s: f64,
+    /// (b) The pair step's join: posting lists, stored, fresh and of the batch, counted
+    /// (on every core; wall time).
     pub candidates_s: f64,
-    /// Reading candidates' sketches and estimating resemblance.
+    /// (b) The pair step's sketch reads and estimates (on every core; wall time).
     pub estimate_s: f64,
-    /// Edges, unions and the new doc's postings.
+    /// (c) A new doc's sketch against its base, edges, unions and postings.
     pub edges_unions_s: f64,
     /// The rest of a record: fingerprint and payload lookups, the doc's facts, the
     /// capture, its history (`url_last`, resemblance to the previous capture).
     pub captures_s: f64,
     /// RocksDB writes of the records' batches (write-ahead log and memtables).
     pub write_s: f64,
+    /// Batches of records committed (each through the three steps).
+    pub batches: u64,
     /// Postings written as sorted files when the buffer filled, during the run.
     pub spill_s: f64,
     /// After the last record: the last spill, the memtable flush, settled compactions.
@@ -165,7 +185,8 @@ pub struct WriterTimes {
     /// edge possible); the others were compared whole.
     pub settled_coarse: u64,
     /// Sketches read from RocksDB, not found among those the writer kept
-    /// (`ingest.sketch_cache_mb`).
+    /// (`ingest.sketch_cache_mb`) nor in the batch: the pair step reads each at most
+    /// once per batch.
     pub sketch_misses: u64,
     /// Edges stored: of the pairs found at the floor, those the spanning forest of
     /// `recluster` may need ([`forest`]).
@@ -266,6 +287,219 @@ struct Writer<'a> {
     forest: forest::Forest,
     /// When the current stage of the current record began (see [`WriterTimes`]).
     clock: std::time::Instant,
+    /// The batch being committed: its new docs as the pair step left them.
+    planned: Planned,
+    /// Threads and key ranges of the pair step.
+    threads: usize,
+    partitions: usize,
+}
+
+/// Records committed together (the pair step's batch): at most this many, or the
+/// records up to this many new docs.
+const BATCH_RECORDS: usize = 4096;
+const BATCH_NEW_DOCS: usize = 1024;
+
+/// A batch's new docs between the pair step and their commit.
+#[derive(Default)]
+struct Planned {
+    /// The first new doc's id.
+    first: u64,
+    /// Its new docs in id order.
+    docs: Vec<PlannedDoc>,
+    /// The stored lists of the batch's posting values: the fresh lists start from them.
+    lists: U64Map<Stored>,
+    /// Sketches read for the batch, ascending.
+    read: Vec<(u64, CompactSketch)>,
+}
+
+/// A new doc of the batch.
+struct PlannedDoc {
+    /// Its sketch as stored in full, and its pairs: until the commit takes them.
+    taken: Option<(StoredSketch, DocPairs)>,
+    /// Its compact sketch (later docs of the batch may be stored against it).
+    compact: CompactSketch,
+    /// Whether it was stored against a base (then it is no base itself).
+    against: bool,
+}
+
+/// What the commit of one new doc takes from its batch's plan.
+struct TakenDoc {
+    stored: StoredSketch,
+    compact: CompactSketch,
+    pairs: DocPairs,
+}
+
+impl Planned {
+    /// New doc `d`'s plan, once; `next` is the id the index would give now.
+    fn take(&mut self, d: u64, next: u64) -> Result<TakenDoc> {
+        let slot = d
+            .checked_sub(self.first)
+            .and_then(|k| self.docs.get_mut(k as usize));
+        match slot {
+            Some(p) if d == next => match p.taken.take() {
+                Some((stored, pairs)) => Ok(TakenDoc {
+                    stored,
+                    compact: p.compact.clone(),
+                    pairs,
+                }),
+                None => Err(IndexError::Invalid(format!(
+                    "doc {d} created twice in one batch"
+                ))),
+            },
+            _ => Err(IndexError::Invalid(format!(
+                "doc {d} was not sequenced in this batch (next id {next})"
+            ))),
+        }
+    }
+
+    /// A compact sketch the batch has: of its docs, or read for it.
+    fn compact(&self, doc: u64) -> Option<&CompactSketch> {
+        if doc >= self.first {
+            return self
+                .docs
+                .get((doc - self.first) as usize)
+                .map(|p| &p.compact);
+        }
+        let k = self.read.binary_search_by_key(&doc, |(d, _)| *d).ok()?;
+        Some(&self.read[k].1)
+    }
+
+    /// Whether `doc`, a doc of this batch, was stored against a base.
+    fn stored_against(&self, doc: u64) -> bool {
+        doc.checked_sub(self.first)
+            .and_then(|k| self.docs.get(k as usize))
+            .is_some_and(|p| p.against)
+    }
+
+    fn set_stored_against(&mut self, doc: u64) {
+        if let Some(p) = doc
+            .checked_sub(self.first)
+            .and_then(|k| self.docs.get_mut(k as usize))
+        {
+            p.against = true;
+        }
+    }
+}
+
+impl Writer<'_> {
+    /// Commits the `pending` records (emptied) as one batch, in three steps: (a)
+    /// sequencing, (b) the pair step on every core, (c) the commit, record by record in
+    /// input order. A record whose sequencing fails ends the batch there: the records
+    /// before it are committed, then the error is returned.
+    fn commit_batch(&mut self, pending: &mut Vec<(usize, Scanned<Prepared>)>) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        self.clock = std::time::Instant::now();
+        self.summary.writer.batches += 1;
+        // (a) Each record's content; new docs numbered from the next id.
+        let first = self.index.counters().next_doc;
+        let mut next = first;
+        let mut overlay = Overlay::default();
+        let mut contents = Vec::with_capacity(pending.len());
+        let mut failed = None;
+        for (_, sc) in pending.iter() {
+            let has_sketch = sc.capture.sketch.is_some()
+                || sc.prepared.as_ref().is_some_and(|p| p.stored.is_some());
+            match self.content(&sc.record, &sc.capture, has_sketch, &mut overlay, &mut next) {
+                Ok(c) => contents.push(c),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let news: Vec<&Scanned<Prepared>> = pending
+            .iter()
+            .zip(&contents)
+            .filter(|(_, c)| matches!(c, Content::Text { new: true, .. }))
+            .map(|((_, sc), _)| sc)
+            .collect();
+        lap(&mut self.clock, &mut self.summary.writer.sequence_s);
+        // (b) The new docs' sketches as stored, and their pairs, on every core. The
+        // postings buffer is spilled first if the batch might not fit in it: never
+        // within a batch, whose pairs are found under one mark.
+        let target = self.index.params().posting_target;
+        let sketches = pairs::parallel(self.threads, &news, |sc| {
+            let sketch = match (
+                sc.prepared.as_ref().and_then(|p| p.stored.as_ref()),
+                &sc.capture.sketch,
+            ) {
+                (Some(s), _) => DocSketch::Stored(s),
+                (None, Some(s)) => DocSketch::Made(s),
+                (None, None) => {
+                    return Err(IndexError::Invalid("a new doc without a sketch".into()))
+                }
+            };
+            let stored = sketch.stored(target);
+            let compact = stored.compact();
+            Ok((stored, compact))
+        })?;
+        let values: usize = sketches.iter().map(|(s, _)| s.posting.len()).sum();
+        if self.fresh.full(self.fresh_budget, values) {
+            self.fresh.spill(self.index, first, self.early_runs)?;
+            lap(&mut self.clock, &mut self.summary.writer.spill_s);
+        }
+        let docs: Vec<pairs::NewDoc> = sketches
+            .iter()
+            .map(|(s, c)| pairs::NewDoc {
+                level: s.posting_level,
+                values: &s.posting,
+                compact: c,
+            })
+            .collect();
+        let view = pairs::View {
+            index: self.index,
+            fresh: &self.fresh,
+            over_cap: self.over_cap,
+            cache: &self.sketch_cache,
+        };
+        let settings = pairs::Settings {
+            threads: self.threads,
+            partitions: self.partitions,
+            cap: self.index.params().common_shingle_cap as usize,
+            floor: self.index.params().edge_floor,
+        };
+        let found = pairs::find(&view, first, &docs, settings)?;
+        drop(docs);
+        self.summary.writer.candidates_s += found.candidates_s;
+        self.summary.writer.estimate_s += found.estimate_s;
+        self.planned = Planned {
+            first,
+            docs: sketches
+                .into_iter()
+                .zip(found.docs)
+                .map(|((stored, compact), pairs)| PlannedDoc {
+                    taken: Some((stored, pairs)),
+                    compact,
+                    against: false,
+                })
+                .collect(),
+            lists: found.stored,
+            read: found.read,
+        };
+        self.clock = std::time::Instant::now();
+        // (c) The commit, in input order.
+        let n = contents.len();
+        for ((file, sc), content) in pending.drain(..n).zip(contents) {
+            self.record(file, &sc.record, &sc.capture, sc.prepared, content)?;
+        }
+        pending.clear();
+        // The sketches compared stay kept for the next batches.
+        let planned = std::mem::take(&mut self.planned);
+        for d in found.hits {
+            self.sketch_cache.touch(d);
+        }
+        self.sketch_cache.misses += planned.read.len() as u64;
+        for (d, c) in planned.read {
+            self.sketch_cache.insert(d, c);
+        }
+        lap(&mut self.clock, &mut self.summary.writer.captures_s);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Ingests the WARC/ARC `files` into sweep `opts.sweep`.
@@ -514,6 +748,12 @@ fn run(
         sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
         forest: forest::Forest::default(),
         clock: std::time::Instant::now(),
+        planned: Planned::default(),
+        threads: opts.threads.max(1),
+        partitions: match opts.pair_partitions {
+            0 => 4 * opts.threads.max(1),
+            n => n,
+        },
         sweep_id,
         counts_before: sweep.counts.clone(),
         sweep,
@@ -535,57 +775,64 @@ fn run(
     // so what a worker saw is still there when the writer gets the record.
     let payloads = index.payloads();
     let known = |digest: &str| matches!(payloads.contains_raw(digest.as_bytes()), Ok(true));
-    // Workers also read the stored postings of new content (see `postings`), unless its
-    // canonical text is already indexed.
+    // Workers compress the canonical text of content not indexed yet, when texts are
+    // stored.
     let fingerprints = index.fingerprints();
-    let target = index.params().posting_target;
-    // And compress its canonical text, when texts are stored.
     let encoder = if opts.store_texts {
         Some(TextEncoder::new(index)?)
     } else {
         None
     };
-    // Postings and text of content not indexed yet, on the workers.
     let is_new = |fp: u128| matches!(fingerprints.contains_raw(&fp.to_be_bytes()), Ok(false));
-    let prepare_new = |posting: &[u64], text: &str| -> Prepared {
-        let lookup = (!posting.is_empty())
-            .then(|| postings::lookup(index, posting, &over_cap).ok())
-            .flatten();
-        let text = encoder.as_ref().map(|e| e.encode(text));
+    let prepare_new = |text: &str| -> Prepared {
         Prepared {
-            lookup,
-            text,
+            text: encoder.as_ref().map(|e| e.encode(text)),
             stored: None,
         }
     };
+    // Records wait here until a batch is full, a file ends or the input does.
+    let mut pending: Vec<(usize, Scanned<Prepared>)> = Vec::new();
+    let mut pending_new = 0usize;
     let mut on_event = |ev: ScanEvent<std::result::Result<Scanned<Prepared>, IndexError>>| {
         lap(&mut clock, &mut w.summary.writer.wait_s);
+        let before = w.sweep.counts.records;
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
             ScanEvent::Record { file, scanned } => match *scanned {
                 Ok(sc) => {
                     done_bytes = file_base + sc.record.offset + sc.record.length;
-                    let r = w.record(file, &sc.record, &sc.capture, sc.prepared);
-                    if w.sweep.counts.records.is_multiple_of(256) {
-                        progress(Progress {
-                            records: w.sweep.counts.records - w.counts_before.records,
-                            input_bytes: done_bytes,
-                            input_total,
-                            finishing: false,
-                        });
+                    // Likely new content: what the workers prepared something for.
+                    pending_new += sc.prepared.is_some() as usize;
+                    pending.push((file, sc));
+                    if pending.len() >= BATCH_RECORDS || pending_new >= BATCH_NEW_DOCS {
+                        pending_new = 0;
+                        w.commit_batch(&mut pending)
+                    } else {
+                        Ok(())
                     }
-                    r
                 }
-                Err(e) => Err(e),
+                // What came before the damage is committed first.
+                Err(e) => w.commit_batch(&mut pending).and(Err(e)),
             },
             ScanEvent::FileEnd {
                 file, bytes, error, ..
             } => {
-                w.summary.bytes += bytes;
-                file_base += sizes[file];
-                w.file_end(file, error.map(|e| (e.offset, e.message)))
+                pending_new = 0;
+                w.commit_batch(&mut pending).and_then(|()| {
+                    w.summary.bytes += bytes;
+                    file_base += sizes[file];
+                    w.file_end(file, error.map(|e| (e.offset, e.message)))
+                })
             }
         };
+        if w.sweep.counts.records / 256 != before / 256 {
+            progress(Progress {
+                records: w.sweep.counts.records - w.counts_before.records,
+                input_bytes: done_bytes,
+                input_total,
+                finishing: false,
+            });
+        }
         clock = std::time::Instant::now();
         match r {
             Ok(()) => true,
@@ -598,16 +845,11 @@ fn run(
     match source {
         Source::Warcs(_) => {
             let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
-                let (fp, sketch) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
+                let (fp, _) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
                 if !is_new(fp) {
                     return None;
                 }
-                let values = if sketch.values.is_empty() {
-                    Vec::new()
-                } else {
-                    posting_values(sketch, target).1
-                };
-                Some(prepare_new(&values, &canon.text))
+                Some(prepare_new(&canon.text))
             };
             scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
                 on_event(ev.map(Ok))
@@ -621,7 +863,7 @@ fn run(
                 if let (Some(fp), Some(stored)) = (row.capture.text_fingerprint, row.stored) {
                     let text = row.text.as_deref().unwrap_or_default();
                     let mut p = if is_new(fp) {
-                        prepare_new(&stored.posting, text)
+                        prepare_new(text)
                     } else {
                         Prepared::default()
                     };
@@ -637,6 +879,9 @@ fn run(
             let read = |send: &mut dyn FnMut(_) -> bool| read_shards(&todo, &skips, send);
             ordered(opts.threads, read, &work, on_event)
         }
+    }
+    if failure.is_none() && !pending.is_empty() {
+        failure = w.commit_batch(&mut pending).err();
     }
     let finish = std::time::Instant::now();
     if let Some(e) = failure {
@@ -687,6 +932,10 @@ fn run(
         snapshots::publish(index)?;
     }
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
+    let t = &w.summary.writer;
+    w.summary.serial_s =
+        t.sequence_s + t.captures_s + t.edges_unions_s + t.write_s + t.spill_s + t.finish_s;
+    w.summary.pairs_s = t.candidates_s + t.estimate_s;
     w.summary.writer.sketch_misses = w.sketch_cache.misses;
     w.summary.writer.edge_lists_read = w.forest.reads;
     w.summary.files = todo.len() as u64;

@@ -1,41 +1,36 @@
-//! A new doc: its id, facts, sketch and text; its candidates (the one search of
-//! [`crate::index::candidates`]), estimates, edges and unions; its postings.
+//! Step (c) for a new doc: its id, facts, sketch (stored against the older doc it shares
+//! most values with) and text; its edges (from the estimates of the pair step,
+//! [`super::pairs`]), unions and postings.
 
-use super::{candidates, unionfind, Capture, Counters, DocSketch, Prepared, Result, Writer};
+use super::{unionfind, Capture, Counters, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
 use crate::index::columns::postings::MAX_DOCS;
-use crate::index::columns::sketches::Sketches;
+use crate::index::columns::sketches::{CompactSketch, Sketches};
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::IndexError;
-use crate::sketch::{posting_key_tz, within_reach};
-
-/// Standard deviations of the candidate prefilters ([`within_reach`]): on posting
-/// counts before a sketch is read, and on the coarse part of the sketches before the
-/// whole is compared. 2.5 lost 5% of the edges of the llvm-docs corpus; 3 loses none
-/// measurable there or on the generated sweeps.
-const PREFILTER_SIGMAS: f64 = 3.0;
 
 impl Writer<'_> {
-    /// A new doc: id, facts, sketch, candidates, edges, unions, postings.
+    /// New doc `d` (the next id, as sequencing numbered it): facts, sketch, edges,
+    /// unions, postings.
     pub(super) fn new_doc(
         &mut self,
         batch: &mut Batch,
-        sketch: DocSketch,
         cap: &Capture,
         ts: &str,
+        d: u64,
         prepared: Option<Prepared>,
-    ) -> Result<u64> {
+    ) -> Result<()> {
         use super::lap;
         let counters = self.index.counters();
-        let d = counters.next_doc;
         if d >= MAX_DOCS {
             return Err(IndexError::Invalid(format!(
                 "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
             )));
         }
+        let planned = self.planned.take(d, counters.next_doc)?;
         self.index.set_counters(Counters {
             next_doc: d + 1,
             ..counters
@@ -43,7 +38,7 @@ impl Writer<'_> {
         self.index
             .meta()
             .put_counters(batch, &self.index.counters());
-        let stored = sketch.stored(self.index.params().posting_target);
+        let (stored, mut compact, pairs) = (planned.stored, planned.compact, planned.pairs);
         let info = DocInfo {
             shingles: stored.shingles,
             tokens: cap.tokens,
@@ -52,99 +47,65 @@ impl Writer<'_> {
             title: cap.title.clone(),
         };
         batch.put::<Docs>(self.index, &d, &info);
-        let mut prepared = prepared;
-        if let Some(text) = prepared.as_mut().and_then(|p| p.text.take()) {
+        if let Some(text) = prepared.and_then(|p| p.text) {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
         self.sweep.counts.new_docs += 1;
         if stored.low.is_empty() && stored.posting.is_empty() {
             batch.put::<Sketches>(self.index, &d, &stored);
-            return Ok(d);
+            return Ok(());
         }
-        let posting = (stored.posting_level, stored.posting.clone());
+        lap(&mut self.clock, &mut self.summary.writer.captures_s);
         let p = self.index.params().clone();
         let threshold = self.index.counters().threshold;
-        lap(&mut self.clock, &mut self.summary.writer.captures_s);
-        // Candidates: docs sharing posting values, counted. The stored lists come from
-        // the worker's lookup when it saw the current mark, else are read now; the fresh
-        // entries complete them.
-        let found = candidates::search(
-            self.index,
-            &self.fresh,
-            self.over_cap,
-            posting,
-            prepared.and_then(|p| p.lookup),
-        )?;
-        let (plevel, pvals) = (found.level, &found.values);
-        // My posting values at each coarser level.
-        let mut at_level = [0u32; 65];
-        for v in pvals {
-            let tz = posting_key_tz(*v) as usize;
-            for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
-                *slot += 1;
+        let times = &mut self.summary.writer;
+        times.candidates += pairs.examined;
+        times.sketches_read += pairs.compared;
+        times.settled_coarse += pairs.compared - pairs.estimates.len() as u64;
+        // Stored against the older doc stored in full that shares the most values with
+        // it (ties: the lowest id), among those holding at least half of its shingles:
+        // decided here, in doc order, as a doc of this batch is a base only if it was
+        // stored in full itself.
+        let mut best: Option<(u32, u64)> = None;
+        for (b, e, against) in &pairs.estimates {
+            let against = against.unwrap_or_else(|| self.planned.stored_against(*b));
+            let better = best.is_none_or(|(n, x)| e.common > n || (e.common == n && *b < x));
+            if !against && 2.0 * e.containment_a_in_b >= 1.0 && better {
+                best = Some((e.common, *b));
             }
         }
-        let mut targets = Vec::new();
-        // Posting values are a uniform sample of both sketches at the coarser posting
-        // level, so the shared count already estimates resemblance and containments.
-        // A candidate is read and compared only when one of those could still reach the
-        // edge floor: within 3 standard deviations of it (a pair at the clustering
-        // threshold is never dropped; only pairs far under the floor are). Measured on
-        // 20k pages x 2 sweeps: the same edges and unions as 4 sigma, 45% fewer reads.
-        let floor = p.edge_floor;
-        let reachable = |est: f64, m: f64| within_reach(est, m, floor, PREFILTER_SIGMAS);
-        // Mostly over-cap content: also the heads of those lists (see COMMON_HEAD).
-        let passing = found.to_compare(|c| {
-            let level = plevel.max(c.level).min(64);
-            let mine = at_level[level as usize] as f64;
-            let theirs = c.values as f64 / f64::powi(2.0, (level - c.level) as i32);
-            let n = c.count as f64;
-            let union = (mine + theirs - n).max(n);
-            reachable(n / union, union)
-                || reachable(n / theirs.max(n), theirs)
-                || reachable(n / mine.max(n), mine)
-        });
-        let times = &mut self.summary.writer;
-        times.candidates += (found.shared.len() + found.heads.len()) as u64;
-        times.sketches_read += passing.len() as u64;
-        lap(&mut self.clock, &mut times.candidates_s);
-        let mut compact = stored.compact();
-        let (estimates, base) = self.index.sketches().estimates_and_base(
-            &passing,
-            &compact,
-            Some(&mut self.sketch_cache),
-            Some((floor, PREFILTER_SIGMAS)),
-        )?;
-        // Stored against the older doc it shares most values with, if it shares enough.
-        let against = base.and_then(|(b, read)| {
-            let base = read.as_ref().or_else(|| self.sketch_cache.get(b))?;
-            stored.against(&compact, (b, base))
-        });
+        let against = match best {
+            Some((_, b)) => self
+                .base_sketch(b)?
+                .and_then(|base| stored.against(&compact, (b, &base))),
+            None => None,
+        };
         match against {
             Some(against) => {
                 batch.put::<Sketches>(self.index, &d, &against);
                 compact.against = true;
+                self.planned.set_stored_against(d);
             }
             None => batch.put::<Sketches>(self.index, &d, &stored),
         }
         // Later docs of its host are compared with it first.
         self.sketch_cache.insert(d, compact);
-        self.summary.writer.settled_coarse += (passing.len() - estimates.len()) as u64;
-        lap(&mut self.clock, &mut self.summary.writer.estimate_s);
         // The doc's edges to older docs, in doc order: one value.
+        let floor = p.edge_floor;
         let mut edges = Vec::new();
-        for (b, e) in estimates {
+        let mut targets = Vec::new();
+        for (b, e, _) in &pairs.estimates {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
-            if r >= p.edge_floor || c_b_in_d >= p.edge_floor || c_d_in_b >= p.edge_floor {
+            if r >= floor || c_b_in_d >= floor || c_d_in_b >= floor {
                 let edge = EdgeInfo {
                     resemblance: r as f32,
                     contain_lo_in_hi: c_b_in_d as f32,
                     contain_hi_in_lo: c_d_in_b as f32,
                 };
-                edges.push((b, edge));
+                edges.push((*b, edge));
                 if r >= threshold {
-                    targets.push(b);
+                    targets.push(*b);
                 }
             }
         }
@@ -157,19 +118,36 @@ impl Writer<'_> {
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (the merge would drop
-        // them anyway): same index, less to store.
+        // them anyway): same index, less to store. Each list starts from the stored one
+        // the pair step read.
+        let stored_lists = &self.planned.lists;
         self.fresh.add(
             d,
-            plevel,
-            pvals.len(),
-            pvals
+            stored.posting_level,
+            stored.posting.len(),
+            stored
+                .posting
                 .iter()
-                .zip(&found.over)
-                .zip(&found.lookup.lists)
-                .filter(|((_, o), _)| !**o)
-                .map(|((v, _), st)| (*v, Some(st))),
+                .zip(&pairs.over)
+                .filter(|(_, o)| !**o)
+                .map(|(v, _)| (*v, stored_lists.get(v))),
         );
         lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
-        Ok(d)
+        Ok(())
+    }
+
+    /// The compact sketch of `b` (a base): of this batch, read for it, kept, or read now.
+    fn base_sketch(&mut self, b: u64) -> Result<Option<CompactSketch>> {
+        if let Some(c) = self.planned.compact(b) {
+            return Ok(Some(c.clone()));
+        }
+        if let Some(c) = self.sketch_cache.get(b) {
+            return Ok(Some(c.clone()));
+        }
+        let mut read = self
+            .index
+            .sketches()
+            .read_compact(&[b], Some(&self.sketch_cache))?;
+        Ok(read.pop().map(|(_, c)| c))
     }
 }

@@ -1,0 +1,110 @@
+//! Step (a) of a batch, sequencing: what each record's content is, in input order,
+//! before anything of the batch is written — a doc known by its payload digest or its
+//! canonical text, a new doc with the id it will get, a revisit to resolve, or nothing —
+//! with the batch's own earlier records seen through an overlay of the digests and
+//! texts they add. A lookup or two per record, on the committing thread; the commit
+//! then follows these decisions, and the pair step works on the new docs.
+
+use std::collections::HashMap;
+
+use super::{cf, Capture, IndexError, Record, Result, Writer};
+
+/// A record's content, as the commit stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Content {
+    /// No content to look at: not a capture, no URL or date, not 2xx, or no payload
+    /// digest, text or revisit to find one by.
+    Nothing,
+    /// The exact bytes of an older doc (same payload digest).
+    Payload(u64),
+    /// A canonical text: of an older doc, or new (the id it gets).
+    Text {
+        /// Its fingerprint.
+        fp: u128,
+        /// Its doc.
+        doc: u64,
+        /// Whether the doc is created by this record.
+        new: bool,
+    },
+    /// A revisit record whose digest was not looked up here: resolved at commit,
+    /// against what the batch's earlier records have written by then.
+    Revisit,
+}
+
+/// Whether `capture` stores the record as a capture (a capture kind, with a URL and a
+/// date); the others are counted as skipped and have no content.
+pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
+    crate::capture::is_capture_kind(&rec.kind) && cap.url.is_some() && cap.timestamp.is_some()
+}
+
+/// What the batch's earlier records add: payload digests and canonical texts.
+#[derive(Default)]
+pub struct Overlay {
+    payloads: HashMap<String, u64>,
+    texts: HashMap<u128, u64>,
+}
+
+impl Writer<'_> {
+    /// The content of one record (`has_sketch`: a sketch came with it, made by a worker
+    /// or read from a shard), its new doc numbered from `next_doc`, which it advances.
+    pub(super) fn content(
+        &self,
+        rec: &Record,
+        cap: &Capture,
+        has_sketch: bool,
+        overlay: &mut Overlay,
+        next_doc: &mut u64,
+    ) -> Result<Content> {
+        if !stored_as_capture(rec, cap) || cap.status.is_some_and(|s| !(200..300).contains(&s)) {
+            return Ok(Content::Nothing);
+        }
+        // The digest decides here, not by what a worker saw when it skipped a known
+        // payload (that depends on timing): identical bytes are one doc whatever the
+        // thread count, and whether the record came from a WARC file or a shard.
+        let by_payload = match &cap.payload_digest {
+            Some(dig) if rec.kind != "revisit" && !cap.truncated => match overlay.payloads.get(dig)
+            {
+                Some(d) => Some(*d),
+                None => self.index.payloads().get(dig)?,
+            },
+            _ => None,
+        };
+        if cap.payload_known && !cap.truncated && by_payload.is_none() {
+            return Err(IndexError::Corruption {
+                cf: cf::PAYLOADS,
+                comment: format!(
+                    "digest {} vanished",
+                    cap.payload_digest.clone().unwrap_or_default()
+                ),
+            });
+        }
+        if let Some(d) = by_payload {
+            return Ok(Content::Payload(d));
+        }
+        if let (Some(fp), true) = (cap.text_fingerprint, has_sketch) {
+            let known = match overlay.texts.get(&fp) {
+                Some(d) => Some(*d),
+                None => self.index.fingerprints().get(&fp)?,
+            };
+            let (doc, new) = match known {
+                Some(d) => (d, false),
+                None => {
+                    let d = *next_doc;
+                    *next_doc += 1;
+                    overlay.texts.insert(fp, d);
+                    (d, true)
+                }
+            };
+            // The commit stores the digest under this doc (a later record with these
+            // bytes is this doc), whether or not it was looked up above.
+            if let Some(dig) = &cap.payload_digest {
+                overlay.payloads.insert(dig.clone(), doc);
+            }
+            return Ok(Content::Text { fp, doc, new });
+        }
+        if rec.kind == "revisit" {
+            return Ok(Content::Revisit);
+        }
+        Ok(Content::Nothing)
+    }
+}
