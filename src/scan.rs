@@ -92,6 +92,10 @@ pub struct ScanOptions {
     pub record_cap: usize,
     /// Skip analysis (read and frame only) — for measuring the reader alone.
     pub read_only: bool,
+    /// Records the caller holds before it acts on them (a batch of its own, as ingest
+    /// commits): the workers may run that many more ahead, so that they keep working
+    /// while the caller acts on one (0: the caller acts on each record).
+    pub hold: usize,
 }
 
 /// Items of one file the reader hands to the workers, in order.
@@ -152,7 +156,7 @@ pub fn scan_files_with_skip<P: Send>(
             prepared,
         }
     };
-    ordered(opts.threads, read, &work, on_event)
+    ordered_holding(opts.threads, opts.hold, read, &work, on_event)
 }
 
 /// Frames the records of `files` into batches, dropping the first `skip[i]` records of
@@ -248,10 +252,22 @@ pub fn ordered<I: Send, T: Send, S: Default>(
     threads: usize,
     read: impl FnOnce(&mut dyn FnMut(Batch<I>) -> bool) + Send,
     work: &(dyn Fn(&mut S, I) -> T + Sync),
+    on_event: impl FnMut(ScanEvent<T>) -> bool,
+) {
+    ordered_holding(threads, 0, read, work, on_event)
+}
+
+/// [`ordered`] for a caller that holds `hold` items before it acts on them: that many
+/// more may be in flight, so the workers fill the next hold while the caller works.
+pub fn ordered_holding<I: Send, T: Send, S: Default>(
+    threads: usize,
+    hold: usize,
+    read: impl FnOnce(&mut dyn FnMut(Batch<I>) -> bool) + Send,
+    work: &(dyn Fn(&mut S, I) -> T + Sync),
     mut on_event: impl FnMut(ScanEvent<T>) -> bool,
 ) {
     let threads = threads.max(1);
-    let in_flight = 4 * threads + 2;
+    let in_flight = 4 * threads + 2 + hold.div_ceil(BATCH_RECORDS);
     let (work_tx, work_rx) = bounded::<Batch<I>>(2 * threads);
     let (done_tx, done_rx) = unbounded::<Batch<T>>();
     let (token_tx, token_rx) = bounded::<()>(in_flight);

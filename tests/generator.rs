@@ -67,6 +67,7 @@ fn scan_sweep(files: &[std::path::PathBuf]) -> HashMap<String, Seen> {
         params: SketchParams::default(),
         record_cap: 16 << 20,
         read_only: false,
+        hold: 0,
     };
     let mut map = HashMap::new();
     scan_files(files, &opts, |ev| {

@@ -58,6 +58,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         params: g.config.sketch_params(),
         record_cap: g.config.ingest.record_cap,
         read_only: false,
+        hold: 0,
     };
     // Sketch of every 200 capture, per sweep and URL.
     let mut sketches: Vec<HashMap<String, Sketch>> = Vec::new();

@@ -34,6 +34,7 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
         params: g.config.sketch_params(),
         record_cap: g.config.ingest.record_cap,
         read_only: false,
+        hold: 0,
     };
     let mut out = stdout();
     let mut by_type: BTreeMap<String, u64> = BTreeMap::new();

@@ -149,6 +149,7 @@ pub fn sketch_files(
         params: opts.params.sketch(),
         record_cap: opts.params.record_cap as usize,
         read_only: false,
+        hold: 0,
     };
     let posting_target = opts.params.posting_target;
     let texts = opts.texts;

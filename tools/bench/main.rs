@@ -129,6 +129,7 @@ fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
         params: SketchParams::default(),
         record_cap: 16 << 20,
         read_only,
+        hold: 0,
     };
     let mut bytes = 0u64;
     scan_files(files, &opts, |ev| {

@@ -47,7 +47,7 @@ use super::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::canon::Canon;
 use crate::capture::Capture;
 use crate::read::Record;
-use crate::scan::{ordered, scan_files_with_skip, ScanEvent, ScanOptions, Scanned};
+use crate::scan::{ordered_holding, scan_files_with_skip, ScanEvent, ScanOptions, Scanned};
 use crate::shard::read::{read_shards, ShardRow};
 use crate::shard::ShardError;
 use commit::{auto_compactions, settle_compactions};
@@ -765,6 +765,7 @@ fn run(
         params: w.index_params_sketch(),
         record_cap: opts.record_cap,
         read_only: false,
+        hold: BATCH_RECORDS,
     };
     let mut failure: Option<IndexError> = None;
     let mut done_bytes = 0u64;
@@ -877,7 +878,7 @@ fn run(
                 })
             };
             let read = |send: &mut dyn FnMut(_) -> bool| read_shards(&todo, &skips, send);
-            ordered(opts.threads, read, &work, on_event)
+            ordered_holding(opts.threads, BATCH_RECORDS, read, &work, on_event)
         }
     }
     if failure.is_none() && !pending.is_empty() {
