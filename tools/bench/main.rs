@@ -309,14 +309,15 @@ fn print_header() {
 const PROJECTED_CORES: [u32; 3] = [2, 16, 64];
 
 /// Seconds of an ingest on `n` cores, from one measured on these 2: the committing
-/// thread's serial work, plus the pair step it waits for (its CPU, ~2 × its wall time
-/// here, spread over n cores), or all the CPU spread over n cores, whichever is longer.
-/// Reading, decompressing and sketching are per record and scale with n.
-fn projection(serial: f64, pairs: f64, cpu: f64) -> serde_json::Value {
+/// thread's serial work plus its waits for the pair step (which runs beside the commit
+/// of the batch before, on every core: the waits shrink as 2/n), or all the CPU spread
+/// over n cores, whichever is longer. Reading, decompressing and sketching are per
+/// record and scale with n.
+fn projection(serial: f64, pairs_wait: f64, cpu: f64) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     for n in PROJECTED_CORES {
         let n_f = n as f64;
-        let t = (serial + 2.0 * pairs / n_f).max(cpu / n_f);
+        let t = (serial + 2.0 * pairs_wait / n_f).max(cpu / n_f);
         out.insert(n.to_string(), json!(t));
     }
     serde_json::Value::Object(out)
@@ -343,12 +344,13 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         v["peak_rss_mb"].as_f64().unwrap_or(0.0)
     );
     println!(
-        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, (c) edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
+        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
         "",
         f("wait_s"),
         f("sequence_s"),
         f("candidates_s"),
         f("estimate_s"),
+        f("pairs_wait_s"),
         f("edges_unions_s"),
         f("captures_s"),
         f("write_s"),
@@ -471,6 +473,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
         summary["peak_rss_mb"] = json!(rss);
         let serial = of(&|r| r.summary["serial_s"].as_f64().unwrap_or(0.0));
         let pairs = of(&|r| r.summary["pairs_s"].as_f64().unwrap_or(0.0));
+        let pairs_wait = of(&|r| r.summary["writer"]["pairs_wait_s"].as_f64().unwrap_or(0.0));
         let cpu = of(&|r| r.summary["cpu_s"].as_f64().unwrap_or(0.0));
         summary["serial_s"] = json!(serial);
         if rounds.len() > 1 {
@@ -486,9 +489,28 @@ fn bench_ingest(a: &Args) -> ExitCode {
             "pages_per_s": first.summary["captures"].as_f64().unwrap_or(0.0) / secs,
             "edges": first.summary["edges"], "unions": first.summary["unions"],
             "serial_s": serial, "serial_share": serial / secs, "pairs_s": pairs, "cpu_s": cpu,
-            "projected_seconds": projection(serial, pairs, cpu),
+            "projected_seconds": projection(serial, pairs_wait, cpu),
             "writer": writer,
         }));
+    }
+    // The serial share and what more cores would make of each sweep ([`projection`]).
+    println!(
+        "{:<10} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "sweep", "serial s", "pairs s", "CPU s", "2 cores", "16 cores", "64 cores"
+    );
+    for r in &rows {
+        let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
+        let p = |n: &str| r["projected_seconds"][n].as_f64().unwrap_or(0.0);
+        println!(
+            "{:<10} {:>8.2} {:>8.2} {:>8.1} {:>8.1}s {:>8.1}s {:>8.1}s",
+            r["sweep"].as_str().unwrap_or(""),
+            f("serial_s"),
+            f("pairs_s"),
+            f("cpu_s"),
+            p("2"),
+            p("16"),
+            p("64")
+        );
     }
     let mut targets = json!({});
     if rows.len() >= 3 {

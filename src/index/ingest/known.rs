@@ -199,7 +199,14 @@ impl Writer<'_> {
         // The current doc may be new in this very batch: use the sketch in hand (a new
         // doc's is kept already).
         let cur = match current {
-            Some(s) => self.sketch_cache.kept(doc).unwrap_or_else(|| s.compact()),
+            Some(s) => match self
+                .planned
+                .compact(doc)
+                .or_else(|| self.sketch_cache.get(doc))
+            {
+                Some(c) => c.clone(),
+                None => s.compact(),
+            },
             None => match self.index.sketch(doc)? {
                 Some(s) => CompactSketch::of(&s),
                 None => return Ok(None),
@@ -207,14 +214,16 @@ impl Writer<'_> {
         };
         // Compared as candidates are (equal to `estimate` of both sketches reduced),
         // the previous doc's sketch from the batch (a doc of it, or read for its pairs:
-        // mostly the previous version of this page) or the writer's cache when it is kept.
-        if let Some(p) = self.planned.compact(prev) {
+        // mostly the previous version of this page) or the writer's cache when it is
+        // kept (read only: a pair step may be reading it), else read now.
+        if let Some(p) = self
+            .planned
+            .compact(prev)
+            .or_else(|| self.sketch_cache.get(prev))
+        {
             return Ok(compare(&cur, p, None).map(|e| e.resemblance as f32));
         }
-        let e =
-            self.index
-                .sketches()
-                .estimates(&[prev], &cur, Some(&mut self.sketch_cache), None)?;
+        let e = self.index.sketches().estimates(&[prev], &cur, None, None)?;
         Ok(e.first().map(|(_, e)| e.resemblance as f32))
     }
 

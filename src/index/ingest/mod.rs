@@ -21,9 +21,14 @@
 //! commit, on this thread, in input order: [`known`] stores each capture, [`new_doc`]
 //! each new doc (its sketch against a base, edges, unions, postings), [`commit`] writes
 //! each record's batch with its file's resume point, and settles the compactions at the
-//! end. Only (a) and (c) are serial (`serial_s`); this file reads and schedules.
+//! end. A batch's (b) runs while the batch before it is committed: it counts that
+//! batch's new docs as earlier docs of its own (their postings and sketches are in
+//! memory), and what a commit adds to the postings buffer and the sketch cache is added
+//! only after both ([`Writer::settle`]). Only (a) and (c) are serial (`serial_s`); this
+//! file reads and schedules.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 mod commit;
 mod forest;
@@ -163,6 +168,9 @@ pub struct WriterTimes {
     pub candidates_s: f64,
     /// (b) The pair step's sketch reads and estimates (on every core; wall time).
     pub estimate_s: f64,
+    /// Waiting for a batch's pair step after the batch before it was committed (the two
+    /// run side by side): what the pair step adds to the committing thread's time.
+    pub pairs_wait_s: f64,
     /// (c) A new doc's sketch against its base, edges, unions and postings.
     pub edges_unions_s: f64,
     /// The rest of a record: fingerprint and payload lookups, the doc's facts, the
@@ -271,8 +279,9 @@ struct Writer<'a> {
     files: Vec<(String, [u8; 16], FileState)>,
     /// Over-cap posting values (boilerplate), shared with the workers' lookups.
     over_cap: &'a OverCap,
-    /// Postings of docs not stored yet.
-    fresh: Fresh,
+    /// Postings of docs not stored yet (read by a pair step while a batch is committed:
+    /// changed only between, by [`Writer::settle`]).
+    fresh: Arc<Fresh>,
     /// Spill the fresh postings when they hold more than this many bytes.
     fresh_budget: usize,
     /// How the spills made before the last one are stored: uncompressed when the index
@@ -281,8 +290,9 @@ struct Writer<'a> {
     early_runs: Run,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
-    /// Sketches compared lately (candidates come back).
-    sketch_cache: SketchCache,
+    /// Sketches compared lately (candidates come back); like `fresh`, changed only
+    /// between a commit and the next pair step.
+    sketch_cache: Arc<SketchCache>,
     /// Stored edges of docs met lately: which new edges the forest needs.
     forest: forest::Forest,
     /// When the current stage of the current record began (see [`WriterTimes`]).
@@ -292,56 +302,89 @@ struct Writer<'a> {
     /// Threads and key ranges of the pair step.
     threads: usize,
     partitions: usize,
+    /// The next batch's first doc id (the batch waiting for its commit has its ids).
+    next_doc: u64,
+    /// The payload digests and texts of the last two batches sequenced.
+    overlay: Overlay,
+    /// The batch sequenced and paired, waiting for its commit.
+    flight: Option<Flight>,
+    /// The last committed batch's sketches and which of its docs were stored against a
+    /// base: the batch after it was paired with them.
+    last_against: Option<(Arc<BatchSketches>, Vec<bool>)>,
+    /// What the batch being committed adds to the postings buffer (doc, level, count,
+    /// values) and to the sketch cache, at its end.
+    adds: Vec<(u64, u8, usize, Vec<u64>)>,
+    made: Vec<(u64, CompactSketch)>,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
-/// records up to this many new docs.
+/// records up to this many new docs. Larger batches read each stored list and sketch
+/// once for more docs (rd20k redesign sweep: 9.2 → 8.6 CPU-s from 1,024/256 to these).
 const BATCH_RECORDS: usize = 4096;
 const BATCH_NEW_DOCS: usize = 1024;
+
+/// What a batch holds, in input order: records, and the ends of files.
+enum Item {
+    Record(usize, Scanned<Prepared>),
+    /// A file read to its end or its first damage: `(file, bytes, damage)`.
+    End(usize, u64, Option<(u64, String)>),
+}
+
+/// The sketches of a batch's new docs (numbered from `first`), as stored in full and
+/// compact: read by the commit of the batch and by the pair step of the next one.
+struct BatchSketches {
+    first: u64,
+    stored: Vec<StoredSketch>,
+    compact: Vec<CompactSketch>,
+}
+
+impl BatchSketches {
+    fn get(&self, doc: u64) -> Option<usize> {
+        let k = doc.checked_sub(self.first)? as usize;
+        (k < self.compact.len()).then_some(k)
+    }
+}
+
+/// A batch sequenced and paired, waiting for its commit.
+struct Flight {
+    items: Vec<Item>,
+    contents: Vec<Content>,
+    planned: Planned,
+    /// A sequencing error at the record after the last one kept: returned once the
+    /// records before it are committed.
+    failed: Option<IndexError>,
+}
 
 /// A batch's new docs between the pair step and their commit.
 #[derive(Default)]
 struct Planned {
-    /// The first new doc's id.
-    first: u64,
-    /// Its new docs in id order.
-    docs: Vec<PlannedDoc>,
+    /// The batch's new docs' sketches, and those of the batch before it with whether
+    /// each was stored against a base (the pair step compared with them before they
+    /// were stored).
+    sketches: Option<Arc<BatchSketches>>,
+    before: Option<(Arc<BatchSketches>, Vec<bool>)>,
+    /// Per new doc: its pairs (until the commit takes them), whether it was stored
+    /// against a base (then it is no base itself).
+    pairs: Vec<Option<DocPairs>>,
+    against: Vec<bool>,
     /// The stored lists of the batch's posting values: the fresh lists start from them.
     lists: U64Map<Stored>,
-    /// Sketches read for the batch, ascending.
+    /// Sketches read for the batch, ascending, and those the cache held.
     read: Vec<(u64, CompactSketch)>,
-}
-
-/// A new doc of the batch.
-struct PlannedDoc {
-    /// Its sketch as stored in full, and its pairs: until the commit takes them.
-    taken: Option<(StoredSketch, DocPairs)>,
-    /// Its compact sketch (later docs of the batch may be stored against it).
-    compact: CompactSketch,
-    /// Whether it was stored against a base (then it is no base itself).
-    against: bool,
-}
-
-/// What the commit of one new doc takes from its batch's plan.
-struct TakenDoc {
-    stored: StoredSketch,
-    compact: CompactSketch,
-    pairs: DocPairs,
+    hits: Vec<u64>,
 }
 
 impl Planned {
-    /// New doc `d`'s plan, once; `next` is the id the index would give now.
-    fn take(&mut self, d: u64, next: u64) -> Result<TakenDoc> {
-        let slot = d
-            .checked_sub(self.first)
-            .and_then(|k| self.docs.get_mut(k as usize));
-        match slot {
-            Some(p) if d == next => match p.taken.take() {
-                Some((stored, pairs)) => Ok(TakenDoc {
-                    stored,
-                    compact: p.compact.clone(),
-                    pairs,
-                }),
+    /// New doc `d`'s sketches and its pairs, once; `next` is the id the index would
+    /// give now.
+    fn take(&mut self, d: u64, next: u64) -> Result<(Arc<BatchSketches>, usize, DocPairs)> {
+        let found = self.sketches.clone().and_then(|s| {
+            let k = s.get(d)?;
+            Some((s, k))
+        });
+        match found {
+            Some((s, k)) if d == next => match self.pairs[k].take() {
+                Some(p) => Ok((s, k, p)),
                 None => Err(IndexError::Invalid(format!(
                     "doc {d} created twice in one batch"
                 ))),
@@ -352,75 +395,90 @@ impl Planned {
         }
     }
 
-    /// A compact sketch the batch has: of its docs, or read for it.
+    /// A compact sketch the batch has: of its docs or the batch's before, or read for it.
     fn compact(&self, doc: u64) -> Option<&CompactSketch> {
-        if doc >= self.first {
-            return self
-                .docs
-                .get((doc - self.first) as usize)
-                .map(|p| &p.compact);
+        for s in self
+            .sketches
+            .iter()
+            .chain(self.before.iter().map(|(s, _)| s))
+        {
+            if let Some(k) = s.get(doc) {
+                return Some(&s.compact[k]);
+            }
         }
         let k = self.read.binary_search_by_key(&doc, |(d, _)| *d).ok()?;
         Some(&self.read[k].1)
     }
 
-    /// Whether `doc`, a doc of this batch, was stored against a base.
+    /// Whether `doc`, a doc of this batch or the one before, was stored against a base.
     fn stored_against(&self, doc: u64) -> bool {
-        doc.checked_sub(self.first)
-            .and_then(|k| self.docs.get(k as usize))
-            .is_some_and(|p| p.against)
+        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
+            return self.against[k];
+        }
+        match &self.before {
+            Some((s, against)) => s.get(doc).is_some_and(|k| against[k]),
+            None => false,
+        }
     }
 
     fn set_stored_against(&mut self, doc: u64) {
-        if let Some(p) = doc
-            .checked_sub(self.first)
-            .and_then(|k| self.docs.get_mut(k as usize))
-        {
-            p.against = true;
+        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
+            self.against[k] = true;
         }
     }
 }
 
 impl Writer<'_> {
-    /// Commits the `pending` records (emptied) as one batch, in three steps: (a)
-    /// sequencing, (b) the pair step on every core, (c) the commit, record by record in
-    /// input order. A record whose sequencing fails ends the batch there: the records
-    /// before it are committed, then the error is returned.
-    fn commit_batch(&mut self, pending: &mut Vec<(usize, Scanned<Prepared>)>) -> Result<()> {
-        if pending.is_empty() {
+    /// Takes a full batch: (a) sequences it and makes its new docs' sketches; then (b)
+    /// finds its pairs on the worker threads while (c) the batch before it is committed
+    /// on this one (the pairs count that batch's docs as earlier docs of their own);
+    /// the batch waits for its commit until the next one comes or the input ends
+    /// ([`Writer::flush`]).
+    fn push_batch(&mut self, items: Vec<Item>) -> Result<()> {
+        if items.is_empty() {
             return Ok(());
         }
         self.clock = std::time::Instant::now();
         self.summary.writer.batches += 1;
-        // (a) Each record's content; new docs numbered from the next id.
-        let first = self.index.counters().next_doc;
+        // (a) Each record's content; new docs numbered after those of the batch before.
+        let first = self.next_doc;
         let mut next = first;
-        let mut overlay = Overlay::default();
-        let mut contents = Vec::with_capacity(pending.len());
+        let mut contents = Vec::with_capacity(items.len());
         let mut failed = None;
-        for (_, sc) in pending.iter() {
+        let mut items = items;
+        let mut overlay = std::mem::take(&mut self.overlay);
+        for (k, item) in items.iter().enumerate() {
+            let Item::Record(_, sc) = item else {
+                contents.push(Content::Nothing);
+                continue;
+            };
             let has_sketch = sc.capture.sketch.is_some()
                 || sc.prepared.as_ref().is_some_and(|p| p.stored.is_some());
             match self.content(&sc.record, &sc.capture, has_sketch, &mut overlay, &mut next) {
                 Ok(c) => contents.push(c),
                 Err(e) => {
                     failed = Some(e);
+                    items.truncate(k);
                     break;
                 }
             }
         }
-        let news: Vec<&Scanned<Prepared>> = pending
+        // What the batch before added is in the index once it is committed (below):
+        // the overlay keeps the last two batches'.
+        self.overlay = overlay.next_batch();
+        self.next_doc = next;
+        let news: Vec<&Scanned<Prepared>> = items
             .iter()
             .zip(&contents)
-            .filter(|(_, c)| matches!(c, Content::Text { new: true, .. }))
-            .map(|((_, sc), _)| sc)
+            .filter_map(|(item, c)| match (item, c) {
+                (Item::Record(_, sc), Content::Text { new: true, .. }) => Some(sc),
+                _ => None,
+            })
             .collect();
         lap(&mut self.clock, &mut self.summary.writer.sequence_s);
-        // (b) The new docs' sketches as stored, and their pairs, on every core. The
-        // postings buffer is spilled first if the batch might not fit in it: never
-        // within a batch, whose pairs are found under one mark.
+        // The new docs' sketches as stored, on every core.
         let target = self.index.params().posting_target;
-        let sketches = pairs::parallel(self.threads, &news, |sc| {
+        let made = pairs::parallel(self.threads, &news, |sc| {
             let sketch = match (
                 sc.prepared.as_ref().and_then(|p| p.stored.as_ref()),
                 &sc.capture.sketch,
@@ -435,70 +493,178 @@ impl Writer<'_> {
             let compact = stored.compact();
             Ok((stored, compact))
         })?;
-        let values: usize = sketches.iter().map(|(s, _)| s.posting.len()).sum();
+        drop(news);
+        let (stored, compact): (Vec<StoredSketch>, Vec<CompactSketch>) = made.into_iter().unzip();
+        let sketches = Arc::new(BatchSketches {
+            first,
+            stored,
+            compact,
+        });
+        self.clock = std::time::Instant::now();
+        // The postings buffer is spilled when both batches might not fit in it: never
+        // while a batch is paired, whose pairs are found under one mark. Then the batch
+        // before is committed first, alone.
+        let posting_values =
+            |s: &BatchSketches| s.stored.iter().map(|s| s.posting.len()).sum::<usize>();
+        let values = posting_values(&sketches)
+            + self
+                .flight
+                .as_ref()
+                .and_then(|f| f.planned.sketches.as_deref())
+                .map_or(0, posting_values);
         if self.fresh.full(self.fresh_budget, values) {
-            self.fresh.spill(self.index, first, self.early_runs)?;
+            self.flush()?;
+            self.clock = std::time::Instant::now();
+            Arc::get_mut(&mut self.fresh)
+                .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
+                .spill(self.index, first, self.early_runs)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
         }
-        let docs: Vec<pairs::NewDoc> = sketches
-            .iter()
-            .map(|(s, c)| pairs::NewDoc {
-                level: s.posting_level,
-                values: &s.posting,
-                compact: c,
-            })
-            .collect();
-        let view = pairs::View {
-            index: self.index,
-            fresh: &self.fresh,
-            over_cap: self.over_cap,
-            cache: &self.sketch_cache,
-        };
+        // (b) ∥ (c).
+        let before = self
+            .flight
+            .as_ref()
+            .and_then(|f| f.planned.sketches.clone());
+        let (index, over_cap) = (self.index, self.over_cap);
+        let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
         let settings = pairs::Settings {
             threads: self.threads,
             partitions: self.partitions,
             cap: self.index.params().common_shingle_cap as usize,
             floor: self.index.params().edge_floor,
         };
-        let found = pairs::find(&view, first, &docs, settings)?;
-        drop(docs);
+        let mine = Arc::clone(&sketches);
+        let find = move || {
+            // Owned here, so that they are released when the pair step returns.
+            let (fresh, cache, before, mine) = (fresh, cache, before, mine);
+            let docs: Vec<pairs::NewDoc> = before
+                .iter()
+                .flat_map(|b| b.stored.iter().zip(&b.compact))
+                .chain(mine.stored.iter().zip(&mine.compact))
+                .map(|(s, c)| pairs::NewDoc {
+                    level: s.posting_level,
+                    values: &s.posting,
+                    compact: c,
+                })
+                .collect();
+            let from = before.as_ref().map_or(0, |b| b.compact.len());
+            let start = before.as_ref().map_or(mine.first, |b| b.first);
+            let view = pairs::View {
+                index,
+                fresh: &fresh,
+                over_cap,
+                cache: &cache,
+            };
+            pairs::find(&view, start, &docs, from, settings)
+        };
+        let (found, committed) = match self.flight.take() {
+            None => (find(), Ok(())),
+            Some(f) => std::thread::scope(|s| {
+                let pairing = s.spawn(find);
+                let committed = self.commit(f);
+                let t = std::time::Instant::now();
+                let found = pairing
+                    .join()
+                    .unwrap_or_else(|_| Err(IndexError::Invalid("the pair step panicked".into())));
+                self.summary.writer.pairs_wait_s += t.elapsed().as_secs_f64();
+                (found, committed)
+            }),
+        };
+        committed?;
+        // What the committed batch leaves for the next ones, now that no pair step
+        // reads the buffer and the cache.
+        self.settle()?;
+        let found = found?;
         self.summary.writer.candidates_s += found.candidates_s;
         self.summary.writer.estimate_s += found.estimate_s;
-        self.planned = Planned {
-            first,
-            docs: sketches
-                .into_iter()
-                .zip(found.docs)
-                .map(|((stored, compact), pairs)| PlannedDoc {
-                    taken: Some((stored, pairs)),
-                    compact,
-                    against: false,
-                })
-                .collect(),
-            lists: found.stored,
-            read: found.read,
-        };
+        let n = sketches.compact.len();
+        self.flight = Some(Flight {
+            items,
+            contents,
+            planned: Planned {
+                sketches: Some(sketches),
+                before: self.last_against.take(),
+                pairs: found.docs.into_iter().map(Some).collect(),
+                against: vec![false; n],
+                lists: found.stored,
+                read: found.read,
+                hits: found.hits,
+            },
+            failed,
+        });
+        Ok(())
+    }
+
+    /// Commits the batch waiting for its commit, if any.
+    fn flush(&mut self) -> Result<()> {
+        match self.flight.take() {
+            Some(f) => {
+                self.commit(f)?;
+                self.settle()
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// (c) The commit of a batch, in input order. What it adds to the postings buffer
+    /// and the sketch cache waits for [`Writer::settle`]: a pair step may read them.
+    fn commit(&mut self, f: Flight) -> Result<()> {
         self.clock = std::time::Instant::now();
-        // (c) The commit, in input order.
-        let n = contents.len();
-        for ((file, sc), content) in pending.drain(..n).zip(contents) {
-            self.record(file, &sc.record, &sc.capture, sc.prepared, content)?;
+        self.planned = f.planned;
+        for (item, content) in f.items.into_iter().zip(f.contents) {
+            match item {
+                Item::Record(file, sc) => {
+                    self.record(file, &sc.record, &sc.capture, sc.prepared, content)?
+                }
+                Item::End(file, bytes, damage) => {
+                    self.summary.bytes += bytes;
+                    self.file_end(file, damage)?;
+                    self.clock = std::time::Instant::now();
+                }
+            }
         }
-        pending.clear();
-        // The sketches compared stay kept for the next batches.
-        let planned = std::mem::take(&mut self.planned);
-        for d in found.hits {
-            self.sketch_cache.touch(d);
-        }
-        self.sketch_cache.misses += planned.read.len() as u64;
-        for (d, c) in planned.read {
-            self.sketch_cache.insert(d, c);
-        }
-        lap(&mut self.clock, &mut self.summary.writer.captures_s);
-        match failed {
+        self.last_against = self
+            .planned
+            .sketches
+            .clone()
+            .map(|s| (s, self.planned.against.clone()));
+        match f.failed {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// The postings and sketches the committed batch leaves for the next ones: its new
+    /// docs' posting entries into the buffer (each list as the docs before left it),
+    /// the sketches it compared or made kept.
+    fn settle(&mut self) -> Result<()> {
+        let clock = std::time::Instant::now();
+        let planned = std::mem::take(&mut self.planned);
+        let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
+        let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
+        for (d, level, count, values) in self.adds.drain(..) {
+            fresh.add(
+                d,
+                level,
+                count,
+                values
+                    .iter()
+                    .map(|v| (*v, Some(planned.lists.get(v).unwrap_or(&Stored::Absent)))),
+            );
+        }
+        let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
+        for d in &planned.hits {
+            cache.touch(*d);
+        }
+        cache.misses += planned.read.len() as u64;
+        for (d, c) in planned.read {
+            cache.insert(d, c);
+        }
+        for (d, c) in self.made.drain(..) {
+            cache.insert(d, c);
+        }
+        self.summary.writer.edges_unions_s += clock.elapsed().as_secs_f64();
+        Ok(())
     }
 }
 
@@ -733,6 +899,7 @@ fn run(
     let fresh_budget = opts.postings_buffer_mb << 20;
     let mut fresh = Fresh::load(index)?;
     fresh.reserve_for(fresh_budget);
+    let fresh = Arc::new(fresh);
     let mut w = Writer {
         index,
         over_cap: &over_cap,
@@ -745,10 +912,16 @@ fn run(
             Run::Kept
         },
         hosts_seen: Default::default(),
-        sketch_cache: SketchCache::new(opts.sketch_cache_mb << 20),
+        sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
         forest: forest::Forest::default(),
         clock: std::time::Instant::now(),
         planned: Planned::default(),
+        next_doc: index.counters().next_doc,
+        overlay: Overlay::default(),
+        flight: None,
+        last_against: None,
+        adds: Vec::new(),
+        made: Vec::new(),
         threads: opts.threads.max(1),
         partitions: match opts.pair_partitions {
             0 => 4 * opts.threads.max(1),
@@ -792,7 +965,7 @@ fn run(
         }
     };
     // Records wait here until a batch is full, a file ends or the input does.
-    let mut pending: Vec<(usize, Scanned<Prepared>)> = Vec::new();
+    let mut pending: Vec<Item> = Vec::new();
     let mut pending_new = 0usize;
     let mut on_event = |ev: ScanEvent<std::result::Result<Scanned<Prepared>, IndexError>>| {
         lap(&mut clock, &mut w.summary.writer.wait_s);
@@ -804,26 +977,26 @@ fn run(
                     done_bytes = file_base + sc.record.offset + sc.record.length;
                     // Likely new content: what the workers prepared something for.
                     pending_new += sc.prepared.is_some() as usize;
-                    pending.push((file, sc));
+                    pending.push(Item::Record(file, sc));
                     if pending.len() >= BATCH_RECORDS || pending_new >= BATCH_NEW_DOCS {
                         pending_new = 0;
-                        w.commit_batch(&mut pending)
+                        w.push_batch(std::mem::take(&mut pending))
                     } else {
                         Ok(())
                     }
                 }
                 // What came before the damage is committed first.
-                Err(e) => w.commit_batch(&mut pending).and(Err(e)),
+                Err(e) => w
+                    .push_batch(std::mem::take(&mut pending))
+                    .and_then(|()| w.flush())
+                    .and(Err(e)),
             },
             ScanEvent::FileEnd {
                 file, bytes, error, ..
             } => {
-                pending_new = 0;
-                w.commit_batch(&mut pending).and_then(|()| {
-                    w.summary.bytes += bytes;
-                    file_base += sizes[file];
-                    w.file_end(file, error.map(|e| (e.offset, e.message)))
-                })
+                file_base += sizes[file];
+                pending.push(Item::End(file, bytes, error.map(|e| (e.offset, e.message))));
+                Ok(())
             }
         };
         if w.sweep.counts.records / 256 != before / 256 {
@@ -881,8 +1054,8 @@ fn run(
             ordered_holding(opts.threads, BATCH_RECORDS, read, &work, on_event)
         }
     }
-    if failure.is_none() && !pending.is_empty() {
-        failure = w.commit_batch(&mut pending).err();
+    if failure.is_none() {
+        failure = w.push_batch(pending).and_then(|()| w.flush()).err();
     }
     let finish = std::time::Instant::now();
     if let Some(e) = failure {
@@ -913,7 +1086,10 @@ fn run(
         } else {
             Run::Kept
         };
-        let spilled = w.fresh.spill(index, next_doc, last);
+        let spilled = match Arc::get_mut(&mut w.fresh) {
+            Some(fresh) => fresh.spill(index, next_doc, last),
+            None => Err(IndexError::Invalid("the postings buffer is shared".into())),
+        };
         (spilled, flush.join())
     });
     spilled?;

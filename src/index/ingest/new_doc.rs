@@ -30,7 +30,7 @@ impl Writer<'_> {
                 "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
             )));
         }
-        let planned = self.planned.take(d, counters.next_doc)?;
+        let (sketches, k, pairs) = self.planned.take(d, counters.next_doc)?;
         self.index.set_counters(Counters {
             next_doc: d + 1,
             ..counters
@@ -38,7 +38,7 @@ impl Writer<'_> {
         self.index
             .meta()
             .put_counters(batch, &self.index.counters());
-        let (stored, mut compact, pairs) = (planned.stored, planned.compact, planned.pairs);
+        let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
         let info = DocInfo {
             shingles: stored.shingles,
             tokens: cap.tokens,
@@ -52,7 +52,7 @@ impl Writer<'_> {
         }
         self.sweep.counts.new_docs += 1;
         if stored.low.is_empty() && stored.posting.is_empty() {
-            batch.put::<Sketches>(self.index, &d, &stored);
+            batch.put::<Sketches>(self.index, &d, stored);
             return Ok(());
         }
         lap(&mut self.clock, &mut self.summary.writer.captures_s);
@@ -86,10 +86,10 @@ impl Writer<'_> {
                 compact.against = true;
                 self.planned.set_stored_against(d);
             }
-            None => batch.put::<Sketches>(self.index, &d, &stored),
+            None => batch.put::<Sketches>(self.index, &d, stored),
         }
-        // Later docs of its host are compared with it first.
-        self.sketch_cache.insert(d, compact);
+        // Later docs of its host are compared with it first (kept when the batch ends).
+        self.made.push((d, compact));
         // The doc's edges to older docs, in doc order: one value.
         let floor = p.edge_floor;
         let mut edges = Vec::new();
@@ -118,20 +118,17 @@ impl Writer<'_> {
         let unions = unionfind::join(self.index, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (the merge would drop
-        // them anyway): same index, less to store. Each list starts from the stored one
-        // the pair step read.
-        let stored_lists = &self.planned.lists;
-        self.fresh.add(
-            d,
-            stored.posting_level,
-            stored.posting.len(),
-            stored
-                .posting
-                .iter()
-                .zip(&pairs.over)
-                .filter(|(_, o)| !**o)
-                .map(|(v, _)| (*v, stored_lists.get(v))),
-        );
+        // them anyway): same index, less to store. Added when the batch ends, each list
+        // from the stored one the pair step read.
+        let values = stored
+            .posting
+            .iter()
+            .zip(&pairs.over)
+            .filter(|(_, o)| !**o)
+            .map(|(v, _)| *v)
+            .collect();
+        self.adds
+            .push((d, stored.posting_level, stored.posting.len(), values));
         lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
         Ok(())
     }

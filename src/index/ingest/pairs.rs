@@ -87,7 +87,8 @@ pub struct DocPairs {
 pub struct BatchPairs {
     /// Per new doc, in doc order.
     pub docs: Vec<DocPairs>,
-    /// The stored lists of the batch's posting values (the fresh lists start from them).
+    /// The stored lists of the batch's posting values, those not absent (the fresh lists
+    /// start from them).
     pub stored: U64Map<Stored>,
     /// Sketches read from the index for this batch, ascending.
     pub read: Vec<(u64, CompactSketch)>,
@@ -99,18 +100,44 @@ pub struct BatchPairs {
     pub estimate_s: f64,
 }
 
-/// The pair step of new docs `first`, `first + 1`, … (`docs`, in that order).
-pub fn find(view: &View, first: u64, docs: &[NewDoc], s: Settings) -> Result<BatchPairs> {
+/// The pair step of new docs `first`, `first + 1`, … (`docs`, in that order) from
+/// `docs[from]` on: the docs before it are earlier new docs not in the view yet (a batch
+/// being committed meanwhile), which the docs after them see as that commit will leave
+/// them; their own pairs are not made again.
+pub fn find(
+    view: &View,
+    first: u64,
+    docs: &[NewDoc],
+    from: usize,
+    s: Settings,
+) -> Result<BatchPairs> {
     let clock = std::time::Instant::now();
-    // The batch's ⟨value, doc⟩ pairs, by value then doc; cut where values change.
+    // The ⟨value, doc⟩ pairs, by value then doc; cut where values change.
     let mut keys: Vec<(u64, u32)> = Vec::new();
     for (i, d) in docs.iter().enumerate() {
         keys.extend(d.values.iter().map(|v| (*v, i as u32)));
     }
     keys.sort_unstable();
+    if from > 0 {
+        // Only the values of docs whose pairs are made: the earlier docs count where
+        // they share one.
+        let mut k = 0;
+        let mut kept = Vec::with_capacity(keys.len());
+        while k < keys.len() {
+            let start = k;
+            while k < keys.len() && keys[k].0 == keys[start].0 {
+                k += 1;
+            }
+            // Docs in order: the group's last is the one most likely made.
+            if keys[k - 1].1 as usize >= from {
+                kept.extend_from_slice(&keys[start..k]);
+            }
+        }
+        keys = kept;
+    }
     let ranges = key_ranges(&keys, s.partitions.max(1));
     let parts = parallel(s.threads, &ranges, |r| {
-        join(view, first, docs, &keys[r.clone()], s)
+        join(view, first, docs, from, &keys[r.clone()], s)
     })?;
     // Shares and heads by doc (counting sort on the doc), then counted per doc.
     let mut per_doc = vec![0usize; docs.len() + 1];
@@ -140,7 +167,7 @@ pub fn find(view: &View, first: u64, docs: &[NewDoc], s: Settings) -> Result<Bat
         }
         stored.extend(p.stored);
     }
-    let idx: Vec<usize> = (0..docs.len()).collect();
+    let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
         let mut mine = shares[per_doc[i]..per_doc[i + 1]].to_vec();
         Ok(counts(&docs[i], &mut mine, &overs[i], &heads[i], s.floor))
@@ -177,7 +204,7 @@ pub fn find(view: &View, first: u64, docs: &[NewDoc], s: Settings) -> Result<Bat
     };
     let cut = Some((s.floor, PREFILTER_SIGMAS));
     let estimates = parallel(s.threads, &idx, |&i| {
-        let (_, compare_with) = &counted[i];
+        let (_, compare_with) = &counted[i - from];
         let mut out = Vec::with_capacity(compare_with.len());
         for c in compare_with {
             // A doc without a stored sketch is left out, as everywhere.
@@ -246,13 +273,15 @@ fn packed(e: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
-/// The join of one key range (`keys`: ⟨value, batch doc⟩, sorted) with the stored and
-/// fresh lists: for each value, the batch's docs in order, each seeing the list as the
-/// docs before it left it (an entry is added only while the list is under the cap).
+/// The join of one key range (`keys`: ⟨value, new doc⟩, sorted) with the stored and
+/// fresh lists: for each value, the new docs in order, each seeing the list as the docs
+/// before it left it (an entry is added only while the list is under the cap); what
+/// the docs from `from` on see is kept.
 fn join(
     view: &View,
     first: u64,
     docs: &[NewDoc],
+    from: usize,
     keys: &[(u64, u32)],
     s: Settings,
 ) -> Result<Part> {
@@ -278,7 +307,7 @@ fn join(
         let fresh = view.fresh.entries(*v);
         match &stored {
             Stored::Over(head) => {
-                for (_, i) in group {
+                for (_, i) in group.iter().filter(|(_, i)| *i as usize >= from) {
                     part.overs.push((*i, *v));
                     part.heads.extend(head.iter().map(|h| (*i, *h)));
                 }
@@ -296,20 +325,28 @@ fn join(
                 let mut added: Vec<u64> = Vec::new();
                 for (_, i) in group {
                     let all = old.clone().chain(added.iter().copied());
+                    let kept = *i as usize >= from;
                     if list.len() + fresh.len() + added.len() * ENTRY > cap_bytes {
-                        part.overs.push((*i, *v));
-                        part.heads
-                            .extend(all.take(COMMON_HEAD).map(|e| (*i, e >> 16)));
+                        if kept {
+                            part.overs.push((*i, *v));
+                            part.heads
+                                .extend(all.take(COMMON_HEAD).map(|e| (*i, e >> 16)));
+                        }
                         continue;
                     }
-                    part.shares.extend(all.map(|e| (*i, e)));
+                    if kept {
+                        part.shares.extend(all.map(|e| (*i, e)));
+                    }
                     let d = &docs[*i as usize];
                     let n = d.values.len().min(u16::MAX as usize) as u16;
                     added.push(packed(&entry(first + *i as u64, d.level, n)));
                 }
             }
         }
-        part.stored.push((*v, stored));
+        // Absent lists are not kept: a value missing from the map has none.
+        if !matches!(stored, Stored::Absent) {
+            part.stored.push((*v, stored));
+        }
     }
     Ok(part)
 }

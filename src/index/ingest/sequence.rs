@@ -1,8 +1,9 @@
 //! Step (a) of a batch, sequencing: what each record's content is, in input order,
 //! before anything of the batch is written — a doc known by its payload digest or its
 //! canonical text, a new doc with the id it will get, a revisit to resolve, or nothing —
-//! with the batch's own earlier records seen through an overlay of the digests and
-//! texts they add. A lookup or two per record, on the committing thread; the commit
+//! with the records sequenced but not yet committed (this batch's earlier ones, and the
+//! batch before, committed while this one is paired) seen through an overlay of the
+//! digests and texts they add. A lookup or two per record, on the committing thread; the commit
 //! then follows these decisions, and the pair step works on the new docs.
 
 use std::collections::HashMap;
@@ -37,11 +38,39 @@ pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
     crate::capture::is_capture_kind(&rec.kind) && cap.url.is_some() && cap.timestamp.is_some()
 }
 
-/// What the batch's earlier records add: payload digests and canonical texts.
+/// What the records sequenced but not yet committed add: payload digests and canonical
+/// texts, of this batch and of the one before (committed while this one is paired).
 #[derive(Default)]
 pub struct Overlay {
+    newer: Added,
+    older: Added,
+}
+
+#[derive(Default)]
+struct Added {
     payloads: HashMap<String, u64>,
     texts: HashMap<u128, u64>,
+}
+
+impl Overlay {
+    /// For the next batch: this one's additions become the older ones; the older ones
+    /// are in the index by the time the next batch is committed.
+    pub fn next_batch(self) -> Overlay {
+        Overlay {
+            newer: Added::default(),
+            older: self.newer,
+        }
+    }
+
+    fn payload(&self, digest: &str) -> Option<u64> {
+        let g = |a: &Added| a.payloads.get(digest).copied();
+        g(&self.newer).or_else(|| g(&self.older))
+    }
+
+    fn text(&self, fp: u128) -> Option<u64> {
+        let g = |a: &Added| a.texts.get(&fp).copied();
+        g(&self.newer).or_else(|| g(&self.older))
+    }
 }
 
 impl Writer<'_> {
@@ -62,9 +91,8 @@ impl Writer<'_> {
         // payload (that depends on timing): identical bytes are one doc whatever the
         // thread count, and whether the record came from a WARC file or a shard.
         let by_payload = match &cap.payload_digest {
-            Some(dig) if rec.kind != "revisit" && !cap.truncated => match overlay.payloads.get(dig)
-            {
-                Some(d) => Some(*d),
+            Some(dig) if rec.kind != "revisit" && !cap.truncated => match overlay.payload(dig) {
+                Some(d) => Some(d),
                 None => self.index.payloads().get(dig)?,
             },
             _ => None,
@@ -82,8 +110,8 @@ impl Writer<'_> {
             return Ok(Content::Payload(d));
         }
         if let (Some(fp), true) = (cap.text_fingerprint, has_sketch) {
-            let known = match overlay.texts.get(&fp) {
-                Some(d) => Some(*d),
+            let known = match overlay.text(fp) {
+                Some(d) => Some(d),
                 None => self.index.fingerprints().get(&fp)?,
             };
             let (doc, new) = match known {
@@ -91,14 +119,14 @@ impl Writer<'_> {
                 None => {
                     let d = *next_doc;
                     *next_doc += 1;
-                    overlay.texts.insert(fp, d);
+                    overlay.newer.texts.insert(fp, d);
                     (d, true)
                 }
             };
             // The commit stores the digest under this doc (a later record with these
             // bytes is this doc), whether or not it was looked up above.
             if let Some(dig) = &cap.payload_digest {
-                overlay.payloads.insert(dig.clone(), doc);
+                overlay.newer.payloads.insert(dig.clone(), doc);
             }
             return Ok(Content::Text { fp, doc, new });
         }
