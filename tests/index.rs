@@ -815,22 +815,18 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
 /// Everything a user can read of an index: both exports, the sweeps and the report of
 /// every pair of consecutive sweeps.
 fn answers(db: &Path, sweeps: usize) -> Vec<String> {
+    let db = s(db);
     let text = |args: &[&str]| {
-        let mut all = vec!["--db", &s(db)]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
-        all.extend(args.iter().map(|a| a.to_string()));
-        let out = tidemark(&all.iter().map(|a| a.as_str()).collect::<Vec<_>>());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        let mut all = vec!["--db", db.as_str()];
+        all.extend_from_slice(args);
+        String::from_utf8(common::tidemark_ok(&all).stdout).unwrap()
     };
-    let mut out = vec![export(db), export_jsonl(db), text(&["sweeps", "--json"])];
+    let path = Path::new(&db);
+    let mut out = vec![
+        export(path),
+        export_jsonl(path),
+        text(&["sweeps", "--json"]),
+    ];
     for k in 2..=sweeps {
         let (a, b) = (format!("sweep-{}", k - 1), format!("sweep-{k}"));
         out.push(text(&[
@@ -846,24 +842,7 @@ fn the_pair_step_gives_one_index_for_any_threads_partitions_and_buffer() {
     // inside one batch, the pair step's hard cases.
     let corpus = tempfile::tempdir().unwrap();
     let sweeps = 3;
-    let out = common::tidemark_gen(&[
-        "--out",
-        &s(corpus.path()),
-        "--pages",
-        "700",
-        "--sweeps",
-        "3",
-        "--steady",
-        "--redesign",
-        "3",
-        "--seed",
-        "28",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::generate_redesign(corpus.path(), 700, 28);
     let work = tempfile::tempdir().unwrap();
     // (threads, key ranges per batch, postings buffer MiB: 1 spills before many batches)
     let runs = [(1, 1, 512), (2, 4, 1), (8, 16, 512), (3, 0, 1)];

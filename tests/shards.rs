@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::{corpus, sweep_files, tidemark, tidemark_gen, tidemark_ok};
+use common::{corpus, generate_redesign, sweep_files, tidemark, tidemark_ok};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -82,27 +82,6 @@ fn shard_of(dir: &Path, file: &Path) -> PathBuf {
         "{}.parquet",
         file.file_name().unwrap().to_string_lossy()
     ))
-}
-
-fn generate_redesign(dir: &Path, pages: usize, seed: u64) {
-    let out = tidemark_gen(&[
-        "--out",
-        &s(dir),
-        "--pages",
-        &pages.to_string(),
-        "--sweeps",
-        "3",
-        "--steady",
-        "--redesign",
-        "3",
-        "--seed",
-        &seed.to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 #[test]

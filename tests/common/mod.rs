@@ -80,6 +80,29 @@ pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
     );
 }
 
+/// Generates three steady sweeps of `pages` pages into `dir`, the third a site redesign
+/// (every page a new doc resembling its predecessor: template families, over-cap lists).
+pub fn generate_redesign(dir: &Path, pages: usize, seed: u64) {
+    let out = tidemark_gen(&[
+        "--out",
+        dir.to_str().unwrap(),
+        "--pages",
+        &pages.to_string(),
+        "--sweeps",
+        "3",
+        "--steady",
+        "--redesign",
+        "3",
+        "--seed",
+        &seed.to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The .warc.gz files of sweep `n` (1-based) in a generated directory, sorted.
 pub fn sweep_files(dir: &Path, n: usize) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("sweep-{n:02}")))

@@ -144,9 +144,10 @@ pub struct IngestSummary {
     pub errors: Vec<FileError>,
     /// Decompressed bytes read.
     pub bytes: u64,
-    /// Seconds the committing thread was busy with the serial steps: sequencing and the
-    /// commit (`writer`: sequence, captures, edges and unions, writes, spills, finish).
-    /// The rest of an ingest runs on every core.
+    /// CPU seconds the committing thread spent in the serial steps: sequencing and the
+    /// commit (`writer`: sequence, captures, edges and unions, writes, spills, finish);
+    /// CPU, not wall time, as on busy cores the thread also waits for one. The rest of
+    /// an ingest runs on every core.
     pub serial_s: f64,
     /// Seconds of the pair step (`writer`: candidates and estimates), which runs on
     /// every core while the committing thread waits for it.
@@ -201,6 +202,20 @@ pub struct WriterTimes {
     pub edges_stored: u64,
     /// Edge lists of candidates read from RocksDB for that choice (not met in this run).
     pub edge_lists_read: u64,
+}
+
+/// CPU seconds this thread has used: the serial steps' cost without the time the
+/// thread waited for a core (on busy cores its wall time includes that).
+fn thread_cpu() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+        return 0.0;
+    }
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 /// Adds the time since `t` to `slot`, and restarts `t`.
@@ -315,6 +330,8 @@ struct Writer<'a> {
     /// values) and to the sketch cache, at its end.
     adds: Vec<(u64, u8, usize, Vec<u64>)>,
     made: Vec<(u64, CompactSketch)>,
+    /// CPU seconds of this thread in the serial steps ([`IngestSummary::serial_s`]).
+    serial_cpu: f64,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
@@ -322,6 +339,8 @@ struct Writer<'a> {
 /// once for more docs (rd20k redesign sweep: 9.2 → 8.6 CPU-s from 1,024/256 to these).
 const BATCH_RECORDS: usize = 4096;
 const BATCH_NEW_DOCS: usize = 1024;
+/// Records of an ingest's first batch (the next ones double up to [`BATCH_RECORDS`]).
+const FIRST_BATCH: usize = 128;
 
 /// What a batch holds, in input order: records, and the ends of files.
 enum Item {
@@ -439,6 +458,7 @@ impl Writer<'_> {
             return Ok(());
         }
         self.clock = std::time::Instant::now();
+        let cpu = thread_cpu();
         self.summary.writer.batches += 1;
         // (a) Each record's content; new docs numbered after those of the batch before.
         let first = self.next_doc;
@@ -467,6 +487,7 @@ impl Writer<'_> {
         // the overlay keeps the last two batches'.
         self.overlay = overlay.next_batch();
         self.next_doc = next;
+        self.serial_cpu += thread_cpu() - cpu;
         let news: Vec<&Scanned<Prepared>> = items
             .iter()
             .zip(&contents)
@@ -515,10 +536,12 @@ impl Writer<'_> {
         if self.fresh.full(self.fresh_budget, values) {
             self.flush()?;
             self.clock = std::time::Instant::now();
+            let cpu = thread_cpu();
             Arc::get_mut(&mut self.fresh)
                 .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
                 .spill(self.index, first, self.early_runs)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
+            self.serial_cpu += thread_cpu() - cpu;
         }
         // (b) ∥ (c).
         let before = self
@@ -609,6 +632,13 @@ impl Writer<'_> {
     /// (c) The commit of a batch, in input order. What it adds to the postings buffer
     /// and the sketch cache waits for [`Writer::settle`]: a pair step may read them.
     fn commit(&mut self, f: Flight) -> Result<()> {
+        let cpu = thread_cpu();
+        let r = self.commit_records(f);
+        self.serial_cpu += thread_cpu() - cpu;
+        r
+    }
+
+    fn commit_records(&mut self, f: Flight) -> Result<()> {
         self.clock = std::time::Instant::now();
         self.planned = f.planned;
         for (item, content) in f.items.into_iter().zip(f.contents) {
@@ -638,7 +668,7 @@ impl Writer<'_> {
     /// docs' posting entries into the buffer (each list as the docs before left it),
     /// the sketches it compared or made kept.
     fn settle(&mut self) -> Result<()> {
-        let clock = std::time::Instant::now();
+        let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
         let planned = std::mem::take(&mut self.planned);
         let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
         let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
@@ -664,6 +694,7 @@ impl Writer<'_> {
             cache.insert(d, c);
         }
         self.summary.writer.edges_unions_s += clock.elapsed().as_secs_f64();
+        self.serial_cpu += thread_cpu() - cpu;
         Ok(())
     }
 }
@@ -922,6 +953,7 @@ fn run(
         last_against: None,
         adds: Vec::new(),
         made: Vec::new(),
+        serial_cpu: 0.0,
         threads: opts.threads.max(1),
         partitions: match opts.pair_partitions {
             0 => 4 * opts.threads.max(1),
@@ -967,6 +999,10 @@ fn run(
     // Records wait here until a batch is full, a file ends or the input does.
     let mut pending: Vec<Item> = Vec::new();
     let mut pending_new = 0usize;
+    // The first batches are small, so that committing starts while the workers still
+    // read (a sweep smaller than one full batch was read whole before its commit began:
+    // llvm-docs sweeps of ~2,000 pages 30-70% slower); each is twice the one before.
+    let mut limit = FIRST_BATCH;
     let mut on_event = |ev: ScanEvent<std::result::Result<Scanned<Prepared>, IndexError>>| {
         lap(&mut clock, &mut w.summary.writer.wait_s);
         let before = w.sweep.counts.records;
@@ -978,8 +1014,9 @@ fn run(
                     // Likely new content: what the workers prepared something for.
                     pending_new += sc.prepared.is_some() as usize;
                     pending.push(Item::Record(file, sc));
-                    if pending.len() >= BATCH_RECORDS || pending_new >= BATCH_NEW_DOCS {
+                    if pending.len() >= limit || pending_new >= BATCH_NEW_DOCS {
                         pending_new = 0;
+                        limit = (2 * limit).min(BATCH_RECORDS);
                         w.push_batch(std::mem::take(&mut pending))
                     } else {
                         Ok(())
@@ -1058,6 +1095,7 @@ fn run(
         failure = w.push_batch(pending).and_then(|()| w.flush()).err();
     }
     let finish = std::time::Instant::now();
+    let finish_cpu = thread_cpu();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -1109,9 +1147,9 @@ fn run(
         snapshots::publish(index)?;
     }
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
+    w.serial_cpu += thread_cpu() - finish_cpu;
+    w.summary.serial_s = w.serial_cpu;
     let t = &w.summary.writer;
-    w.summary.serial_s =
-        t.sequence_s + t.captures_s + t.edges_unions_s + t.write_s + t.spill_s + t.finish_s;
     w.summary.pairs_s = t.candidates_s + t.estimate_s;
     w.summary.writer.sketch_misses = w.sketch_cache.misses;
     w.summary.writer.edge_lists_read = w.forest.reads;
