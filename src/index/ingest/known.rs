@@ -16,6 +16,8 @@ use crate::index::columns::{Batch, Column};
 use crate::url::{resolve, surt};
 
 impl Writer<'_> {
+    /// Stores one capture (`content`: what sequencing found it to be).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn capture(
         &mut self,
         batch: &mut Batch,

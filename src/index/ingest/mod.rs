@@ -342,7 +342,9 @@ const BATCH_NEW_DOCS: usize = 1024;
 /// Records of an ingest's first batch (the next ones double up to [`BATCH_RECORDS`]).
 const FIRST_BATCH: usize = 128;
 
-/// What a batch holds, in input order: records, and the ends of files.
+/// What a batch holds, in input order: records, and the ends of files (a record is the
+/// common case: not boxed).
+#[allow(clippy::large_enum_variant)]
 enum Item {
     Record(usize, Scanned<Prepared>),
     /// A file read to its end or its first damage: `(file, bytes, damage)`.
