@@ -60,19 +60,19 @@ pub fn json_lines(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Generates sweeps into `dir` with the real generator.
-pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
-    let out = tidemark_gen(&[
+/// Runs the real generator: `pages` pages into `dir`, with `extra` options.
+fn generate_with(dir: &Path, pages: usize, seed: u64, extra: &[&str]) {
+    let (pages, seed) = (pages.to_string(), seed.to_string());
+    let mut args = vec![
         "--out",
         dir.to_str().unwrap(),
         "--pages",
-        &pages.to_string(),
-        "--sweeps",
-        &sweeps.to_string(),
+        &pages,
         "--seed",
-        &seed.to_string(),
-        "--json",
-    ]);
+        &seed,
+    ];
+    args.extend_from_slice(extra);
+    let out = tidemark_gen(&args);
     assert!(
         out.status.success(),
         "tidemark-gen failed: {}",
@@ -80,26 +80,24 @@ pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
     );
 }
 
+/// Generates sweeps into `dir` with the real generator.
+pub fn generate(dir: &Path, pages: usize, sweeps: usize, seed: u64) {
+    generate_with(
+        dir,
+        pages,
+        seed,
+        &["--sweeps", &sweeps.to_string(), "--json"],
+    );
+}
+
 /// Generates three steady sweeps of `pages` pages into `dir`, the third a site redesign
 /// (every page a new doc resembling its predecessor: template families, over-cap lists).
 pub fn generate_redesign(dir: &Path, pages: usize, seed: u64) {
-    let out = tidemark_gen(&[
-        "--out",
-        dir.to_str().unwrap(),
-        "--pages",
-        &pages.to_string(),
-        "--sweeps",
-        "3",
-        "--steady",
-        "--redesign",
-        "3",
-        "--seed",
-        &seed.to_string(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    generate_with(
+        dir,
+        pages,
+        seed,
+        &["--sweeps", "3", "--steady", "--redesign", "3"],
     );
 }
 
