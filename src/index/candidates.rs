@@ -1,12 +1,13 @@
-//! The candidate search, one for ingest and `similar`: the docs that share posting
+//! The one-doc candidate search of `similar` and the report: the docs that share posting
 //! values with a sketch, counted, from the stored lists (read under one snapshot, see
 //! [`super::postings::lookup`]) completed with the in-memory fresh lists; a value whose
 //! list is over the common-shingle cap (boilerplate) adds no candidates, but the heads
 //! of such lists do when most of the sketch is boilerplate, so a family larger than the
-//! cap still finds its first members.
+//! cap still finds its first members. Ingest finds the same candidates for a batch of
+//! new docs at once, as a join ([`super::ingest::pairs`]), by the same rules.
 
 use super::columns::postings::{entry_fields, ENTRY};
-use super::postings::{self, Fresh, Lookup, OverCap, Stored, U64Map, COMMON_HEAD};
+use super::postings::{self, Fresh, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::{Index, Result};
 
 /// A doc sharing posting values with the sketch.
@@ -34,52 +35,57 @@ pub struct Candidates {
     pub heads: Vec<u64>,
     /// Which values have over-cap lists (in the order of `values`).
     pub over: Vec<bool>,
-    /// The stored lists the search used.
-    pub lookup: Lookup,
 }
 
 impl Candidates {
     /// Whether most of the sketch's values are boilerplate: then the heads of their
     /// lists are compared too.
     pub fn mostly_common(&self) -> bool {
-        let n = self.over.iter().filter(|o| **o).count();
-        2 * n >= self.values.len() && !self.heads.is_empty()
+        mostly_common(&self.over, &self.heads)
     }
 
     /// The docs to compare: the shared docs that `keep` accepts, and the heads when the
     /// sketch is mostly boilerplate; ascending, each once.
     pub fn to_compare(&self, keep: impl Fn(&Shared) -> bool) -> Vec<u64> {
-        let mut out: Vec<u64> = self
+        let kept = self
             .shared
             .iter()
             .filter(|s| keep(s))
             .map(|s| s.doc)
             .collect();
-        if self.mostly_common() {
-            out.extend_from_slice(&self.heads);
-            out.sort_unstable();
-            out.dedup();
-        }
-        out
+        with_heads(kept, &self.over, &self.heads)
     }
+}
+
+/// Whether most of a sketch's posting values (`over`: which have over-cap lists) are
+/// boilerplate: then the heads of their lists are compared too.
+pub fn mostly_common(over: &[bool], heads: &[u64]) -> bool {
+    let n = over.iter().filter(|o| **o).count();
+    2 * n >= over.len() && !heads.is_empty()
+}
+
+/// The docs to compare: `kept` (ascending), and the `heads` of over-cap lists when the
+/// sketch is mostly boilerplate ([`mostly_common`]); ascending, each once.
+pub fn with_heads(mut kept: Vec<u64>, over: &[bool], heads: &[u64]) -> Vec<u64> {
+    if mostly_common(over, heads) {
+        kept.extend_from_slice(heads);
+        kept.sort_unstable();
+        kept.dedup();
+    }
+    kept
 }
 
 /// Searches the candidates of a doc by its posting level and values (in full: from
 /// [`super::postings::posting_values`] of a sketch made now, or
-/// [`Index::posting_values`] of a stored doc). `lookup`: the stored lists as a scan
-/// worker read them, used when read under the current mark (else read now).
+/// [`Index::posting_values`] of a stored doc).
 pub fn search(
     index: &Index,
     fresh: &Fresh,
     over_cap: &OverCap,
     (level, values): (u8, Vec<u64>),
-    lookup: Option<Lookup>,
 ) -> Result<Candidates> {
     let p = index.params();
-    let lookup = match lookup {
-        Some(l) if l.mark == fresh.mark() => l,
-        _ => postings::lookup(index, &values, over_cap)?,
-    };
+    let lookup = postings::lookup(index, &values, over_cap)?;
     let cap_bytes = p.common_shingle_cap as usize * ENTRY;
     let mut shared: U64Map<Shared> = U64Map::default();
     let mut heads: Vec<u64> = Vec::new();
@@ -122,6 +128,5 @@ pub fn search(
         shared,
         heads,
         over,
-        lookup,
     })
 }

@@ -9,11 +9,10 @@
 //! flush re-sorts it — measured at a fifth of all CPU of a later sweep (20k pages, 2
 //! cores), for data that is only ever appended and looked up.
 //!
-//! A lookup ([`lookup`]) reads the stored lists and the mark under one snapshot, so it can
-//! run on the scan workers ahead of the writer; the writer completes it with the fresh
-//! entries ([`Fresh::entries`]), which gives exactly the lists a lookup at commit time
-//! would give, for any number of threads. A lookup made under an older mark (a spill
-//! happened in between) is redone by the writer.
+//! A lookup ([`lookup`]) reads the stored lists and the mark under one snapshot; the
+//! fresh entries ([`Fresh::entries`]) complete them. Ingest's pair step looks up a
+//! batch's values by key range while no spill can happen (spills fall between batches),
+//! and checks the mark it read against the buffer's.
 //!
 //! After a killed ingest the fresh lists are gone, but they are a pure function of the
 //! sketches of docs from the mark on: [`Fresh::load`] rebuilds them.

@@ -45,8 +45,7 @@ pub fn similar_docs(
     let index = s.index;
     // Every candidate is compared (no estimate from the shared count first: a query
     // may ask below the edge floor).
-    let cands =
-        candidates::search(index, &s.fresh, &s.over_cap, posting, None)?.to_compare(|_| true);
+    let cands = candidates::search(index, &s.fresh, &s.over_cap, posting)?.to_compare(|_| true);
     let mut out = Vec::new();
     for (d, e) in index
         .sketches()

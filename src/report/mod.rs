@@ -391,7 +391,7 @@ fn shared_counts(s: &Searcher, doc: u64) -> Result<Vec<(u32, u64)>> {
     if posting.1.is_empty() {
         return Ok(Vec::new());
     }
-    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting, None)?;
+    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
     let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
     if found.mostly_common() {
         out.extend(found.heads.iter().map(|h| (0, *h)));

@@ -30,11 +30,7 @@ impl Writer<'_> {
     ) -> Result<()> {
         // From a shard the sketch comes in stored form; from a WARC file as sampled.
         let stored = prepared.as_mut().and_then(|p| p.stored.take());
-        let sketch = match (&stored, &cap.sketch) {
-            (Some(s), _) => Some(DocSketch::Stored(s)),
-            (None, Some(s)) => Some(DocSketch::Made(s)),
-            (None, None) => None,
-        };
+        let sketch = DocSketch::of(stored.as_ref(), cap.sketch.as_ref());
         if !crate::capture::is_capture_kind(&rec.kind) {
             self.skip(&rec.kind);
             return Ok(());

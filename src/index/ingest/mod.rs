@@ -7,11 +7,10 @@
 //! committed record and ends with the index a clean run makes.
 //!
 //! Per capture: a known canonical text (fingerprint hit) or a revisit (payload digest)
-//! costs a few point lookups; new content gets a doc id, its sketch and postings, and a
-//! candidate search: the postings of its sampled values (multi-get), skipping lists
-//! longer than the common-shingle cap, then the estimate against each candidate that
-//! shares enough values; pairs at or above the edge floor become edges, pairs at or
-//! above the threshold join clusters.
+//! costs a few point lookups; new content gets a doc id, its sketch and postings, its
+//! candidates (the docs sharing posting values, lists longer than the common-shingle cap
+//! skipped) and the estimate against each candidate that shares enough values; pairs at
+//! or above the edge floor become edges, pairs at or above the threshold join clusters.
 //!
 //! Records are committed in batches, each in three steps: (a) [`sequence`]: what each
 //! record's content is (a lookup or two: known by digest or text, a revisit, or a new
@@ -99,7 +98,19 @@ enum DocSketch<'a> {
     Stored(&'a StoredSketch),
 }
 
-impl DocSketch<'_> {
+impl<'a> DocSketch<'a> {
+    /// The record's sketch: in stored form when it came from a shard, else as sampled.
+    fn of(
+        stored: Option<&'a StoredSketch>,
+        made: Option<&'a crate::sketch::Sketch>,
+    ) -> Option<Self> {
+        match (stored, made) {
+            (Some(s), _) => Some(DocSketch::Stored(s)),
+            (None, Some(s)) => Some(DocSketch::Made(s)),
+            (None, None) => None,
+        }
+    }
+
     /// As the index stores it.
     fn stored(self, posting_target: u32) -> StoredSketch {
         match self {
@@ -174,8 +185,8 @@ pub struct WriterTimes {
     pub pairs_wait_s: f64,
     /// (c) A new doc's sketch against its base, edges, unions and postings.
     pub edges_unions_s: f64,
-    /// The rest of a record: fingerprint and payload lookups, the doc's facts, the
-    /// capture, its history (`url_last`, resemblance to the previous capture).
+    /// (c) The rest of a record: a revisit's lookups, the doc's facts, the capture, its
+    /// history (`url_last`, resemblance to the previous capture).
     pub captures_s: f64,
     /// RocksDB writes of the records' batches (write-ahead log and memtables).
     pub write_s: f64,
@@ -502,16 +513,9 @@ impl Writer<'_> {
         // The new docs' sketches as stored, on every core.
         let target = self.index.params().posting_target;
         let made = pairs::parallel(self.threads, &news, |sc| {
-            let sketch = match (
-                sc.prepared.as_ref().and_then(|p| p.stored.as_ref()),
-                &sc.capture.sketch,
-            ) {
-                (Some(s), _) => DocSketch::Stored(s),
-                (None, Some(s)) => DocSketch::Made(s),
-                (None, None) => {
-                    return Err(IndexError::Invalid("a new doc without a sketch".into()))
-                }
-            };
+            let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
+            let sketch = DocSketch::of(stored, sc.capture.sketch.as_ref())
+                .ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
             let stored = sketch.stored(target);
             let compact = stored.compact();
             Ok((stored, compact))
@@ -1058,7 +1062,8 @@ fn run(
     match source {
         Source::Warcs(_) => {
             let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
-                let (fp, _) = (cap.text_fingerprint?, cap.sketch.as_ref()?);
+                let fp = cap.text_fingerprint?;
+                cap.sketch.as_ref()?;
                 if !is_new(fp) {
                     return None;
                 }
