@@ -908,3 +908,112 @@ fn the_pair_step_gives_one_index_for_any_threads_partitions_and_buffer() {
         }
     }
 }
+
+#[test]
+fn records_that_read_what_their_batch_wrote_see_it() {
+    // One file, one batch: each later record reads what an earlier one of the same batch
+    // wrote (a URL's latest capture, a doc by payload, a revisit's target), which the
+    // commit writes to RocksDB only at the batch's end unless a record needs it sooner.
+    use tidemark::synth::warc;
+    let mut rng = tidemark::synth::Rng::new(17);
+    let words = |rng: &mut tidemark::synth::Rng| -> Vec<String> {
+        (0..600)
+            .map(|_| format!("w{}", rng.below(50_000)))
+            .collect()
+    };
+    let page = |w: &[String]| format!("<html><body><p>{}</p></body></html>", w.join(" "));
+    let (b_words, a_words) = (words(&mut rng), words(&mut rng));
+    let mut a2_words = a_words.clone();
+    for k in 0..6 {
+        a2_words[k * 100] = format!("edit{k}");
+    }
+    let html = |w: &[String]| {
+        warc::http_response(200, &[("Content-Type", "text/html")], page(w).as_bytes())
+    };
+    let (dig_b, dig_a, dig_a2) = (
+        "sha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+        "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "sha1:CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC",
+    );
+    let revisit = warc::record(
+        &[
+            ("WARC-Type", "revisit"),
+            ("WARC-Date", "2026-05-01T00:00:04Z"),
+            ("WARC-Target-URI", "http://batch.example/a"),
+            ("WARC-Payload-Digest", dig_a),
+            ("WARC-Refers-To-Target-URI", "http://batch.example/a"),
+            ("WARC-Refers-To-Date", "2026-05-01T00:00:01Z"),
+            (
+                "WARC-Profile",
+                "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+            ),
+            ("Content-Type", "application/http; msgtype=response"),
+        ],
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+    );
+    let records = [
+        warc::response(
+            "http://batch.example/b",
+            "2026-05-01T00:00:00Z",
+            Some(dig_b),
+            &html(&b_words),
+        ),
+        warc::response(
+            "http://batch.example/a",
+            "2026-05-01T00:00:01Z",
+            Some(dig_a),
+            &html(&a_words),
+        ),
+        // /b now serves /a's bytes: known by payload, a doc of this very batch.
+        warc::response(
+            "http://batch.example/b",
+            "2026-05-01T00:00:02Z",
+            Some(dig_a),
+            &html(&a_words),
+        ),
+        // /a edited: its previous capture is in this batch.
+        warc::response(
+            "http://batch.example/a",
+            "2026-05-01T00:00:03Z",
+            Some(dig_a2),
+            &html(&a2_words),
+        ),
+        revisit,
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("batch.warc.gz");
+    let bytes: Vec<u8> = records
+        .iter()
+        .flat_map(|r| warc::gzip_member(r, 1))
+        .collect();
+    std::fs::write(&path, bytes).unwrap();
+    let db = dir.path().join("db");
+    let summary = ingest_summary(&db, "s", &[path], &[]);
+    assert_eq!(summary["captures"], 5, "{summary}");
+    assert_eq!(summary["new_docs"], 3, "{summary}");
+    let mut rows: Vec<(String, String, serde_json::Value)> = export_jsonl(&db)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["url"].as_str().unwrap().to_string(),
+                v["fetch_time"].as_str().unwrap().to_string(),
+                v,
+            )
+        })
+        .collect();
+    rows.sort_by(|x, y| (&x.1, &x.0).cmp(&(&y.1, &y.0)));
+    let doc = |k: usize| rows[k].2["doc"].as_u64();
+    let r_prev = |k: usize| rows[k].2["resemblance_to_previous"].as_f64();
+    assert!(rows.iter().all(|r| r.2["doc"].is_u64()), "{rows:?}");
+    // /b's second capture is /a's doc, compared with /b's first.
+    assert_eq!(doc(2), doc(1));
+    let r = r_prev(2).expect("/b compared with its previous capture");
+    assert!(r < 0.2, "{r}");
+    // /a's edit, compared with /a's first capture.
+    let r = r_prev(3).expect("/a compared with its previous capture");
+    assert!((0.5..1.0).contains(&r), "{r}");
+    // The revisit is /a's first doc.
+    assert_eq!(rows[4].2["type"], "revisit", "{:?}", rows[4]);
+    assert_eq!(doc(4), doc(1));
+}

@@ -58,16 +58,88 @@ pub fn cluster_members(index: &Index, doc: u64) -> Result<Vec<u64>> {
     Ok(m)
 }
 
+/// Union-find changes put into a batch that is not written yet: the joins after them in
+/// the same batch read through them (an ingest writes one batch per batch of records).
+#[derive(Default)]
+pub struct Staged {
+    /// Nodes put.
+    nodes: HashMap<u64, Node>,
+    /// Members put under a root.
+    added: HashMap<u64, Vec<u64>>,
+    /// Roots whose members all moved to another root (a root never becomes one again).
+    emptied: std::collections::HashSet<u64>,
+}
+
+impl Staged {
+    /// Forgets everything: the batch was written.
+    pub fn clear(&mut self) {
+        self.nodes.clear();
+        self.added.clear();
+        self.emptied.clear();
+    }
+
+    fn node(&self, index: &Index, doc: u64) -> Result<Node> {
+        match self.nodes.get(&doc) {
+            Some(n) => Ok(*n),
+            None => node(index, doc),
+        }
+    }
+
+    fn find(&self, index: &Index, doc: u64) -> Result<(u64, Node)> {
+        let mut x = doc;
+        for _ in 0..10_000 {
+            let n = self.node(index, x)?;
+            if n.parent == x {
+                return Ok((x, n));
+            }
+            x = n.parent;
+        }
+        Err(super::columns::corrupt::<Parents>(
+            &doc.to_be_bytes(),
+            "its chain of parents does not end",
+        ))
+    }
+
+    /// The members of `root`: stored, then put.
+    fn members(&self, index: &Index, root: u64) -> Result<Vec<u64>> {
+        if self.emptied.contains(&root) {
+            return Ok(Vec::new());
+        }
+        let mut m = index.members().of_root(root)?;
+        if let Some(added) = self.added.get(&root) {
+            m.extend_from_slice(added);
+        }
+        Ok(m)
+    }
+
+    fn put_node(&mut self, index: &Index, batch: &mut Batch, doc: u64, n: Node) {
+        batch.put::<Parents>(index, &doc, &n);
+        self.nodes.insert(doc, n);
+    }
+
+    fn put_member(&mut self, index: &Index, batch: &mut Batch, root: u64, doc: u64) {
+        batch.put::<Members>(index, &(root, doc), &());
+        self.added.entry(root).or_default().push(doc);
+    }
+}
+
 /// Joins the new doc `x` (a singleton so far) to the clusters of `targets`, writing the
-/// changes into `batch`. Returns the number of clusters merged into (unions).
-pub fn join(index: &Index, batch: &mut Batch, x: u64, targets: &[u64]) -> Result<u64> {
+/// changes into `batch` (and `staged`, which holds what the batch changed before).
+/// Returns the number of clusters merged into (unions).
+pub fn join(
+    index: &Index,
+    staged: &mut Staged,
+    batch: &mut Batch,
+    x: u64,
+    targets: &[u64],
+) -> Result<u64> {
     if targets.is_empty() {
         return Ok(0);
     }
     let mut roots: Vec<(u64, Node)> = Vec::new();
     let mut seen = BTreeSet::new();
     for &t in targets {
-        let (r, n) = find(index, t)?;
+        let (r, n) = staged.find(index, t)?;
         if seen.insert(r) {
             roots.push((r, n));
         }
@@ -78,45 +150,47 @@ pub fn join(index: &Index, batch: &mut Batch, x: u64, targets: &[u64]) -> Result
     let mut size = root_node.size + 1;
     let mut min = root_node.min.min(x);
     if root_node.size == 1 {
-        batch.put::<Members>(index, &(root, root), &());
+        staged.put_member(index, batch, root, root);
     }
     for &(q, qn) in &roots[1..] {
         if qn.size == 1 {
-            batch.put::<Members>(index, &(root, q), &());
+            staged.put_member(index, batch, root, q);
         } else {
-            for m in index.members().of_root(q)? {
+            for m in staged.members(index, q)? {
                 batch.delete::<Members>(index, &(q, m));
-                batch.put::<Members>(index, &(root, m), &());
+                staged.put_member(index, batch, root, m);
             }
+            staged.added.remove(&q);
+            staged.emptied.insert(q);
         }
         let moved = Node {
             parent: root,
             size: qn.size,
             min: qn.min,
         };
-        batch.put::<Parents>(index, &q, &moved);
+        staged.put_node(index, batch, q, moved);
         size += qn.size;
         min = min.min(qn.min);
     }
-    batch.put::<Members>(index, &(root, x), &());
+    staged.put_member(index, batch, root, x);
     let joined = Node {
         parent: root,
         size: 1,
         min: x,
     };
-    batch.put::<Parents>(index, &x, &joined);
+    staged.put_node(index, batch, x, joined);
     let grown = Node {
         parent: root,
         size,
         min,
     };
-    batch.put::<Parents>(index, &root, &grown);
+    staged.put_node(index, batch, root, grown);
     // Path compression for the docs just looked at.
     for &t in targets {
         if t != root && !roots.iter().any(|(r, _)| *r == t) {
-            let n = node(index, t)?;
+            let n = staged.node(index, t)?;
             if n.parent != root {
-                batch.put::<Parents>(index, &t, &Node { parent: root, ..n });
+                staged.put_node(index, batch, t, Node { parent: root, ..n });
             }
         }
     }

@@ -23,7 +23,7 @@ use crate::index::postings::U64Map;
 use crate::index::Index;
 
 /// Docs whose stored neighbours the writer keeps before it starts over (about 60 bytes
-/// each: 64 MB at most).
+/// each: 64 MB at most, and one batch's more).
 const KEPT_DOCS: usize = 1 << 20;
 
 /// The stored edges of docs the writer met lately: doc → (older doc, resemblance).
@@ -126,12 +126,17 @@ impl Forest {
         Ok(&self.stored[&doc])
     }
 
-    /// Keeps `doc`'s stored edges, starting over when the map is full (a read again
-    /// gives the same list: only the speed depends on it).
+    /// Keeps `doc`'s stored edges (until [`Forest::trim`]).
     fn remember(&mut self, doc: u64, list: Vec<(u64, f32)>) {
+        self.stored.insert(doc, list);
+    }
+
+    /// Starts over when the map is full (a read again gives the same list: only the
+    /// speed depends on it). Only when every list it keeps is written: the lists of
+    /// docs of a batch not written yet are read from here.
+    pub fn trim(&mut self) {
         if self.stored.len() >= KEPT_DOCS {
             self.stored.clear();
         }
-        self.stored.insert(doc, list);
     }
 }

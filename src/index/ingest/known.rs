@@ -25,6 +25,7 @@ impl Writer<'_> {
         record_no: u64,
         rec: &Record,
         cap: &Capture,
+        key_surt: Option<String>,
         mut prepared: Option<Prepared>,
         content: Content,
     ) -> Result<()> {
@@ -35,7 +36,7 @@ impl Writer<'_> {
             self.skip(&rec.kind);
             return Ok(());
         }
-        let Some(url) = cap.url.clone() else {
+        let (Some(url), Some(key_surt)) = (cap.url.clone(), key_surt) else {
             self.skip("no URL");
             return Ok(());
         };
@@ -46,7 +47,6 @@ impl Writer<'_> {
         if self.sweep.date.is_empty() {
             self.sweep.date = ts.clone();
         }
-        let key_surt = surt(&url);
         let host = host_of_surt(&key_surt);
         if !self.hosts_seen.contains(host) {
             // Idempotent: a resumed run may write it again.
@@ -76,6 +76,7 @@ impl Writer<'_> {
                 doc = Some(d);
                 if let Some(dig) = &cap.payload_digest {
                     batch.put::<Payloads>(self.index, dig, &d);
+                    self.pending.payloads.insert(dig.clone());
                 }
             }
             Content::Revisit => {
@@ -121,6 +122,7 @@ impl Writer<'_> {
         // The capture key once: `doc_captures` takes its tail.
         let ck = Captures::key(&key);
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
+        self.pending.url(&key.surt);
         if let Some(d) = doc {
             let mut dk = Vec::with_capacity(8 + captures::TAIL);
             dk.extend_from_slice(&d.to_be_bytes());

@@ -1,10 +1,10 @@
 //! Ingest: files of one sweep into the index.
 //!
 //! Records are read and sketched on all cores ([`crate::scan`]) and committed here, on
-//! one thread, in input order, one atomic `WriteBatch` per record that also advances the
-//! file's resume point. Doc ids, edges and unions therefore do not depend on the thread
-//! count, and a run killed at any moment and started again continues from the last
-//! committed record and ends with the index a clean run makes.
+//! one thread, in input order, one atomic `WriteBatch` per batch of records that also
+//! advances the files' resume points. Doc ids, edges and unions therefore do not depend
+//! on the thread count, and a run killed at any moment and started again continues from
+//! the last committed batch and ends with the index a clean run makes.
 //!
 //! Per capture: a known canonical text (fingerprint hit) or a revisit (payload digest)
 //! costs a few point lookups; new content gets a doc id, its sketch and postings, its
@@ -19,8 +19,8 @@
 //! batch, as a join on posting keys cut into key ranges that run on every core; (c) the
 //! commit, on this thread, in input order: [`known`] stores each capture, [`new_doc`]
 //! each new doc (its sketch against a base, edges, unions, postings), [`commit`] writes
-//! each record's batch with its file's resume point, and settles the compactions at the
-//! end. A batch's (b) runs while the batch before it is committed: it counts that
+//! the batch's records with their files' resume points, and settles the compactions at
+//! the end. A batch's (b) runs while the batch before it is committed: it counts that
 //! batch's new docs as earlier docs of its own (their postings and sketches are in
 //! memory), and what a commit adds to the postings buffer and the sketch cache is added
 //! only after both ([`Writer::settle`]). Only (a) and (c) are serial (`serial_s`); this
@@ -343,6 +343,8 @@ struct Writer<'a> {
     made: Vec<(u64, CompactSketch)>,
     /// CPU seconds of this thread in the serial steps ([`IngestSummary::serial_s`]).
     serial_cpu: f64,
+    /// What the records committed since the last write put.
+    pending: commit::Pending,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
@@ -640,6 +642,9 @@ impl Writer<'_> {
     fn commit(&mut self, f: Flight) -> Result<()> {
         let cpu = thread_cpu();
         let r = self.commit_records(f);
+        if r.is_err() {
+            self.drop_pending();
+        }
         self.serial_cpu += thread_cpu() - cpu;
         r
     }
@@ -654,11 +659,11 @@ impl Writer<'_> {
                 }
                 Item::End(file, bytes, damage) => {
                     self.summary.bytes += bytes;
-                    self.file_end(file, damage)?;
-                    self.clock = std::time::Instant::now();
+                    self.file_end(file, damage);
                 }
             }
         }
+        self.write_pending()?;
         self.last_against = self
             .planned
             .sketches
@@ -960,6 +965,7 @@ fn run(
         adds: Vec::new(),
         made: Vec::new(),
         serial_cpu: 0.0,
+        pending: commit::Pending::new(index.counters().next_doc),
         threads: opts.threads.max(1),
         partitions: match opts.pair_partitions {
             0 => 4 * opts.threads.max(1),

@@ -31,13 +31,11 @@ impl Writer<'_> {
             )));
         }
         let (sketches, k, pairs) = self.planned.take(d, counters.next_doc)?;
+        // Stored with the pending batch ([`Writer::write_pending`]).
         self.index.set_counters(Counters {
             next_doc: d + 1,
             ..counters
         });
-        self.index
-            .meta()
-            .put_counters(batch, &self.index.counters());
         let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
         let info = DocInfo {
             shingles: stored.shingles,
@@ -115,7 +113,7 @@ impl Writer<'_> {
             self.summary.writer.edges_stored += kept.len() as u64;
             batch.put::<Edges>(self.index, &d, &kept);
         }
-        let unions = unionfind::join(self.index, batch, d, &targets)?;
+        let unions = unionfind::join(self.index, &mut self.pending.staged, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (the merge would drop
         // them anyway): same index, less to store. Added when the batch ends, each list
