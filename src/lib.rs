@@ -12,7 +12,8 @@
 //! | per-file scanning on all cores | [`scan`] | [`scan::scan_files`] |
 //! | sketch shards (the map stage, as Parquet) | [`shard`] | [`shard::write::sketch_files`], [`shard::read::read_shards`] |
 //! | URL keys (SURT) | [`url`] | [`url::surt`] |
-//! | the index: ingest, postings, clusters, export | [`index`] | [`index::Index`], [`index::ingest::ingest`] |
+//! | ingest: sequencing, the pair step, the commit | [`ingest`] | [`ingest::ingest`], [`ingest::RecordSource`] |
+//! | the index: column families, postings, clusters, export | [`index`] | [`index::Index`], [`index::unionfind`] |
 //! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
 //! | change-over-time reports | [`report`] | [`report::report`], [`report::Report`] |
 //! | the HTTP service (CDX, Memento, JSON API, lost-and-found page) | [`serve`] | [`serve::serve`] |
@@ -27,6 +28,7 @@ pub mod canon;
 pub mod capture;
 pub mod config;
 pub mod index;
+pub mod ingest;
 pub mod query;
 pub mod read;
 pub mod report;

@@ -174,6 +174,14 @@ pub fn resolve(base: &str, location: &str) -> String {
     format!("{origin}{dir}{loc}")
 }
 
+/// The host part of a SURT key (through its `)`), or the whole key.
+pub fn host_of_surt(surt: &str) -> &str {
+    match surt.find(')') {
+        Some(i) => &surt[..=i],
+        None => surt,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,7 +93,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     let index = tidemark::index::Index::open(&db, &g.config, true)?;
     let mut ingested = Vec::new();
     for sw in &generated.sweeps {
-        let opts = tidemark::index::ingest::IngestOptions {
+        let opts = tidemark::ingest::IngestOptions {
             sweep: sw.label.clone(),
             date: Some(sw.date.clone()),
             threads: g.config.threads(),
@@ -104,7 +104,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             // The demo keeps texts so `history --diff` has something to show.
             store_texts: true,
         };
-        let s = tidemark::index::ingest::ingest(&index, &sw.files, &opts, |_| {})?;
+        let s = tidemark::ingest::ingest(&index, &sw.files, &opts, |_| {})?;
         if !quiet {
             println!(
                 "ingested sweep {}: {} captures, {} new docs, {} known, {} edges, {} unions",

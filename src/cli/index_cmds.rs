@@ -3,9 +3,9 @@
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
-use tidemark::index::ingest::{ingest, ingest_shards, IngestOptions};
 use tidemark::index::query::{export, recluster, stats, sweeps_json, ExportFormat};
 use tidemark::index::Index;
+use tidemark::ingest::{ingest, ingest_shards, IngestOptions};
 
 use super::{open_for_reading, stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
 
@@ -111,28 +111,23 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     let bar = byte_bar(a.json);
     let started = std::time::Instant::now();
     let run = if a.sketches { ingest_shards } else { ingest };
-    let summary = run(
-        &index,
-        &files,
-        &opts,
-        |p: tidemark::index::ingest::Progress| {
-            if let Some(b) = &bar {
-                b.set_length(p.input_total.max(1));
-                b.set_position(p.input_bytes);
-                let secs = started.elapsed().as_secs_f64().max(1e-3);
-                b.set_message(format!(
-                    "{} records, {:.0} records/s{}",
-                    p.records,
-                    p.records as f64 / secs,
-                    if p.finishing {
-                        "; writing postings, compacting"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        },
-    )?;
+    let summary = run(&index, &files, &opts, |p: tidemark::ingest::Progress| {
+        if let Some(b) = &bar {
+            b.set_length(p.input_total.max(1));
+            b.set_position(p.input_bytes);
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            b.set_message(format!(
+                "{} records, {:.0} records/s{}",
+                p.records,
+                p.records as f64 / secs,
+                if p.finishing {
+                    "; writing postings, compacting"
+                } else {
+                    ""
+                }
+            ));
+        }
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -152,7 +147,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         #[derive(serde::Serialize)]
         struct Report<'a> {
             #[serde(flatten)]
-            summary: &'a tidemark::index::ingest::IngestSummary,
+            summary: &'a tidemark::ingest::IngestSummary,
             seconds: f64,
             mb_per_s: f64,
             peak_rss_mb: Option<f64>,

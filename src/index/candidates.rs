@@ -4,7 +4,7 @@
 //! list is over the common-shingle cap (boilerplate) adds no candidates, but the heads
 //! of such lists do when most of the sketch is boilerplate, so a family larger than the
 //! cap still finds its first members. Ingest finds the same candidates for a batch of
-//! new docs at once, as a join ([`super::ingest::pairs`]), by the same rules.
+//! new docs at once, as a join ([`crate::ingest::pairs`]), by the same rules.
 
 use super::columns::postings::{entry_fields, ENTRY};
 use super::postings::{self, Fresh, OverCap, Stored, U64Map, COMMON_HEAD};

@@ -10,7 +10,6 @@ pub mod candidates;
 pub mod codec;
 pub mod columns;
 pub mod export_parquet;
-pub mod ingest;
 pub mod postings;
 pub mod query;
 pub mod rice;

@@ -21,10 +21,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::index::codec::CaptureInfo;
-use crate::index::ingest::host_of_surt;
 use crate::index::postings::{Fresh, OverCap};
 use crate::index::{Index, Result};
 use crate::sketch::Sketch;
+use crate::url::host_of_surt;
 use crate::url::surt;
 
 /// One capture of a URL, as stored.

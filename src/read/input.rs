@@ -252,3 +252,39 @@ impl Read for Decompressed {
         }
     }
 }
+
+/// Identity of an input file: xxh3-128 of its length, first and last MiB. Cheap for
+/// multi-GB files and independent of the name or path it is given under.
+pub fn file_identity(path: &std::path::Path) -> std::io::Result<[u8; 16]> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&len.to_be_bytes());
+    let mut buf = vec![0u8; 1 << 20];
+    let n = read_full(&mut f, &mut buf)?;
+    h.update(&buf[..n]);
+    if len > 2 << 20 {
+        f.seek(SeekFrom::End(-(1 << 20)))?;
+        let n = read_full(&mut f, &mut buf)?;
+        h.update(&buf[..n]);
+    } else if len > n as u64 {
+        let mut rest = Vec::new();
+        f.read_to_end(&mut rest)?;
+        h.update(&rest);
+    }
+    Ok(h.digest128().to_be_bytes())
+}
+
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    use std::io::Read;
+    let mut n = 0;
+    while n < buf.len() {
+        let k = f.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    Ok(n)
+}

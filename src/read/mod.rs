@@ -16,5 +16,5 @@ pub mod input;
 pub mod record;
 
 pub use http::{parse_response, HttpResponse};
-pub use input::Compression;
+pub use input::{file_identity, Compression};
 pub use record::{read_all, ReadError, Record, RecordReader};

@@ -23,10 +23,10 @@ use serde::Serialize;
 
 use crate::index::candidates;
 use crate::index::columns::sketches::CompactSketch;
-use crate::index::ingest::host_of_surt;
 use crate::index::{unionfind, Index, IndexError, Result};
 use crate::query::{round3, Searcher};
 use crate::sketch::{estimate, Sketch};
+use crate::url::host_of_surt;
 use crate::url::surt;
 
 /// What to report on.

@@ -133,7 +133,7 @@ pub struct ShardInfo {
     pub texts: bool,
     /// The source file's absolute path when it was sketched.
     pub source: String,
-    /// Its identity ([`crate::index::ingest::file_identity`]).
+    /// Its identity ([`crate::read::file_identity`]).
     pub identity: [u8; 16],
     /// Its size in bytes.
     pub source_bytes: u64,

@@ -4,7 +4,7 @@
 //! Enough of the pairs at or above the edge floor in resemblance that clusters can be
 //! rebuilt at any threshold from the floor up without the sketches (the paper's final
 //! phase, repeated): a maximum spanning forest of them by resemblance and the pairs the
-//! writer could not prove redundant ([`crate::index::ingest`]'s `forest`). Until version
+//! writer could not prove redundant ([`crate::ingest`]'s `forest`). Until version
 //! 7 every pair, also those at the floor in containment only; such indexes hold a
 //! superset, which `recluster` reads alike.
 //!

@@ -1,6 +1,7 @@
 //! Ingest: files of one sweep into the index.
 //!
-//! Records are read and sketched on all cores ([`crate::scan`]) and committed here, on
+//! Records come from a [`RecordSource`] (WARC files read and sketched on all cores by
+//! [`crate::scan`], or shards made by `tidemark sketch`) and are committed here, on
 //! one thread, in input order, one atomic `WriteBatch` per batch of records that also
 //! advances the files' resume points. Doc ids, edges and unions therefore do not depend
 //! on the thread count, and a run killed at any moment and started again continues from
@@ -35,28 +36,26 @@ mod known;
 mod new_doc;
 pub mod pairs;
 mod sequence;
+mod source;
 
 use serde::Serialize;
-use xxhash_rust::xxh3::Xxh3;
 
-use super::codec::{Counts, FileState, SweepInfo};
-use super::columns::files::Files;
-use super::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
-use super::columns::sweeps::Sweeps;
-use super::columns::Batch;
-use super::postings::{self, Fresh, OverCap, Run, Stored, U64Map};
-use super::snapshots;
-use super::texts::{self, TextEncoder};
-use super::{cf, unionfind, Counters, Index, IndexError, Result};
-use crate::canon::Canon;
 use crate::capture::Capture;
+use crate::index::codec::{Counts, FileState, SweepInfo};
+use crate::index::columns::files::Files;
+use crate::index::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
+use crate::index::columns::sweeps::Sweeps;
+use crate::index::columns::Batch;
+use crate::index::postings::{self, Fresh, OverCap, Run, Stored, U64Map};
+use crate::index::snapshots;
+use crate::index::texts::{self, TextEncoder};
+use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
-use crate::scan::{ordered_holding, scan_files_with_skip, ScanEvent, ScanOptions, Scanned};
-use crate::shard::read::{read_shards, ShardRow};
-use crate::shard::ShardError;
+use crate::scan::{ScanEvent, ScanOptions, Scanned};
 use commit::{auto_compactions, settle_compactions};
 use pairs::DocPairs;
 use sequence::{Content, Overlay};
+pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 
 /// What to ingest.
 #[derive(Debug, Clone)]
@@ -248,50 +247,6 @@ pub struct Progress {
     /// Every record is committed; the postings buffer is being written and compactions
     /// settled (seconds at most, but a bar standing still should say why).
     pub finishing: bool,
-}
-
-/// Identity of an input file: xxh3-128 of its length, first and last MiB. Cheap for
-/// multi-GB files and independent of the name or path it is given under.
-pub fn file_identity(path: &std::path::Path) -> std::io::Result<[u8; 16]> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut h = Xxh3::new();
-    h.update(&len.to_be_bytes());
-    let mut buf = vec![0u8; 1 << 20];
-    let n = read_full(&mut f, &mut buf)?;
-    h.update(&buf[..n]);
-    if len > 2 << 20 {
-        f.seek(SeekFrom::End(-(1 << 20)))?;
-        let n = read_full(&mut f, &mut buf)?;
-        h.update(&buf[..n]);
-    } else if len > n as u64 {
-        let mut rest = Vec::new();
-        f.read_to_end(&mut rest)?;
-        h.update(&rest);
-    }
-    Ok(h.digest128().to_be_bytes())
-}
-
-fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    use std::io::Read;
-    let mut n = 0;
-    while n < buf.len() {
-        let k = f.read(&mut buf[n..])?;
-        if k == 0 {
-            break;
-        }
-        n += k;
-    }
-    Ok(n)
-}
-
-/// The host part of a SURT key (through its `)`), or the whole key.
-pub fn host_of_surt(surt: &str) -> &str {
-    match surt.find(')') {
-        Some(i) => &surt[..=i],
-        None => surt,
-    }
 }
 
 struct Writer<'a> {
@@ -717,7 +672,7 @@ pub fn ingest(
     opts: &IngestOptions,
     progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
-    run(index, Source::Warcs(files), opts, progress)
+    run(index, &Warcs(files), opts, progress)
 }
 
 /// Ingests shards made by `tidemark sketch` ([`crate::shard`]) into sweep `opts.sweep`,
@@ -730,98 +685,13 @@ pub fn ingest_shards(
     opts: &IngestOptions,
     progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
-    run(index, Source::Shards(shards), opts, progress)
+    run(index, &Shards(shards), opts, progress)
 }
 
-/// Where the records come from.
-#[derive(Clone, Copy)]
-enum Source<'a> {
-    Warcs(&'a [PathBuf]),
-    Shards(&'a [PathBuf]),
-}
-
-/// An input as planned: the file read, and the file it stands for.
-struct Input {
-    /// What is read (a WARC file, or a shard).
-    path: PathBuf,
-    /// The WARC file's absolute path, its identity and size.
-    name: String,
-    id: [u8; 16],
-    size: u64,
-}
-
-/// Whether a file starts as Parquet does (`PAR1`).
-fn is_parquet(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut magic = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut magic))
-        .is_ok_and(|_| &magic == b"PAR1")
-}
-
-/// The inputs with their identities; shards are checked against the index here.
-fn plan(index: &Index, source: Source, opts: &IngestOptions) -> Result<Vec<Input>> {
-    match source {
-        Source::Warcs(files) => files
-            .iter()
-            .map(|path| {
-                // Absolute, so that `serve` finds the file to replay its records from
-                // wherever it runs (captures keep the bare file name, as CDX does).
-                let name = std::path::absolute(path)
-                    .unwrap_or_else(|_| path.clone())
-                    .display()
-                    .to_string();
-                let id = file_identity(path)
-                    .map_err(|e| IndexError::Invalid(format!("cannot read {name}: {e}")))?;
-                if is_parquet(path) {
-                    return Err(IndexError::Invalid(format!(
-                        "{name} is a Parquet file: to commit shards made by `tidemark sketch`, give --sketches"
-                    )));
-                }
-                let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                Ok(Input {
-                    path: path.clone(),
-                    name,
-                    id,
-                    size,
-                })
-            })
-            .collect(),
-        Source::Shards(shards) => {
-            let want = crate::shard::ShardParams::of_index(index.params(), opts.record_cap);
-            shards
-                .iter()
-                .map(|path| {
-                    let bad = |m: String| IndexError::Invalid(format!("{}: {m}", path.display()));
-                    let info =
-                        crate::shard::read::open(path).map_err(|e| IndexError::Invalid(e.to_string()))?;
-                    let diffs = info.params.diffs(&want);
-                    if !diffs.is_empty() {
-                        return Err(bad(format!(
-                            "made with other parameters: {}; sketch its WARC file again with the index's configuration",
-                            diffs.join("; ")
-                        )));
-                    }
-                    if opts.store_texts && !info.texts {
-                        return Err(bad(
-                            "made without canonical texts, and the index stores them (index.store_texts): sketch it again with that configuration".into(),
-                        ));
-                    }
-                    Ok(Input {
-                        path: path.clone(),
-                        name: info.source,
-                        id: info.identity,
-                        size: info.source_bytes,
-                    })
-                })
-                .collect()
-        }
-    }
-}
-
-fn run(
+/// Ingests the records of `source` into sweep `opts.sweep`.
+pub fn run(
     index: &Index,
-    source: Source,
+    source: &impl RecordSource,
     opts: &IngestOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
@@ -857,7 +727,7 @@ fn run(
         name,
         id,
         size,
-    } in plan(index, source, opts)?
+    } in source.plan(index, opts)?
     {
         let state = index.files().get(&id)?;
         match state {
@@ -1065,45 +935,14 @@ fn run(
             }
         }
     };
-    match source {
-        Source::Warcs(_) => {
-            let prepare = |cap: &Capture, canon: &Canon| -> Option<Prepared> {
-                let fp = cap.text_fingerprint?;
-                cap.sketch.as_ref()?;
-                if !is_new(fp) {
-                    return None;
-                }
-                Some(prepare_new(&canon.text))
-            };
-            scan_files_with_skip(&todo, &skips, &scan_opts, &known, &prepare, |ev| {
-                on_event(ev.map(Ok))
-            })
-        }
-        Source::Shards(_) => {
-            // A row with content always carries its stored sketch to the writer.
-            let work = |_: &mut (), row: std::result::Result<ShardRow, ShardError>| {
-                let row = row.map_err(|e| IndexError::Invalid(e.to_string()))?;
-                let mut prepared = None;
-                if let (Some(fp), Some(stored)) = (row.capture.text_fingerprint, row.stored) {
-                    let text = row.text.as_deref().unwrap_or_default();
-                    let mut p = if is_new(fp) {
-                        prepare_new(text)
-                    } else {
-                        Prepared::default()
-                    };
-                    p.stored = Some(stored);
-                    prepared = Some(p);
-                }
-                Ok(Scanned {
-                    record: row.record,
-                    capture: row.capture,
-                    prepared,
-                })
-            };
-            let read = |send: &mut dyn FnMut(_) -> bool| read_shards(&todo, &skips, send);
-            ordered_holding(opts.threads, BATCH_RECORDS, read, &work, on_event)
-        }
-    }
+    let context = SourceContext {
+        threads: opts.threads,
+        scan: &scan_opts,
+        known: &known,
+        is_new: &is_new,
+        prepare_new: &prepare_new,
+    };
+    source.read(&todo, &skips, &context, &mut on_event);
     if failure.is_none() {
         failure = w.push_batch(pending).and_then(|()| w.flush()).err();
     }

@@ -3,7 +3,7 @@
 //! previous capture.
 
 use super::sequence::Content;
-use super::{host_of_surt, Capture, DocSketch, Prepared, Record, Result, Writer};
+use super::{Capture, DocSketch, Prepared, Record, Result, Writer};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
@@ -13,6 +13,7 @@ use crate::index::columns::payloads::Payloads;
 use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::columns::url_last::UrlLast;
 use crate::index::columns::{Batch, Column};
+use crate::url::host_of_surt;
 use crate::url::{resolve, surt};
 
 impl Writer<'_> {

@@ -11,8 +11,8 @@ use super::{cf, Capture, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
-use crate::index::ingest::FileError;
 use crate::index::unionfind::Staged;
+use crate::ingest::FileError;
 use crate::url::surt;
 
 /// What the records committed since the last write put: one batch, and what later
@@ -111,7 +111,7 @@ pub(super) fn auto_compactions(index: &Index, on: bool) -> Result<()> {
     use std::sync::atomic::Ordering;
     // Each change rewrites RocksDB's OPTIONS file, with an fsync, per family: 0.1 s in
     // all, paid only when the setting changes (they are on at open).
-    if index.compactions_paused.swap(!on, Ordering::SeqCst) == !on {
+    if index.compactions_paused.swap(!on, Ordering::SeqCst) != on {
         return Ok(());
     }
     let off = if on { "false" } else { "true" };
