@@ -27,9 +27,14 @@ pub fn node(index: &Index, doc: u64) -> Result<Node> {
 
 /// The root of a doc's cluster and the root's node.
 pub fn find(index: &Index, doc: u64) -> Result<(u64, Node)> {
+    root_by(doc, |x| node(index, x))
+}
+
+/// The root of `doc`'s cluster, nodes looked up by `node`.
+fn root_by(doc: u64, node: impl Fn(u64) -> Result<Node>) -> Result<(u64, Node)> {
     let mut x = doc;
     for _ in 0..10_000 {
-        let n = node(index, x)?;
+        let n = node(x)?;
         if n.parent == x {
             return Ok((x, n));
         }
@@ -86,18 +91,7 @@ impl Staged {
     }
 
     fn find(&self, index: &Index, doc: u64) -> Result<(u64, Node)> {
-        let mut x = doc;
-        for _ in 0..10_000 {
-            let n = self.node(index, x)?;
-            if n.parent == x {
-                return Ok((x, n));
-            }
-            x = n.parent;
-        }
-        Err(super::columns::corrupt::<Parents>(
-            &doc.to_be_bytes(),
-            "its chain of parents does not end",
-        ))
+        root_by(doc, |x| self.node(index, x))
     }
 
     /// The members of `root`: stored, then put.
