@@ -187,7 +187,7 @@ pub enum IndexError {
     #[error("{0}")]
     NotFound(String),
     /// The device holding the index is full.
-    #[error("no space left on the device holding the index ({0}): free some space and run the same command again; an ingest continues from its last committed record")]
+    #[error("no space left on the device holding the index ({0}): free some space and run the same command again; an ingest continues from its last committed batch of records")]
     NoSpace(String),
     /// RocksDB failed.
     #[error("RocksDB: {0}")]

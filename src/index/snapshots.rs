@@ -1,6 +1,6 @@
 //! Published snapshots: what `tidemark serve` reads while an ingest writes.
 //!
-//! An ingest commits record by record, so the live index is half a sweep old for most of
+//! An ingest commits batch by batch, so the live index is half a sweep old for most of
 //! an ingest: a query made then would find the URLs the ingest has not reached yet
 //! "gone". Instead, each ingest (and `recluster`) that completes *publishes* the index:
 //! a RocksDB checkpoint in `DIR/snapshots/NNNNNNNNNN` (hard links to the immutable SST

@@ -76,13 +76,6 @@ pub struct Staged {
 }
 
 impl Staged {
-    /// Forgets everything: the batch was written.
-    pub fn clear(&mut self) {
-        self.nodes.clear();
-        self.added.clear();
-        self.emptied.clear();
-    }
-
     fn node(&self, index: &Index, doc: u64) -> Result<Node> {
         match self.nodes.get(&doc) {
             Some(n) => Ok(*n),

@@ -152,7 +152,10 @@ impl Writer<'_> {
         prepared: Option<Prepared>,
         content: Content,
     ) -> Result<()> {
-        let key_surt = cap.url.as_deref().map(surt);
+        // Only captures have a URL key (not requests, metadata, warcinfo).
+        let key_surt = crate::capture::is_capture_kind(&rec.kind)
+            .then(|| cap.url.as_deref().map(surt))
+            .flatten();
         if self.pending.read_by(key_surt.as_deref(), cap, content) {
             self.write_pending()?;
         }
@@ -175,8 +178,8 @@ impl Writer<'_> {
     /// and the doc counter: one atomic write.
     pub(super) fn write_pending(&mut self) -> Result<()> {
         let t = std::time::Instant::now();
-        let next_doc = self.index.counters().next_doc;
-        let mut p = std::mem::replace(&mut self.pending, Pending::new(next_doc));
+        let counters = self.index.counters();
+        let mut p = std::mem::replace(&mut self.pending, Pending::new(counters.next_doc));
         if p.batch.is_empty() && p.files.is_empty() {
             return Ok(());
         }
@@ -187,10 +190,8 @@ impl Writer<'_> {
         // Both values keep their size whatever the number of files and records.
         p.batch
             .put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
-        if next_doc != p.first_doc {
-            self.index
-                .meta()
-                .put_counters(&mut p.batch, &self.index.counters());
+        if counters.next_doc != p.first_doc {
+            self.index.meta().put_counters(&mut p.batch, &counters);
         }
         self.index.write(p.batch)?;
         // Every list the forest keeps is in the index now.

@@ -13,8 +13,7 @@ use crate::index::columns::payloads::Payloads;
 use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::columns::url_last::UrlLast;
 use crate::index::columns::{Batch, Column};
-use crate::url::host_of_surt;
-use crate::url::{resolve, surt};
+use crate::url::{host_of_surt, resolve, surt};
 
 impl Writer<'_> {
     /// Stores one capture (`content`: what sequencing found it to be).

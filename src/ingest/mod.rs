@@ -754,7 +754,7 @@ pub fn run(
                 )));
             }
             Some(st) => {
-                // Partly ingested: resumed from its last committed record, same number.
+                // Partly ingested: resumed after its last committed record, same number.
                 skips.push(st.records);
                 input_total += size;
                 sizes.push(size);
