@@ -408,7 +408,7 @@ impl Index {
 
     /// Applies a batch of writes to several families at once.
     pub fn write(&self, batch: Batch) -> Result<()> {
-        self.db.write(batch.0)?;
+        self.db.write(batch.sorted(self))?;
         Ok(())
     }
 
