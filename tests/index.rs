@@ -911,9 +911,16 @@ fn the_pair_step_gives_one_index_for_any_threads_partitions_and_buffer() {
 
 #[test]
 fn records_that_read_what_their_batch_wrote_see_it() {
-    // One file, one batch: each later record reads what an earlier one of the same batch
-    // wrote (a URL's latest capture, a doc by payload, a revisit's target), which the
-    // commit writes to RocksDB only at the batch's end unless a record needs it sooner.
+    // Each later record reads what an earlier one wrote (a URL's latest capture, a doc
+    // by payload, a revisit's target): in one batch, which the commit writes to RocksDB
+    // only at the batch's end unless a record needs it sooner; and, with 200 other
+    // records between, in the batch after, while that write may still be in the writing.
+    for pad in [0, 200] {
+        records_read_what_came_before(pad);
+    }
+}
+
+fn records_read_what_came_before(pad: usize) {
     use tidemark::synth::warc;
     let mut rng = tidemark::synth::Rng::new(17);
     let words = |rng: &mut tidemark::synth::Rng| -> Vec<String> {
@@ -982,14 +989,42 @@ fn records_that_read_what_their_batch_wrote_see_it() {
     ];
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("batch.warc.gz");
-    let bytes: Vec<u8> = records
-        .iter()
-        .flat_map(|r| warc::gzip_member(r, 1))
-        .collect();
+    let mut bytes = Vec::new();
+    let mut n = 0;
+    for r in &records {
+        bytes.extend(warc::gzip_member(r, 1));
+        for _ in 0..pad {
+            n += 1;
+            let gone = warc::http_response(404, &[("Content-Type", "text/plain")], b"gone");
+            let url = format!("http://pad.example/{n}");
+            let filler = warc::response(&url, "2026-05-01T00:00:00Z", None, &gone);
+            bytes.extend(warc::gzip_member(&filler, 1));
+        }
+    }
     std::fs::write(&path, bytes).unwrap();
     let db = dir.path().join("db");
-    let summary = ingest_summary(&db, "s", &[path], &[]);
-    assert_eq!(summary["captures"], 5, "{summary}");
+    // Each write held back, so that a record read before its batch's write ends.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .env("TIDEMARK_TEST_WRITE_DELAY_MS", "100")
+        .args([
+            "--db",
+            &s(&db),
+            "ingest",
+            "--sweep",
+            "s",
+            "--json",
+            &s(&path),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["captures"], 5 + 5 * pad as u64, "{summary}");
     assert_eq!(summary["new_docs"], 3, "{summary}");
     let mut rows: Vec<(String, String, serde_json::Value)> = export_jsonl(&db)
         .lines()
@@ -1002,6 +1037,7 @@ fn records_that_read_what_their_batch_wrote_see_it() {
             )
         })
         .collect();
+    rows.retain(|r| !r.0.starts_with("http://pad.example/"));
     rows.sort_by(|x, y| (&x.1, &x.0).cmp(&(&y.1, &y.0)));
     let doc = |k: usize| rows[k].2["doc"].as_u64();
     let r_prev = |k: usize| rows[k].2["resemblance_to_previous"].as_f64();

@@ -142,7 +142,7 @@ pub struct Counters {
 }
 
 /// Errors opening or reading an index.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum IndexError {
     /// No index at the path (and not creating one).
     #[error("no tidemark index at {0} (create one with `tidemark ingest --db {0} …`)")]

@@ -63,22 +63,35 @@ pub fn cluster_members(index: &Index, doc: u64) -> Result<Vec<u64>> {
     Ok(m)
 }
 
-/// Union-find changes put into a batch that is not written yet: the joins after them in
-/// the same batch read through them (an ingest writes one batch per batch of records).
+/// Union-find changes put into batches not written yet: the joins after them read
+/// through them (an ingest writes one batch per batch of records, on a thread of its
+/// own, so a batch may be in the writing while the next is made). Each change carries
+/// the number of the write it goes with; [`Staged::written`] forgets those written.
 #[derive(Default)]
 pub struct Staged {
-    /// Nodes put.
-    nodes: HashMap<u64, Node>,
+    /// The write the changes made now go with.
+    pub write: u64,
+    /// Nodes put (the latest of each).
+    nodes: HashMap<u64, (Node, u64)>,
     /// Members put under a root.
-    added: HashMap<u64, Vec<u64>>,
-    /// Roots whose members all moved to another root (a root never becomes one again).
+    added: HashMap<u64, Vec<(u64, u64)>>,
+    /// Roots whose members all moved to another root (a root never becomes one again,
+    /// so this stays true once written).
     emptied: std::collections::HashSet<u64>,
 }
 
 impl Staged {
+    /// Empty, its changes going with write `write`.
+    pub fn for_write(write: u64) -> Self {
+        Staged {
+            write,
+            ..Default::default()
+        }
+    }
+
     fn node(&self, index: &Index, doc: u64) -> Result<Node> {
         match self.nodes.get(&doc) {
-            Some(n) => Ok(*n),
+            Some((n, _)) => Ok(*n),
             None => node(index, doc),
         }
     }
@@ -94,19 +107,31 @@ impl Staged {
         }
         let mut m = index.members().of_root(root)?;
         if let Some(added) = self.added.get(&root) {
-            m.extend_from_slice(added);
+            m.extend(added.iter().map(|(d, _)| *d));
+            // A write done but not yet forgotten ([`Staged::written`]) lists some twice.
+            m.sort_unstable();
+            m.dedup();
         }
         Ok(m)
     }
 
     fn put_node(&mut self, index: &Index, batch: &mut Batch, doc: u64, n: Node) {
         batch.put::<Parents>(index, &doc, &n);
-        self.nodes.insert(doc, n);
+        self.nodes.insert(doc, (n, self.write));
     }
 
     fn put_member(&mut self, index: &Index, batch: &mut Batch, root: u64, doc: u64) {
         batch.put::<Members>(index, &(root, doc), &());
-        self.added.entry(root).or_default().push(doc);
+        self.added.entry(root).or_default().push((doc, self.write));
+    }
+
+    /// Forgets the changes of writes up to `write`, now in the index.
+    pub fn written(&mut self, write: u64) {
+        self.nodes.retain(|_, (_, w)| *w > write);
+        self.added.retain(|_, m| {
+            m.retain(|(_, w)| *w > write);
+            !m.is_empty()
+        });
     }
 }
 

@@ -11,38 +11,48 @@ use super::{cf, Capture, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
-use crate::index::unionfind::Staged;
 use crate::ingest::FileError;
 use crate::url::surt;
 
 /// What the records committed since the last write put: one batch, and what later
 /// records must not read from the index before it is written. Writing per batch, not
 /// per record, halved the committing thread's write time (rd100k first sweep: 6.1 →
-/// 3.5 s); what is left is RocksDB's memtable inserts.
+/// 3.5 s); what is left is RocksDB's memtable inserts, now on a thread of their own
+/// ([`super::write`]).
 #[derive(Default)]
 pub(super) struct Pending {
     pub batch: Batch,
+    /// What it holds that the index does not.
+    pub holds: Holds,
+    /// Files whose resume point it advances.
+    files: BTreeSet<usize>,
+}
+
+/// What a batch not written yet holds that records may read.
+#[derive(Default)]
+pub(super) struct Holds {
     /// URLs (SURT keys) whose captures or latest capture it puts.
     urls: HashSet<String>,
     /// Payload digests it stores.
     pub payloads: HashSet<String>,
-    /// Files whose resume point it advances.
-    files: BTreeSet<usize>,
-    /// Docs from this id on are in it, not in the index.
+    /// Docs from this id on are in it (or in a later batch), not in the index.
     pub first_doc: u64,
-    /// Its union-find changes, which later joins read through.
-    pub staged: Staged,
 }
 
 impl Pending {
     /// Empty, for docs numbered from `first_doc` on.
     pub(super) fn new(first_doc: u64) -> Self {
         Pending {
-            first_doc,
+            holds: Holds {
+                first_doc,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
+}
 
+impl Holds {
     /// Notes that it puts `surt`'s captures.
     pub(super) fn url(&mut self, surt: &str) {
         if !self.urls.contains(surt) {
@@ -54,9 +64,6 @@ impl Pending {
     /// content: [`Writer::previous_and_remember`]), a doc of it by payload (its sketch),
     /// or for a revisit the digest or the capture it refers to.
     fn read_by(&self, key_surt: Option<&str>, cap: &Capture, content: Content) -> bool {
-        if self.batch.is_empty() {
-            return false;
-        }
         let url = |k: &str| self.urls.contains(k);
         match content {
             Content::Nothing => false,
@@ -156,8 +163,19 @@ impl Writer<'_> {
         let key_surt = crate::capture::is_capture_kind(&rec.kind)
             .then(|| cap.url.as_deref().map(surt))
             .flatten();
-        if self.pending.read_by(key_surt.as_deref(), cap, content) {
+        // What it reads must be in the index: the batch handed over and written first.
+        let pending = !self.pending.batch.is_empty()
+            && self
+                .pending
+                .holds
+                .read_by(key_surt.as_deref(), cap, content);
+        let writing = (self.in_writing.as_ref())
+            .is_some_and(|h| h.read_by(key_surt.as_deref(), cap, content));
+        if pending {
             self.write_pending()?;
+        }
+        if pending || writing {
+            self.wait_written()?;
         }
         self.clock = std::time::Instant::now();
         self.sweep.counts.records += 1;
@@ -174,15 +192,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Writes the pending batch with the resume points of its files, the sweep's counts
-    /// and the doc counter: one atomic write.
+    /// Hands the pending batch, with the resume points of its files, the sweep's counts
+    /// and the doc counter, to the writing thread: one atomic write, made after the one
+    /// before it is done.
     pub(super) fn write_pending(&mut self) -> Result<()> {
-        let t = std::time::Instant::now();
         let counters = self.index.counters();
         let mut p = std::mem::replace(&mut self.pending, Pending::new(counters.next_doc));
         if p.batch.is_empty() && p.files.is_empty() {
             return Ok(());
         }
+        self.wait_written()?;
         for &f in &p.files {
             let (_, id, st) = &self.files[f];
             p.batch.put::<Files>(self.index, id, st);
@@ -190,20 +209,44 @@ impl Writer<'_> {
         // Both values keep their size whatever the number of files and records.
         p.batch
             .put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
-        if counters.next_doc != p.first_doc {
+        if counters.next_doc != p.holds.first_doc {
             self.index.meta().put_counters(&mut p.batch, &counters);
         }
-        self.index.write(p.batch)?;
-        // Every list the forest keeps is in the index now.
-        self.forest.trim();
-        self.summary.writer.write_s += t.elapsed().as_secs_f64();
+        self.writes.send(p.batch, counters.next_doc)?;
+        self.sent += 1;
+        self.staged.write = self.sent + 1;
+        self.in_writing = Some(p.holds);
+        if self.forest.full() {
+            // Its lists are read from the index once it forgets them: all written.
+            self.wait_written()?;
+            self.forest.trim();
+        }
+        Ok(())
+    }
+
+    /// Waits until every batch handed over is written; their overlays then go.
+    pub(super) fn wait_written(&mut self) -> Result<()> {
+        if self.in_writing.is_none() {
+            return Ok(());
+        }
+        let t = std::time::Instant::now();
+        self.writes.written.wait(self.sent)?;
+        self.staged.written(self.sent);
+        self.in_writing = None;
+        self.summary.writer.write_wait_s += t.elapsed().as_secs_f64();
         Ok(())
     }
 
     /// Forgets the pending batch (a record failed: its puts may be partial); the index
     /// keeps the last write, and so does the doc counter.
     pub(super) fn drop_pending(&mut self) {
-        let first = self.pending.first_doc;
+        let first = match self.wait_written() {
+            Ok(()) => self.pending.holds.first_doc,
+            Err(_) => self
+                .in_writing
+                .as_ref()
+                .map_or(self.pending.holds.first_doc, |h| h.first_doc),
+        };
         self.pending = Pending::new(first);
         let counters = self.index.counters();
         self.index.set_counters(crate::index::Counters {

@@ -131,12 +131,15 @@ impl Forest {
         self.stored.insert(doc, list);
     }
 
-    /// Starts over when the map is full (a read again gives the same list: only the
-    /// speed depends on it). Only when every list it keeps is written: the lists of
-    /// docs of a batch not written yet are read from here.
+    /// Whether it should start over ([`Forest::trim`]).
+    pub fn full(&self) -> bool {
+        self.stored.len() >= KEPT_DOCS
+    }
+
+    /// Starts over (a read again gives the same list: only the speed depends on it).
+    /// Only when every list it keeps is written: the lists of docs of a batch not
+    /// written yet are read from here.
     pub fn trim(&mut self) {
-        if self.stored.len() >= KEPT_DOCS {
-            self.stored.clear();
-        }
+        self.stored.clear();
     }
 }

@@ -76,7 +76,7 @@ impl Writer<'_> {
                 doc = Some(d);
                 if let Some(dig) = &cap.payload_digest {
                     batch.put::<Payloads>(self.index, dig, &d);
-                    self.pending.payloads.insert(dig.clone());
+                    self.pending.holds.payloads.insert(dig.clone());
                 }
             }
             Content::Revisit => {
@@ -122,7 +122,7 @@ impl Writer<'_> {
         // The capture key once: `doc_captures` takes its tail.
         let ck = Captures::key(&key);
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
-        self.pending.url(&key.surt);
+        self.pending.holds.url(&key.surt);
         if let Some(d) = doc {
             let mut dk = Vec::with_capacity(8 + captures::TAIL);
             dk.extend_from_slice(&d.to_be_bytes());

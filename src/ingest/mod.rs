@@ -37,6 +37,7 @@ mod new_doc;
 pub mod pairs;
 mod sequence;
 mod source;
+mod write;
 
 use serde::Serialize;
 
@@ -187,8 +188,15 @@ pub struct WriterTimes {
     /// (c) The rest of a record: a revisit's lookups, the doc's facts, the capture, its
     /// history (`url_last`, resemblance to the previous capture).
     pub captures_s: f64,
-    /// RocksDB writes of the records' batches (write-ahead log and memtables).
+    /// RocksDB writes of the records' batches (write-ahead log and memtables), on a
+    /// thread of their own while the committing thread goes on: wall time, and CPU
+    /// (a serial stage of its own).
     pub write_s: f64,
+    /// See `write_s`.
+    pub write_cpu_s: f64,
+    /// The committing thread waiting for a write: before it hands the next batch over,
+    /// or when a record reads what the batch in the writing holds.
+    pub write_wait_s: f64,
     /// Batches of records committed (each through the three steps).
     pub batches: u64,
     /// Postings written as sorted files when the buffer filled, during the run.
@@ -300,6 +308,13 @@ struct Writer<'a> {
     serial_cpu: f64,
     /// What the records committed since the last write put.
     pending: commit::Pending,
+    /// The writing thread, the writes handed to it, and what the last one holds until
+    /// it is written.
+    writes: write::Writes,
+    sent: u64,
+    in_writing: Option<commit::Holds>,
+    /// The union-find changes of the batches not written yet.
+    staged: unionfind::Staged,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
@@ -513,6 +528,7 @@ impl Writer<'_> {
             .and_then(|f| f.planned.sketches.clone());
         let (index, over_cap) = (self.index, self.over_cap);
         let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
+        let written = Arc::clone(&self.writes.written);
         let settings = pairs::Settings {
             threads: self.threads,
             partitions: self.partitions,
@@ -522,7 +538,7 @@ impl Writer<'_> {
         let mine = Arc::clone(&sketches);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
-            let (fresh, cache, before, mine) = (fresh, cache, before, mine);
+            let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
             let docs: Vec<pairs::NewDoc> = before
                 .iter()
                 .flat_map(|b| b.stored.iter().zip(&b.compact))
@@ -540,6 +556,7 @@ impl Writer<'_> {
                 fresh: &fresh,
                 over_cap,
                 cache: &cache,
+                readable: &|docs| written.wait_docs(docs),
             };
             pairs::find(&view, start, &docs, from, settings)
         };
@@ -581,15 +598,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// Commits the batch waiting for its commit, if any.
+    /// Commits the batch waiting for its commit, if any, and waits until it is written.
     fn flush(&mut self) -> Result<()> {
         match self.flight.take() {
             Some(f) => {
                 self.commit(f)?;
-                self.settle()
+                self.settle()?;
             }
-            None => Ok(()),
+            None => {}
         }
+        self.wait_written()
     }
 
     /// (c) The commit of a batch, in input order. What it adds to the postings buffer
@@ -693,7 +711,7 @@ pub fn run(
     index: &Index,
     source: &impl RecordSource,
     opts: &IngestOptions,
-    mut progress: impl FnMut(Progress),
+    progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
     // The sweep: resumed by label, or new.
     let sweeps = index.sweeps().all()?;
@@ -803,6 +821,57 @@ pub fn run(
         }
         index.write(batch)?;
     }
+    std::thread::scope(|scope| {
+        ingest_files(
+            index,
+            source,
+            opts,
+            progress,
+            scope,
+            Plan {
+                sweep_id,
+                sweep,
+                summary,
+                todo,
+                skips,
+                states,
+                input_total,
+                sizes,
+            },
+        )
+    })
+}
+
+/// What [`run`] planned: the sweep, the files to read and from which record.
+struct Plan {
+    sweep_id: u32,
+    sweep: SweepInfo,
+    summary: IngestSummary,
+    todo: Vec<PathBuf>,
+    skips: Vec<u64>,
+    states: Vec<(String, [u8; 16], FileState)>,
+    input_total: u64,
+    sizes: Vec<u64>,
+}
+
+fn ingest_files<'scope>(
+    index: &'scope Index,
+    source: &impl RecordSource,
+    opts: &IngestOptions,
+    mut progress: impl FnMut(Progress),
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    planned: Plan,
+) -> Result<IngestSummary> {
+    let Plan {
+        sweep_id,
+        sweep,
+        summary,
+        todo,
+        skips,
+        states,
+        input_total,
+        sizes,
+    } = planned;
     let over_cap = OverCap::default();
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
@@ -836,6 +905,10 @@ pub fn run(
         made: Vec::new(),
         serial_cpu: 0.0,
         pending: commit::Pending::new(index.counters().next_doc),
+        writes: write::Writes::start(scope, index, index.counters().next_doc),
+        sent: 0,
+        in_writing: None,
+        staged: unionfind::Staged::for_write(1),
         threads: opts.threads.max(1),
         partitions: match opts.pair_partitions {
             0 => 4 * opts.threads.max(1),
@@ -998,6 +1071,7 @@ pub fn run(
     if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;
     }
+    (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
     w.serial_cpu += thread_cpu() - finish_cpu;
     w.summary.serial_s = w.serial_cpu;

@@ -113,7 +113,7 @@ impl Writer<'_> {
             self.summary.writer.edges_stored += kept.len() as u64;
             batch.put::<Edges>(self.index, &d, &kept);
         }
-        let unions = unionfind::join(self.index, &mut self.pending.staged, batch, d, &targets)?;
+        let unions = unionfind::join(self.index, &mut self.staged, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (the merge would drop
         // them anyway): same index, less to store. Added when the batch ends, each list

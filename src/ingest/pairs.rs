@@ -53,6 +53,9 @@ pub struct View<'a> {
     pub over_cap: &'a OverCap,
     /// Sketches the writer keeps (only a shortcut: the result is the same without).
     pub cache: &'a SketchCache,
+    /// Waits until the docs under the given id are readable from the index (their
+    /// batches may still be in the writing).
+    pub readable: &'a (dyn Fn(u64) -> Result<()> + Sync),
 }
 
 /// How the step runs and what it keeps.
@@ -185,6 +188,9 @@ pub fn find(
     let (hits, misses): (Vec<u64>, Vec<u64>) = wanted
         .into_iter()
         .partition(|d| view.cache.get(*d).is_some());
+    if !misses.is_empty() {
+        (view.readable)(first)?;
+    }
     let chunks: Vec<&[u64]> = misses.chunks(256).collect();
     let sketches = view.index.sketches();
     let read: Vec<(u64, CompactSketch)> = parallel(s.threads, &chunks, |c| {

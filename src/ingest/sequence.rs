@@ -38,12 +38,14 @@ pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
     crate::capture::is_capture_kind(&rec.kind) && cap.url.is_some() && cap.timestamp.is_some()
 }
 
-/// What the records sequenced but not yet committed add: payload digests and canonical
-/// texts, of this batch and of the one before (committed while this one is paired).
+/// What the records sequenced but not yet written add: payload digests and canonical
+/// texts, of this batch, of the one before (committed while this one is paired) and of
+/// the one before that (it may still be in the writing).
 #[derive(Default)]
 pub struct Overlay {
     newer: Added,
     older: Added,
+    oldest: Added,
 }
 
 #[derive(Default)]
@@ -53,23 +55,29 @@ struct Added {
 }
 
 impl Overlay {
-    /// For the next batch: this one's additions become the older ones; the older ones
-    /// are in the index by the time the next batch is committed.
+    /// For the next batch: each batch's additions move one step older; the oldest are
+    /// in the index by the time the next batch is sequenced (a batch is handed to the
+    /// writing thread when the one before it is written, at its commit's end).
     pub fn next_batch(self) -> Overlay {
         Overlay {
             newer: Added::default(),
             older: self.newer,
+            oldest: self.older,
         }
     }
 
     fn payload(&self, digest: &str) -> Option<u64> {
         let g = |a: &Added| a.payloads.get(digest).copied();
-        g(&self.newer).or_else(|| g(&self.older))
+        g(&self.newer)
+            .or_else(|| g(&self.older))
+            .or_else(|| g(&self.oldest))
     }
 
     fn text(&self, fp: u128) -> Option<u64> {
         let g = |a: &Added| a.texts.get(&fp).copied();
-        g(&self.newer).or_else(|| g(&self.older))
+        g(&self.newer)
+            .or_else(|| g(&self.older))
+            .or_else(|| g(&self.oldest))
     }
 }
 
