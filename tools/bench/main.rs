@@ -310,14 +310,17 @@ const PROJECTED_CORES: [u32; 3] = [2, 16, 64];
 
 /// Seconds of an ingest on `n` cores, from one measured on these 2: the committing
 /// thread's serial work plus its waits for the pair step (which runs beside the commit
-/// of the batch before, on every core: the waits shrink as 2/n), or all the CPU spread
-/// over n cores, whichever is longer. Reading, decompressing and sketching are per
-/// record and scale with n.
-fn projection(serial: f64, pairs_wait: f64, cpu: f64) -> serde_json::Value {
+/// of the batch before, on every core: the waits shrink as 2/n), the batch writes'
+/// CPU (a serial stage of their own, beside the commit), or all the CPU spread over n
+/// cores, whichever is longest. Reading, decompressing and sketching are per record
+/// and scale with n.
+fn projection(serial: f64, pairs_wait: f64, write_cpu: f64, cpu: f64) -> serde_json::Value {
     let mut out = serde_json::Map::new();
     for n in PROJECTED_CORES {
         let n_f = n as f64;
-        let t = (serial + 2.0 * pairs_wait / n_f).max(cpu / n_f);
+        let t = (serial + 2.0 * pairs_wait / n_f)
+            .max(write_cpu)
+            .max(cpu / n_f);
         out.insert(n.to_string(), json!(t));
     }
     serde_json::Value::Object(out)
@@ -344,7 +347,7 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         v["peak_rss_mb"].as_f64().unwrap_or(0.0)
     );
     println!(
-        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, write {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
+        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, waited for writes {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; writes {:.2} (CPU {:.2}, a thread of their own); settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
         "",
         f("wait_s"),
         f("sequence_s"),
@@ -353,10 +356,12 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         f("pairs_wait_s"),
         f("edges_unions_s"),
         f("captures_s"),
-        f("write_s"),
+        f("write_wait_s"),
         f("spill_s"),
         f("finish_s"),
         v["serial_s"].as_f64().unwrap_or(0.0),
+        f("write_s"),
+        f("write_cpu_s"),
         f("settled_coarse") / new_docs,
         f("sketch_misses"),
         f("edges_stored"),
@@ -474,6 +479,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
         let serial = of(&|r| r.summary["serial_s"].as_f64().unwrap_or(0.0));
         let pairs = of(&|r| r.summary["pairs_s"].as_f64().unwrap_or(0.0));
         let pairs_wait = of(&|r| r.summary["writer"]["pairs_wait_s"].as_f64().unwrap_or(0.0));
+        let write_cpu = of(&|r| r.summary["writer"]["write_cpu_s"].as_f64().unwrap_or(0.0));
         let cpu = of(&|r| r.summary["cpu_s"].as_f64().unwrap_or(0.0));
         summary["serial_s"] = json!(serial);
         if rounds.len() > 1 {
@@ -489,22 +495,24 @@ fn bench_ingest(a: &Args) -> ExitCode {
             "pages_per_s": first.summary["captures"].as_f64().unwrap_or(0.0) / secs,
             "edges": first.summary["edges"], "unions": first.summary["unions"],
             "serial_s": serial, "serial_share": serial / secs, "pairs_s": pairs, "cpu_s": cpu,
-            "projected_seconds": projection(serial, pairs_wait, cpu),
+            "write_cpu_s": write_cpu,
+            "projected_seconds": projection(serial, pairs_wait, write_cpu, cpu),
             "writer": writer,
         }));
     }
     // The serial share and what more cores would make of each sweep ([`projection`]).
     println!(
-        "{:<10} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
-        "sweep", "serial s", "pairs s", "CPU s", "2 cores", "16 cores", "64 cores"
+        "{:<10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "sweep", "serial s", "write s", "pairs s", "CPU s", "2 cores", "16 cores", "64 cores"
     );
     for r in &rows {
         let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
         let p = |n: &str| r["projected_seconds"][n].as_f64().unwrap_or(0.0);
         println!(
-            "{:<10} {:>8.2} {:>8.2} {:>8.1} {:>8.1}s {:>8.1}s {:>8.1}s",
+            "{:<10} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.1}s {:>8.1}s {:>8.1}s",
             r["sweep"].as_str().unwrap_or(""),
             f("serial_s"),
+            f("write_cpu_s"),
             f("pairs_s"),
             f("cpu_s"),
             p("2"),
