@@ -517,7 +517,7 @@ impl Writer<'_> {
             let cpu = thread_cpu();
             Arc::get_mut(&mut self.fresh)
                 .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
-                .spill(self.index, first, self.early_runs)?;
+                .spill(self.index, first, self.early_runs, self.threads)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
             self.serial_cpu += thread_cpu() - cpu;
         }
@@ -1050,7 +1050,7 @@ fn ingest_files<'scope>(
             Run::Kept
         };
         let spilled = match Arc::get_mut(&mut w.fresh) {
-            Some(fresh) => fresh.spill(index, next_doc, last),
+            Some(fresh) => fresh.spill(index, next_doc, last, opts.threads.max(1)),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
         (spilled, flush.join())
