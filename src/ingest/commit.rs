@@ -60,6 +60,11 @@ impl Holds {
         }
     }
 
+    /// Whether it puts captures of `surt`.
+    pub(super) fn has_url(&self, surt: &str) -> bool {
+        self.urls.contains(surt)
+    }
+
     /// Whether a record would read what this holds: its URL's earlier captures (with
     /// content: [`Writer::previous_and_remember`]), a doc of it by payload (its sketch),
     /// or for a revisit the digest or the capture it refers to.
@@ -232,7 +237,10 @@ impl Writer<'_> {
         let t = std::time::Instant::now();
         self.writes.written.wait(self.sent)?;
         self.staged.written(self.sent);
-        self.in_writing = None;
+        // Its URLs stay suspect for the prefetched latest captures read before it.
+        if let Some(h) = self.in_writing.take() {
+            self.recent_urls.push_back((self.sent, h.urls));
+        }
         self.summary.writer.write_wait_s += t.elapsed().as_secs_f64();
         Ok(())
     }

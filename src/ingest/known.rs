@@ -3,7 +3,9 @@
 //! previous capture.
 
 use super::sequence::Content;
-use super::{Capture, DocSketch, Prepared, Record, Result, Writer};
+use std::collections::HashMap;
+
+use super::{Capture, DocSketch, Index, Prepared, Record, Result, Writer};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
@@ -11,7 +13,7 @@ use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
 use crate::index::columns::sketches::{compare, CompactSketch};
-use crate::index::columns::url_last::UrlLast;
+use crate::index::columns::url_last::{Last, UrlLast};
 use crate::index::columns::{Batch, Column};
 use crate::url::{host_of_surt, resolve, surt};
 
@@ -172,7 +174,10 @@ impl Writer<'_> {
         current: Option<DocSketch>,
     ) -> Result<Option<f32>> {
         // Raw keys and values here: this runs for every capture with content.
-        let last = self.index.url_last().get_raw(key_surt.as_bytes())?;
+        let last = match self.prefetched_latest(key_surt) {
+            Some(last) => last,
+            None => self.index.url_last().get_raw(key_surt.as_bytes())?,
+        };
         let r = match &last {
             None => None,
             Some(l) if l.timestamp.as_str() < ts => Some(self.resemblance(l.doc, doc, current)?),
@@ -185,6 +190,21 @@ impl Writer<'_> {
             batch.put_raw::<UrlLast>(self.index, key_surt.as_bytes(), &now);
         }
         Ok(r.flatten())
+    }
+
+    /// `url_last` of `key_surt` as the pair step read it, unless a batch written since
+    /// (or not yet) holds a capture of it.
+    fn prefetched_latest(&self, key_surt: &str) -> Option<Option<Last>> {
+        let suspect = self.pending.holds.has_url(key_surt)
+            || self
+                .in_writing
+                .as_ref()
+                .is_some_and(|h| h.has_url(key_surt))
+            || self.recent_urls.iter().any(|(_, u)| u.contains(key_surt));
+        if suspect {
+            return None;
+        }
+        self.planned.latest.by_url.get(key_surt).cloned()
     }
 
     pub(super) fn resemblance(
@@ -250,5 +270,31 @@ impl Writer<'_> {
             Some(p) => Ok(Some(self.resemblance(p, doc, current)?)),
             None => Ok(None),
         }
+    }
+}
+
+/// The latest capture (`url_last`) of each URL a batch captures, read in the pair step,
+/// beside the commit of the batch before: one sorted batched lookup instead of a point
+/// lookup per capture on the committing thread. A URL that a batch handed to the
+/// writing thread since the pair step began (`from_write` on) also captures may have
+/// changed since: the commit reads those again ([`Writer::prefetched_latest`]).
+#[derive(Default)]
+pub(super) struct Latest {
+    by_url: HashMap<String, Option<Last>>,
+    /// The first write that may not have been in the index when it was read.
+    pub from_write: u64,
+}
+
+impl Latest {
+    /// Reads the latest captures of `urls`, with writes from `from_write` on suspect.
+    pub(super) fn read(index: &Index, urls: &[String], from_write: u64) -> Result<Latest> {
+        let mut keys: Vec<String> = urls.iter().map(|u| surt(u)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let got = index.url_last().get_sorted_raw(&keys)?;
+        Ok(Latest {
+            by_url: keys.into_iter().zip(got).collect(),
+            from_write,
+        })
     }
 }

@@ -315,6 +315,9 @@ struct Writer<'a> {
     in_writing: Option<commit::Holds>,
     /// The union-find changes of the batches not written yet.
     staged: unionfind::Staged,
+    /// The URLs of the writes done since the pair step of the batch being committed
+    /// began, by write number ([`known::Latest`]).
+    recent_urls: std::collections::VecDeque<(u64, std::collections::HashSet<String>)>,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
@@ -376,6 +379,8 @@ struct Planned {
     /// Sketches read for the batch, ascending, and those the cache held.
     read: Vec<(u64, CompactSketch)>,
     hits: Vec<u64>,
+    /// The latest captures of the batch's URLs, as the pair step read them.
+    latest: known::Latest,
 }
 
 impl Planned {
@@ -521,6 +526,20 @@ impl Writer<'_> {
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
             self.serial_cpu += thread_cpu() - cpu;
         }
+        // The URLs whose latest capture the commit reads, and the first write that may
+        // land while the pair step reads them.
+        let urls: Vec<String> = items
+            .iter()
+            .zip(&contents)
+            .filter_map(|(item, c)| match (item, c) {
+                (
+                    Item::Record(_, sc),
+                    Content::Payload(_) | Content::Text { .. } | Content::Revisit,
+                ) if crate::capture::is_capture_kind(&sc.record.kind) => sc.capture.url.clone(),
+                _ => None,
+            })
+            .collect();
+        let from_write = self.sent;
         // (b) ∥ (c).
         let before = self
             .flight
@@ -558,17 +577,19 @@ impl Writer<'_> {
                 cache: &cache,
                 readable: &|docs| written.wait_docs(docs),
             };
-            pairs::find(&view, start, &docs, from, settings)
+            let found = pairs::find(&view, start, &docs, from, settings);
+            (found, known::Latest::read(index, &urls, from_write))
         };
-        let (found, committed) = match self.flight.take() {
+        let ((found, latest), committed) = match self.flight.take() {
             None => (find(), Ok(())),
             Some(f) => std::thread::scope(|s| {
                 let pairing = s.spawn(find);
                 let committed = self.commit(f);
                 let t = std::time::Instant::now();
-                let found = pairing
-                    .join()
-                    .unwrap_or_else(|_| Err(IndexError::Invalid("the pair step panicked".into())));
+                let found = pairing.join().unwrap_or_else(|_| {
+                    let e = IndexError::Invalid("the pair step panicked".into());
+                    (Err(e.clone()), Err(e))
+                });
                 self.summary.writer.pairs_wait_s += t.elapsed().as_secs_f64();
                 (found, committed)
             }),
@@ -578,6 +599,7 @@ impl Writer<'_> {
         // reads the buffer and the cache.
         self.settle()?;
         let found = found?;
+        let latest = latest?;
         self.summary.writer.candidates_s += found.candidates_s;
         self.summary.writer.estimate_s += found.estimate_s;
         let n = sketches.compact.len();
@@ -592,6 +614,7 @@ impl Writer<'_> {
                 lists: found.stored,
                 read: found.read,
                 hits: found.hits,
+                latest,
             },
             failed,
         });
@@ -625,6 +648,8 @@ impl Writer<'_> {
     fn commit_records(&mut self, f: Flight) -> Result<()> {
         self.clock = std::time::Instant::now();
         self.planned = f.planned;
+        let from = self.planned.latest.from_write;
+        self.recent_urls.retain(|(w, _)| *w >= from);
         for (item, content) in f.items.into_iter().zip(f.contents) {
             match item {
                 Item::Record(file, sc) => {
@@ -909,6 +934,7 @@ fn ingest_files<'scope>(
         sent: 0,
         in_writing: None,
         staged: unionfind::Staged::for_write(1),
+        recent_urls: Default::default(),
         threads: opts.threads.max(1),
         partitions: match opts.pair_partitions {
             0 => 4 * opts.threads.max(1),

@@ -331,6 +331,23 @@ impl<'a, C: Column> Col<'a, C> {
         }
     }
 
+    /// The values of `keys`, which must be sorted: one batched lookup.
+    pub(crate) fn get_sorted_raw<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+    ) -> Result<Vec<Option<C::Value>>> {
+        let got = (self.index.db()).batched_multi_get_cf(self.handle(), keys.iter(), true);
+        got.into_iter()
+            .zip(keys)
+            .map(|(v, k)| match v? {
+                None => Ok(None),
+                Some(v) => C::decode_value(&v)
+                    .map(Some)
+                    .map_err(|e| corrupt::<C>(k.as_ref(), e)),
+            })
+            .collect()
+    }
+
     /// Whether `key` is present (its value is not decoded).
     pub fn contains(&self, key: &C::Key) -> Result<bool> {
         self.contains_raw(&C::key(key))
