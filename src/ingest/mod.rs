@@ -681,16 +681,8 @@ impl Writer<'_> {
         let planned = std::mem::take(&mut self.planned);
         let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
         let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
-        for (d, level, count, values) in self.adds.drain(..) {
-            fresh.add(
-                d,
-                level,
-                count,
-                values
-                    .iter()
-                    .map(|v| (*v, Some(planned.lists.get(v).unwrap_or(&Stored::Absent)))),
-            );
-        }
+        fresh.add_batch(&self.adds, &planned.lists, self.threads);
+        self.adds.clear();
         let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
         for d in &planned.hits {
             cache.touch(*d);
