@@ -207,6 +207,8 @@ pub struct Fresh {
     /// The lists by key range, in key order: a batch's adds run on every core
     /// ([`Fresh::add_batch`]), and the spill writes the shards one after another.
     shards: Vec<Shard>,
+    /// Lists a shard may hold before a spill ([`Fresh::size_for`]).
+    max_lists: usize,
     /// Files written by [`Fresh::spill`] since this was made, and their bytes.
     spilled: (usize, u64),
     /// Of those, files written uncompressed ([`Run::Transient`]).
@@ -269,6 +271,7 @@ impl Default for Fresh {
         Fresh {
             mark: 0,
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            max_lists: usize::MAX,
             spilled: (0, 0),
             transient: 0,
         }
@@ -303,33 +306,34 @@ impl Fresh {
         Ok(fresh)
     }
 
-    /// Sizes the map's table once for a buffer of `budget` bytes: the largest table of
-    /// at most half the budget. The table then never grows during an ingest — growing
-    /// a hash table holds the old and the doubled one at once, and the spill that
-    /// followed collected the lists beside it: ~500 MB over the budget at 245k pages.
-    pub fn reserve_for(&mut self, budget: usize) {
+    /// Sizes the tables for a buffer of `budget` bytes: together at most half of it.
+    /// Each shard's table grows as its lists come and the buffer is spilled before one
+    /// would pass that size ([`Fresh::full`]). Growing a table holds the old and the
+    /// doubled one at once: with one table for the whole buffer that was ~500 MB over
+    /// the budget at 245k pages, so it was made whole at the start, and a small sweep
+    /// then touched a page of it for nearly every value it added (llvm-docs: a third of
+    /// the committing thread's time in page faults); a shard's growth holds a
+    /// sixteenth of that.
+    pub fn size_for(&mut self, budget: usize) {
         let buckets = (budget / 2 / Self::SLOT / SHARDS).max(64);
         let buckets = 1usize << buckets.ilog2();
         // Hash tables fill buckets to 7/8 before they grow.
-        let capacity = buckets / 8 * 7;
-        for s in &mut self.shards {
-            s.lists.reserve(capacity.saturating_sub(s.lists.len() + 1));
-        }
+        self.max_lists = buckets / 8 * 7;
     }
 
     /// Bytes of one slot of the map's table: key, base and list, and a control byte.
     const SLOT: usize = std::mem::size_of::<(u64, (u32, FreshList))>() + 1;
 
     /// Whether the buffer should be spilled before a batch that adds `values` posting
-    /// values is added: over `budget`, or too near the table's capacity for them to fit
-    /// without growing it.
+    /// values is added: over `budget`, or a shard too near the size of table it may grow
+    /// to for them to fit ([`Fresh::size_for`]).
     pub fn full(&self, budget: usize, values: usize) -> bool {
         // More than any doc's posting values (the posting target times a few levels).
         const ONE_DOC: usize = 4096;
         // The values spread over the shards as hashes do: twice an even share is room.
         let room = 2 * (values + ONE_DOC) / SHARDS;
         self.memory() > budget
-            || (self.shards.iter()).any(|s| s.lists.len() + room > s.lists.capacity())
+            || (self.shards.iter()).any(|s| s.lists.len() + room > self.max_lists)
     }
 
     /// First doc id not in the stored lists.

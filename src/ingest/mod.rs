@@ -896,7 +896,7 @@ fn ingest_files<'scope>(
     let postings_before = index.cf_size(cf::POSTINGS);
     let fresh_budget = opts.postings_buffer_mb << 20;
     let mut fresh = Fresh::load(index)?;
-    fresh.reserve_for(fresh_budget);
+    fresh.size_for(fresh_budget);
     let fresh = Arc::new(fresh);
     let mut w = Writer {
         index,
