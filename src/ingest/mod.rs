@@ -24,8 +24,11 @@
 //! the end. A batch's (b) runs while the batch before it is committed: it counts that
 //! batch's new docs as earlier docs of its own (their postings and sketches are in
 //! memory), and what a commit adds to the postings buffer and the sketch cache is added
-//! only after both ([`Writer::settle`]). Only (a) and (c) are serial (`serial_s`); this
-//! file reads and schedules.
+//! only after both ([`Writer::settle`], the buffer's adds on every core). The pair step
+//! also reads the latest capture of each of the batch's URLs ([`known::Latest`]). Each
+//! batch's `WriteBatch` is written by a thread of its own ([`write`]) while the next
+//! batch is committed; a record that reads what that write holds waits for it. Only (a)
+//! and (c) are serial (`serial_s`); this file reads and schedules.
 
 use std::path::PathBuf;
 use std::sync::Arc;
