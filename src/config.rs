@@ -38,7 +38,8 @@ pub struct ServeConfig {
     pub listen: String,
     /// Collection name of the CDX and replay endpoints (`--collection`).
     pub collection: String,
-    /// Folders where WARC files are looked up by name, before the paths stored at ingest.
+    /// Folders where WARC files are looked up by name when the path stored at ingest no
+    /// longer holds the file.
     pub archive_paths: Vec<PathBuf>,
     /// Requests handled at once; more wait for a slot.
     pub max_concurrency: usize,

@@ -16,8 +16,8 @@ pub struct Args {
     /// (/{collection}/{timestamp}id_/{url}).
     #[arg(long, value_name = "NAME")]
     pub collection: Option<String>,
-    /// A folder where WARC files are found by name (repeatable), tried before the path
-    /// each file was ingested from.
+    /// A folder where WARC files are found by name (repeatable), when the path a file
+    /// was ingested from no longer holds one.
     #[arg(long, value_name = "DIR")]
     pub archive: Vec<PathBuf>,
     /// Print the address as one JSON line, {"listen": "127.0.0.1:PORT"}.

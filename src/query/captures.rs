@@ -173,6 +173,7 @@ impl CaptureRange {
                         surt: surt.to_string(),
                         timestamp: ts.to_string(),
                         info,
+                        file: crate::index::columns::captures::file_of_key(key),
                     },
                 )
             })

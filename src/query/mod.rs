@@ -36,6 +36,9 @@ pub struct CaptureRow {
     pub timestamp: String,
     /// The stored capture.
     pub info: CaptureInfo,
+    /// The file it was read from: its sweep id and its number in that sweep (`files`
+    /// has its path; `info.file` is only its name, which files of two sweeps may share).
+    pub file: (u32, u32),
 }
 
 impl CaptureRow {
@@ -127,11 +130,12 @@ impl<'a> Searcher<'a> {
     /// Every capture under a SURT key, oldest first.
     pub fn captures_of_surt(&self, key: &str) -> Result<Vec<CaptureRow>> {
         let mut out = Vec::new();
-        self.index.captures().scan_url(key, |(s, ts, info)| {
+        self.index.captures().scan_url(key, |k, (s, ts, info)| {
             out.push(CaptureRow {
                 surt: s.to_string(),
                 timestamp: ts.to_string(),
                 info,
+                file: crate::index::columns::captures::file_of_key(k),
             });
             Ok(true)
         })?;
@@ -146,6 +150,7 @@ impl<'a> Searcher<'a> {
             .captures_of(doc)?
             .into_iter()
             .map(|(k, info)| CaptureRow {
+                file: (k.sweep, k.file),
                 surt: k.surt,
                 timestamp: k.timestamp,
                 info,

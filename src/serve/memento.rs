@@ -361,7 +361,7 @@ fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived,
         row.clone()
     };
     let name = &source.info.file;
-    let path = state.warc_path(served, name).ok_or_else(|| {
+    let path = state.warc_path(served, &source).ok_or_else(|| {
         ApiError::not_found(
             "warc",
             format!("the WARC file {name} of this capture is no longer where it was ingested from; add its folder to serve.archive_paths"),

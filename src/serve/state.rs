@@ -12,7 +12,7 @@ use crate::config::Config;
 use crate::index::codec::SweepInfo;
 use crate::index::snapshots::{self, Lease};
 use crate::index::{Index, IndexError};
-use crate::query::{Prepared, Searcher};
+use crate::query::{CaptureRow, Prepared, Searcher};
 
 /// One published snapshot, open read-only. Requests hold it (an `Arc`) from their start
 /// to their end, so a request sees one snapshot however long it streams.
@@ -23,8 +23,8 @@ pub struct Served {
     pub index: Index,
     /// Its sweeps, by id.
     pub sweeps: Vec<(u32, SweepInfo)>,
-    /// WARC file name → the path it was ingested from (when that path was stored).
-    pub files: HashMap<String, PathBuf>,
+    /// (sweep id, file number) → the path the file was ingested from.
+    pub files: HashMap<(u32, u32), PathBuf>,
     /// What every query over this snapshot shares, read once.
     prepared: Prepared,
     _lease: Lease,
@@ -34,15 +34,9 @@ impl Served {
     fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
         let index = Index::open_read_only(&lease.path, config)?;
         let sweeps = index.sweeps().all()?;
-        let mut files = HashMap::new();
-        for names in index.files().names_by_sweep()?.values() {
-            for f in names {
-                let p = PathBuf::from(f);
-                if let Some(name) = p.file_name() {
-                    files.insert(name.to_string_lossy().to_string(), p.clone());
-                }
-            }
-        }
+        let files = (index.files().names_by_number()?.into_iter())
+            .map(|(k, name)| (k, PathBuf::from(name)))
+            .collect();
         let prepared = Prepared::load(&index)?;
         Ok(Served {
             number: lease.number,
@@ -154,19 +148,21 @@ impl AppState {
             .map_err(|_| ApiError::unavailable("shutting down".into()))
     }
 
-    /// Where a WARC file of that name is now: the first `serve.archive_paths` folder
-    /// that has it, else the path it was ingested from.
-    pub fn warc_path(&self, served: &Served, name: &str) -> Option<PathBuf> {
+    /// Where the WARC file a capture was read from is now: the path it was ingested
+    /// from, found by the capture's sweep and file number (two sweeps' files may share
+    /// a name: wget's `--warc-file=crawl`, `part-00000.warc.gz` per sweep folder), else
+    /// the first `serve.archive_paths` folder that has a file of its name.
+    pub fn warc_path(&self, served: &Served, row: &CaptureRow) -> Option<PathBuf> {
+        if let Some(p) = served.files.get(&row.file).filter(|p| p.is_file()) {
+            return Some(p.clone());
+        }
+        let name = &row.info.file;
         if name.is_empty() || name.contains('/') || name.contains("..") {
             return None;
         }
-        for dir in &self.config.serve.archive_paths {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-        served.files.get(name).filter(|p| p.is_file()).cloned()
+        (self.config.serve.archive_paths.iter())
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
     }
 }
 

@@ -73,6 +73,17 @@ impl Column for Captures {
     }
 }
 
+/// The file a capture key names: its sweep id and the file's number in that sweep
+/// (`files` has its path). Two sweeps' files may share a name; these never do.
+pub fn file_of_key(k: &[u8]) -> (u32, u32) {
+    let num = |from: Option<usize>| {
+        from.and_then(|a| k.get(a..a + 4))
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u32::from_be_bytes)
+    };
+    (num(k.len().checked_sub(12)), num(k.len().checked_sub(8)))
+}
+
 /// The SURT and timestamp of a key, borrowed.
 pub fn split(b: &[u8]) -> std::result::Result<(&str, &str), String> {
     let n = b.len();
@@ -114,9 +125,19 @@ impl Col<'_, Captures> {
         })
     }
 
-    /// Every capture of a SURT, oldest first.
-    pub fn scan_url(&self, surt: &str, each: impl FnMut(Row<'_>) -> Result<bool>) -> Result<()> {
-        self.scan_prefix_rows(&url_prefix(surt), each)
+    /// Every capture of a SURT, oldest first, with its key bytes ([`file_of_key`]).
+    pub fn scan_url(
+        &self,
+        surt: &str,
+        mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        let prefix = url_prefix(surt);
+        self.scan_raw(&prefix, None, false, |k, v| {
+            if !k.starts_with(&prefix) {
+                return Ok(false);
+            }
+            each(k, row(k, v)?)
+        })
     }
 
     /// Every capture from the key `start` on (below `end`), or with `reverse` from the

@@ -10,7 +10,7 @@
 //! Written by ingest (with every record: the resume point). Read by ingest (skip what is
 //! complete, resume what is not) and `sweeps` (the files of a sweep).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::{Col, Column};
 use crate::index::codec::{decode, encode, FileState};
@@ -42,6 +42,17 @@ impl Column for Files {
 }
 
 impl Col<'_, Files> {
+    /// Every file's name as given to its ingest, by (sweep id, its number in the sweep):
+    /// what a capture key names ([`super::captures::file_of_key`]).
+    pub fn names_by_number(&self) -> Result<HashMap<(u32, u32), String>> {
+        let mut out = HashMap::new();
+        self.for_each(|_, f| {
+            out.insert((f.sweep, f.file_no), f.name);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
     /// The file names of every sweep, each sweep's in the order of their numbers (one
     /// scan of every file: for listings, not for ingest).
     pub fn names_by_sweep(&self) -> Result<BTreeMap<u32, Vec<String>>> {
