@@ -91,11 +91,14 @@ pub fn check(url: &str) -> Result<(), String> {
         .or_else(|| u.strip_prefix("HTTP://"))
         .or_else(|| u.strip_prefix("HTTPS://"))
         .unwrap_or(u);
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = host.rsplit('@').next().unwrap_or(host);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    // Another scheme (`ftp://`, `http://http://`) ends the authority at its `://`; one
+    // later, in the path or the query (`/login?next=http://b.com/`), is part of the URL.
+    let other_scheme = rest.find("://").is_some_and(|i| i <= authority.len());
     if u.is_empty()
         || u.chars().any(char::is_whitespace)
-        || (rest.contains("://"))
+        || other_scheme
         || host.is_empty()
         || host.starts_with(['.', ':'])
         || !host.chars().any(|c| c.is_alphanumeric())
@@ -185,6 +188,27 @@ pub fn host_of_surt(surt: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_with_urls_in_their_query_are_urls() {
+        for ok in [
+            "http://a.com/login?next=http://b.com/",
+            "a.com/share?u=https://x.org/p#top",
+            "https://t.co/r?to=ftp://files.example/x",
+            "http://a.com/web/2020/http://b.com/",
+        ] {
+            assert_eq!(check(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "ftp://a.com/",
+            "http://http://a.com/",
+            "://a.com",
+            "http://",
+            "a b",
+        ] {
+            assert!(check(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn surt_as_archives_write_it() {

@@ -358,6 +358,18 @@ fn commands_print_json_and_refuse_bad_arguments() {
     let out = run(&["cluster", "https://nowhere.example/x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never captured"));
+    // A URL in the query (login redirects, share links) is a URL, not a bad argument.
+    let out = run(&[
+        "whereis",
+        "http://nowhere.example/login?next=http://b.example/",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("never captured"));
 }
 
 #[test]
