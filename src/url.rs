@@ -150,11 +150,17 @@ pub fn host(url: &str) -> String {
     labels.join(".")
 }
 
-/// Resolves a redirect `Location` against the URL that sent it.
+/// Resolves a redirect `Location` against the URL that sent it. An absolute one (a
+/// scheme before any `/`, `?` or `#`) is kept as given; a relative one is joined as a
+/// browser joins it (WHATWG URL: `?q` keeps the path, `../` goes up, a URL in the query
+/// stays in the query), or, when the base does not parse, by its origin and folder.
 pub fn resolve(base: &str, location: &str) -> String {
     let loc = location.trim();
-    if loc.contains("://") {
+    if has_scheme(loc) {
         return loc.to_string();
+    }
+    if let Ok(joined) = url::Url::parse(base.trim()).and_then(|b| b.join(loc)) {
+        return joined.to_string();
     }
     let (scheme, rest) = match base.split_once("://") {
         Some((s, r)) => (s, r),
@@ -177,6 +183,19 @@ pub fn resolve(base: &str, location: &str) -> String {
     format!("{origin}{dir}{loc}")
 }
 
+/// Whether a URL starts with a scheme (`http:`, `mailto:`): letters, digits, `+`, `-`
+/// or `.` after a letter, then `:`, before any `/`, `?` or `#`.
+fn has_scheme(u: &str) -> bool {
+    let Some(i) = u.find(':') else {
+        return false;
+    };
+    let scheme = u[..i].as_bytes();
+    scheme.first().is_some_and(u8::is_ascii_alphabetic)
+        && scheme
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(b))
+}
+
 /// The host part of a SURT key (through its `)`), or the whole key.
 pub fn host_of_surt(surt: &str) -> &str {
     match surt.find(')') {
@@ -188,6 +207,28 @@ pub fn host_of_surt(surt: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn locations_resolve_as_a_browser_resolves_them() {
+        let base = "http://a.com/dir/page.html?x=1";
+        for (loc, want) in [
+            ("https://b.org/x", "https://b.org/x"),
+            (
+                "/out?to=https://x.org/",
+                "http://a.com/out?to=https://x.org/",
+            ),
+            ("?q=2", "http://a.com/dir/page.html?q=2"),
+            ("../up.html", "http://a.com/up.html"),
+            ("./same.html", "http://a.com/dir/same.html"),
+            ("next.html", "http://a.com/dir/next.html"),
+            ("//c.net/p", "http://c.net/p"),
+            ("#frag", "http://a.com/dir/page.html?x=1#frag"),
+        ] {
+            assert_eq!(resolve(base, loc), want, "{loc}");
+        }
+        assert!(!has_scheme("/out?to=https://x.org/"));
+        assert!(has_scheme("mailto:a@b.c"));
+    }
 
     #[test]
     fn urls_with_urls_in_their_query_are_urls() {
