@@ -237,14 +237,29 @@ async fn timegate(
 fn redirect(location: &str, link: &str) -> Response {
     let mut r = StatusCode::FOUND.into_response();
     let h = r.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(location) {
+    if let Some(v) = url_header(location) {
         h.insert(header::LOCATION, v);
     }
-    if let Ok(v) = HeaderValue::from_str(link) {
+    if let Some(v) = url_header(link) {
         h.insert(header::LINK, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("accept-datetime"));
     r
+}
+
+/// A header value holding URLs (`Location`, `Link`): bytes a header cannot hold
+/// (non-ASCII, controls) percent-encoded as in a URL, as browsers send them. Such a
+/// value was dropped: a 302 without its `Location`.
+fn url_header(v: &str) -> Option<HeaderValue> {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b >= 0x80 || (b < 0x20 && b != b'\t') || b == 0x7f {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(b as char);
+        }
+    }
+    HeaderValue::from_str(&out).ok()
 }
 
 /// `/{collection}/{TIMESTAMP}[modifier]/{URL}`: the memento.
@@ -314,17 +329,19 @@ async fn replay(
         ) {
             continue;
         }
-        if let (Ok(name), Ok(val)) = (
-            HeaderName::from_bytes(k.as_bytes()),
-            HeaderValue::from_str(v),
-        ) {
+        // An archived Location may hold a non-ASCII URL.
+        let val = match lk.as_str() {
+            "location" | "content-location" => url_header(v),
+            _ => HeaderValue::from_str(v).ok(),
+        };
+        if let (Ok(name), Some(val)) = (HeaderName::from_bytes(k.as_bytes()), val) {
             h.append(name, val);
         }
     }
     if let Ok(v) = HeaderValue::from_str(&http_date(&archived.timestamp)) {
         h.insert("memento-datetime", v);
     }
-    if let Ok(v) = HeaderValue::from_str(&format!(
+    if let Some(v) = url_header(&format!(
         "<{url}>; rel=\"original\", <{}>; rel=\"timegate\", <{}>; rel=\"timemap\"; type=\"application/link-format\"",
         l.timegate(&url),
         l.timemap(&url, "link")
@@ -405,5 +422,29 @@ fn read_record(path: &FsPath, offset: u64, length: u64) -> Result<crate::read::R
         Some(Ok(r)) => Ok(r),
         Some(Err(e)) => Err(e.message),
         None => Err("no record there".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redirect_to_a_non_ascii_url_keeps_its_location() {
+        let r = redirect(
+            "http://h/tidemark/20200101000000id_/http://a.example/café",
+            "<http://a.example/café>; rel=\"original\"",
+        );
+        let loc = r.headers().get(header::LOCATION).expect("a Location");
+        assert_eq!(
+            loc,
+            "http://h/tidemark/20200101000000id_/http://a.example/caf%C3%A9"
+        );
+        let link = r.headers().get(header::LINK).expect("a Link");
+        assert_eq!(link, "<http://a.example/caf%C3%A9>; rel=\"original\"");
+        assert_eq!(
+            url_header("http://a/x?q=1&r=%20").unwrap(),
+            "http://a/x?q=1&r=%20"
+        );
     }
 }
