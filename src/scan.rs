@@ -55,6 +55,17 @@ pub enum ScanEvent<T = Scanned> {
         /// Damage that stopped the reading, if any.
         error: Option<ReadError>,
     },
+    /// A worker failed on a record of `file` (a bug: it panicked). Nothing of the file
+    /// from that record on is delivered, and the scan stops: the caller ends with an
+    /// error naming the file and the record's offset.
+    Failed {
+        /// Index in the input list.
+        file: usize,
+        /// Offset of the record in its file, where known.
+        offset: Option<u64>,
+        /// What the panic said.
+        message: String,
+    },
 }
 
 impl<T> ScanEvent<T> {
@@ -76,6 +87,15 @@ impl<T> ScanEvent<T> {
                 records,
                 bytes,
                 error,
+            },
+            ScanEvent::Failed {
+                file,
+                offset,
+                message,
+            } => ScanEvent::Failed {
+                file,
+                offset,
+                message,
             },
         }
     }
@@ -110,6 +130,28 @@ pub struct Batch<I> {
     pub end: Option<(u64, u64, Option<ReadError>)>,
     /// Set on the first batch of a file.
     pub start: bool,
+    /// Set by a worker that failed on the item after the last of `items`: its offset,
+    /// where known, and what the panic said.
+    pub failed: Option<(Option<u64>, String)>,
+}
+
+/// Where an item sits in its file, for the error that names a record a worker failed on.
+pub trait Located {
+    /// The offset of the item's record in its file, where known.
+    fn offset(&self) -> Option<u64>;
+}
+
+impl Located for Record {
+    fn offset(&self) -> Option<u64> {
+        Some(self.offset)
+    }
+}
+
+/// What a panic said.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    (payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
 
 const BATCH_RECORDS: usize = 64;
@@ -142,7 +184,16 @@ pub fn scan_files_with_skip<P: Send>(
     let read = |send: &mut dyn FnMut(Batch<Record>) -> bool| {
         read_files(files, skip, cap, send);
     };
+    // Fails on a record of this target URL, for the test of what a failing worker does
+    // (unset in normal use).
+    let fail_on = std::env::var("TIDEMARK_TEST_FAIL_ON_URL").ok();
     let work = |scratch: &mut Scratch, mut record: Record| {
+        if fail_on.is_some() && record.target_uri() == fail_on {
+            panic!(
+                "test hook: failing on {}",
+                fail_on.as_deref().unwrap_or_default()
+            );
+        }
         let capture = if opts.read_only {
             Capture::basic(&record)
         } else {
@@ -178,6 +229,7 @@ fn read_files(
                     items: Vec::new(),
                     end: Some((0, 0, Some(e))),
                     start: true,
+                    failed: None,
                 };
                 seq += 1;
                 if !send(b) {
@@ -209,6 +261,7 @@ fn read_files(
                             items: std::mem::take(&mut items),
                             end: None,
                             start,
+                            failed: None,
                         };
                         start = false;
                         seq += 1;
@@ -230,6 +283,7 @@ fn read_files(
             items,
             end: Some((count, bytes, error)),
             start,
+            failed: None,
         };
         seq += 1;
         if !send(b) {
@@ -248,7 +302,7 @@ pub fn record_bytes(rec: &Record) -> u64 {
 /// their own, and `on_event` (on the caller's thread) sees them in order, so what it
 /// sees is identical for 1 or N threads. In-flight batches are bounded by tokens the
 /// caller returns. `on_event` returning false stops everything early.
-pub fn ordered<I: Send, T: Send, S: Default>(
+pub fn ordered<I: Send + Located, T: Send, S: Default>(
     threads: usize,
     read: impl FnOnce(&mut dyn FnMut(Batch<I>) -> bool) + Send,
     work: &(dyn Fn(&mut S, I) -> T + Sync),
@@ -259,7 +313,7 @@ pub fn ordered<I: Send, T: Send, S: Default>(
 
 /// [`ordered`] for a caller that holds `hold` items before it acts on them: that many
 /// more may be in flight, so the workers fill the next hold while the caller works.
-pub fn ordered_holding<I: Send, T: Send, S: Default>(
+pub fn ordered_holding<I: Send + Located, T: Send, S: Default>(
     threads: usize,
     hold: usize,
     read: impl FnOnce(&mut dyn FnMut(Batch<I>) -> bool) + Send,
@@ -286,19 +340,32 @@ pub fn ordered_holding<I: Send, T: Send, S: Default>(
             s.spawn(move || {
                 let mut scratch = S::default();
                 for b in work_rx {
-                    let items = b
-                        .items
-                        .into_iter()
-                        .map(|item| work(&mut scratch, item))
-                        .collect();
+                    // A panic on an item (a bug) ends the scan with an error naming the
+                    // record, where it would leave its batch undelivered and the caller
+                    // waiting for it forever.
+                    let mut items = Vec::with_capacity(b.items.len());
+                    let mut failed = None;
+                    for item in b.items {
+                        let offset = item.offset();
+                        let wrapped = std::panic::AssertUnwindSafe(|| work(&mut scratch, item));
+                        match std::panic::catch_unwind(wrapped) {
+                            Ok(t) => items.push(t),
+                            Err(p) => {
+                                failed = Some((offset, panic_message(p.as_ref())));
+                                break;
+                            }
+                        }
+                    }
+                    let stop = failed.is_some();
                     let done = Batch {
                         seq: b.seq,
                         file: b.file,
                         items,
-                        end: b.end,
+                        end: if stop { None } else { b.end },
                         start: b.start,
+                        failed,
                     };
-                    if done_tx.send(done).is_err() {
+                    if done_tx.send(done).is_err() || stop {
                         return;
                     }
                 }
@@ -330,6 +397,16 @@ pub fn ordered_holding<I: Send, T: Send, S: Default>(
                     {
                         stopped = true;
                     }
+                }
+                if let Some((offset, message)) = d.failed {
+                    if !stopped {
+                        on_event(ScanEvent::Failed {
+                            file: d.file,
+                            offset,
+                            message,
+                        });
+                    }
+                    break 'outer;
                 }
                 if let Some((records, bytes, error)) = d.end {
                     if !stopped

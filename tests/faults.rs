@@ -1,7 +1,9 @@
-//! Faults of the machine, not of the input: the device holding the index fills up. The
-//! ingest fails with a clear "no space" error; once space is freed the same command
-//! completes, and the index equals the one a clean run makes. Needs root (a small tmpfs
-//! is mounted); skipped with a message otherwise, and required in CI.
+//! Faults of the machine or of tidemark, not of the input: the device holding the index
+//! fills up (the ingest fails with a clear "no space" error; once space is freed the
+//! same command completes, and the index equals the one a clean run makes; needs root,
+//! as a small tmpfs is mounted: skipped with a message otherwise, required in CI); a
+//! worker fails on a record (the ingest ends with an error naming the file and offset,
+//! and the next run resumes there).
 
 mod common;
 
@@ -104,6 +106,77 @@ fn a_full_device_is_a_clear_error_and_the_same_command_completes_once_space_is_f
         assert!(
             export(&db) == want,
             "a {size} device: the index differs from a clean run's"
+        );
+    }
+}
+
+/// A worker that fails on a record (a bug, made here by a test hook that panics on one
+/// URL) ends the ingest with an error naming the file and the offset, instead of leaving
+/// it waiting forever for that record's batch; what came before is indexed, and the same
+/// command without the fault completes to the index a clean run makes.
+#[test]
+fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 300, 1, 77);
+    let files = sweep_files(dir.path(), 1);
+    let clean = dir.path().join("clean");
+    let mut args: Vec<&str> = vec!["--db", clean.to_str().unwrap(), "ingest", "--sweep", "s1"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    assert!(tidemark(&args).status.success());
+    let reference = export(&clean);
+    // A URL of the middle of the sweep.
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&reference)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let victim = lines[lines.len() / 2]["url"].as_str().unwrap().to_string();
+    let db = dir.path().join("db");
+    for threads in ["1", "3"] {
+        let _ = std::fs::remove_dir_all(&db);
+        let mut args = vec![
+            "--db".to_string(),
+            db.display().to_string(),
+            "--threads".into(),
+        ];
+        args.push(threads.into());
+        args.extend(["ingest".into(), "--sweep".into(), "s1".into()]);
+        args.extend(files.iter().map(|f| f.display().to_string()));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&args)
+            .env("TIDEMARK_TEST_FAIL_ON_URL", &victim)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(120) {
+                child.kill().unwrap();
+                panic!("--threads {threads}: the ingest hung after its worker failed");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "--threads {threads}: {err}");
+        let named = files
+            .iter()
+            .any(|f| err.contains(&format!("{}: offset ", f.display())));
+        assert!(named, "--threads {threads}: no file and offset in: {err}");
+        assert!(err.contains("failing on"), "{err}");
+        // Resumed without the fault: the clean run's index.
+        let out = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            export(&db) == reference,
+            "--threads {threads}: resumed index differs"
         );
     }
 }

@@ -80,6 +80,10 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
                     damaged += 1;
                     eprintln!("tidemark demo: damaged file: {e}");
                 }
+                ScanEvent::Failed { message, .. } => {
+                    damaged += 1;
+                    eprintln!("tidemark demo: failed on a record: {message}");
+                }
                 _ => {}
             }
             true

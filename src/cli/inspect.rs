@@ -152,6 +152,17 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
                     }
                     by_type.clear();
                 }
+                ScanEvent::Failed {
+                    file,
+                    offset,
+                    message,
+                } => {
+                    let at = offset.map_or("unknown".into(), |o| o.to_string());
+                    return Err(std::io::Error::other(format!(
+                        "{}: offset {at}: tidemark failed on this record ({message}); please report this with the record",
+                        names[file]
+                    )));
+                }
             }
             Ok(())
         })();

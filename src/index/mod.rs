@@ -189,6 +189,9 @@ pub enum IndexError {
     /// The device holding the index is full.
     #[error("no space left on the device holding the index ({0}): free some space and run the same command again; an ingest continues from its last committed batch of records")]
     NoSpace(String),
+    /// tidemark itself failed on an input (a bug: a worker panicked on a record).
+    #[error("{0}")]
+    Failed(String),
     /// RocksDB failed.
     #[error("RocksDB: {0}")]
     Db(rocksdb::Error),

@@ -1004,6 +1004,20 @@ fn ingest_files<'scope>(
                     .and_then(|()| w.flush())
                     .and(Err(e)),
             },
+            // A bug, not damage: what came before is committed, the ingest ends with
+            // this error, and the next run resumes at this record.
+            ScanEvent::Failed {
+                file,
+                offset,
+                message,
+            } => w
+                .push_batch(std::mem::take(&mut pending))
+                .and_then(|()| w.flush())
+                .and(Err(IndexError::Failed(format!(
+                    "{}: offset {}: tidemark failed on this record ({message}); the records before it are indexed and the same command resumes here; please report this with the record",
+                    todo[file].display(),
+                    offset.map_or("unknown".into(), |o| o.to_string()),
+                )))),
             ScanEvent::FileEnd {
                 file, bytes, error, ..
             } => {

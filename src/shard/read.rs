@@ -30,6 +30,12 @@ pub struct ShardRow {
     pub text: Option<String>,
 }
 
+impl crate::scan::Located for Result<ShardRow, ShardError> {
+    fn offset(&self) -> Option<u64> {
+        self.as_ref().ok().map(|r| r.record.offset)
+    }
+}
+
 /// Rows per batch handed to the workers (as the WARC reader's batches).
 const BATCH_ROWS: usize = 64;
 
@@ -150,6 +156,7 @@ pub fn read_shards(
                 items,
                 end,
                 start,
+                failed: None,
             };
             seq += 1;
             send(b)

@@ -189,6 +189,17 @@ pub fn sketch_files(
                     Ok(())
                 }
             }
+            ScanEvent::Failed {
+                file,
+                offset,
+                message,
+            } => Err(ShardError::new(
+                &sources[file].3,
+                format!(
+                    "offset {}: tidemark failed on this record ({message}); please report this with the record",
+                    offset.map_or("unknown".into(), |o| o.to_string())
+                ),
+            )),
             ScanEvent::FileEnd {
                 file,
                 records,
