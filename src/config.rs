@@ -51,6 +51,10 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Characters of a URL given as a parameter.
     pub max_url_chars: usize,
+    /// Index entries one request may read (0: no count; the deadline still holds).
+    pub max_scan_rows: u64,
+    /// `filter` parameters one CDX query may give.
+    pub max_filters: usize,
     /// Milliseconds between looks for a newly published sweep.
     pub poll_ms: u64,
 }
@@ -209,9 +213,10 @@ impl Config {
         if v.max_concurrency == 0
             || v.request_timeout_s == 0
             || v.max_url_chars == 0
+            || v.max_filters == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_url_chars and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_url_chars, max_filters and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

@@ -485,6 +485,95 @@ fn a_slow_client_is_cut_off_at_the_timeout() {
     assert_eq!(srv.text("/healthz"), "ok\n");
 }
 
+/// A request whose time runs out stops its work where it reads the index, and frees its
+/// worker: a filter that matches nothing over a whole host (no byte ever written, so a
+/// deadline checked only when sending never fired), with every index entry read slowed
+/// by a test hook so that the scan would take seconds, and one worker.
+#[test]
+fn a_request_out_of_time_stops_its_scan_and_frees_its_worker() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let url = exp[0].2["url"].as_str().unwrap().to_string();
+    let host = url.split('/').nth(2).unwrap().to_string();
+    let on_host = exp
+        .iter()
+        .filter(|(k, _, _)| k.starts_with(exp[0].0.split(')').next().unwrap()))
+        .count();
+    // 8 ms an entry: the whole host would take on_host × 4 ms, well over the timeout.
+    assert!(on_host >= 300, "{on_host} captures on {host}");
+    let cfg = db.parent().unwrap().join("one-worker-1s.toml");
+    std::fs::write(&cfg, "[serve]\nrequest_timeout_s = 1\nworkers = 1\n").unwrap();
+    let srv = Server::start_with_env(
+        db,
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+        &[("TIDEMARK_TEST_SCAN_PAUSE_US", "8000")],
+    );
+    let slow = [
+        format!(
+            "/{}?url={}&matchType=host&filter=status:999",
+            coll(),
+            enc(&host)
+        ),
+        format!("/api/report"),
+    ];
+    for path in slow {
+        let started = Instant::now();
+        let (status, _, body) = srv.get(&path);
+        let took = started.elapsed();
+        assert_ne!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+        assert!(
+            took < Duration::from_secs(2),
+            "{path}: answered after {took:?}"
+        );
+        // The one worker is free again at once: an exact URL (a few entries) answers.
+        let started = Instant::now();
+        let (status, _, body) = srv.get(&format!("/{}?url={}", coll(), enc(&url)));
+        let took = started.elapsed();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        assert!(
+            took < Duration::from_millis(800),
+            "after {path}, the next request waited {took:?} for the worker"
+        );
+    }
+    let (status, _, body) = srv.get(&format!(
+        "/{}?url={}&matchType=host&filter=status:999",
+        coll(),
+        enc(&host)
+    ));
+    assert!(
+        status == 503 || status == 408,
+        "{status} {}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+/// More `filter`s than `serve.max_filters` are refused, naming the parameter.
+#[test]
+fn too_many_filters_are_refused() {
+    let (_, db) = corpus();
+    let srv = Server::start(db, &[], &[]);
+    let exp = export(db);
+    let url = exp[0].2["url"].as_str().unwrap();
+    for (base, field) in [
+        (format!("/{}?url={}", coll(), enc(url)), "status"),
+        (format!("/cdx/search/cdx?url={}", enc(url)), "statuscode"),
+    ] {
+        let filters = |n: usize| -> String {
+            (0..n)
+                .map(|i| format!("&filter=!{field}:{}", 900 + i))
+                .collect()
+        };
+        let (status, _, body) = srv.get(&format!("{base}{}", filters(17)));
+        assert_eq!(status, 400, "{base}: {}", String::from_utf8_lossy(&body));
+        let text = String::from_utf8_lossy(&body);
+        assert!(text.contains("serve.max_filters"), "{text}");
+        let (status, _, body) = srv.get(&format!("{base}{}", filters(16)));
+        assert_eq!(status, 200, "{base}: {}", String::from_utf8_lossy(&body));
+        assert!(!body.is_empty());
+    }
+}
+
 #[test]
 fn wayback_cdx_api_json_limits_collapse_resume_and_paging() {
     let (_, db) = corpus();

@@ -6,6 +6,7 @@
 //! layout is documented, versioned, in `schema/README.md`; [`Index::open`] refuses an
 //! index of another schema version or built with other sketch parameters.
 
+pub mod budget;
 pub mod candidates;
 pub mod codec;
 pub mod columns;
@@ -192,6 +193,9 @@ pub enum IndexError {
     /// tidemark itself failed on an input (a bug: a worker panicked on a record).
     #[error("{0}")]
     Failed(String),
+    /// A read stopped by its budget ([`budget`]): its deadline, its rows or its cancel.
+    #[error("{0}")]
+    OverBudget(String),
     /// RocksDB failed.
     #[error("RocksDB: {0}")]
     Db(rocksdb::Error),

@@ -61,6 +61,26 @@ impl Params {
             .collect()
     }
 
+    /// The non-empty `filter` values, at most `max` (`serve.max_filters`): each is
+    /// tried on every capture scanned.
+    pub(crate) fn filters(&self, max: usize) -> Result<Vec<&str>, ApiError> {
+        let all: Vec<&str> = self
+            .all("filter")
+            .into_iter()
+            .filter(|f| !f.is_empty())
+            .collect();
+        if all.len() > max {
+            return Err(ApiError::bad(
+                "filter",
+                format!(
+                    "{} filters given; at most {max} (serve.max_filters)",
+                    all.len()
+                ),
+            ));
+        }
+        Ok(all)
+    }
+
     /// A URL parameter, checked against `serve.max_url_chars`.
     pub(crate) fn url(&self, name: &str, max: usize) -> Result<Option<String>, ApiError> {
         match self.get(name) {
@@ -483,9 +503,9 @@ async fn cdx_answer(
         .or_else(|| params.get("fields"))
         .is_some_and(|f| !f.trim().is_empty());
     let filters = params
-        .all("filter")
+        .filters(state.config.serve.max_filters)
+        .map_err(fix)?
         .into_iter()
-        .filter(|f| !f.is_empty())
         .map(Filter::pywb)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fix)?;

@@ -98,6 +98,15 @@ impl From<IndexError> for ApiError {
                 message: m.clone(),
                 plain: false,
             },
+            // Its time ran out, its client left, or it reads more than allowed: the
+            // server would answer, not this way (503, as for an overloaded server).
+            IndexError::OverBudget(m) => ApiError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                code: "over_budget",
+                parameter: None,
+                message: m.clone(),
+                plain: false,
+            },
             _ => ApiError::internal(e.to_string()),
         }
     }

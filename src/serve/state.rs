@@ -9,6 +9,7 @@ use tokio::sync::Semaphore;
 
 use super::error::ApiError;
 use crate::config::Config;
+use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
 use crate::index::snapshots::{self, Lease};
 use crate::index::{Index, IndexError};
@@ -123,20 +124,41 @@ impl AppState {
     }
 
     /// Runs `f` on a blocking thread over the snapshot served now, once one of the
-    /// `serve.workers` slots is free.
+    /// `serve.workers` slots is free, within the request's budget: the slot is held by
+    /// the work itself, and the work stops at its next index read once the request's
+    /// time is up or nobody awaits it (a timed-out or abandoned request no longer holds
+    /// a worker while its scan runs on).
     pub async fn with_index<T: Send + 'static>(
         self: &Arc<Self>,
         f: impl FnOnce(&Served) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _permit = self.permit().await?;
+        let budget = self.budget();
+        let cancel = budget.canceller();
+        let permit = self.permit().await?;
         let served = self.current().ok_or_else(|| {
             ApiError::unavailable(
                 "no published sweep yet: an ingest publishes one when it completes".into(),
             )
         })?;
-        tokio::task::spawn_blocking(move || f(&served))
-            .await
-            .map_err(|e| ApiError::internal(format!("request failed: {e}")))?
+        let answer = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            budget.run(|| f(&served))
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("request failed: {e}")))?;
+        cancel.disarm();
+        answer
+    }
+
+    /// A budget for a request starting now (`serve.request_timeout_s`,
+    /// `serve.max_scan_rows`).
+    pub fn budget(&self) -> Budget {
+        let timeout = Duration::from_secs(self.config.serve.request_timeout_s);
+        Budget::new(
+            std::time::Instant::now() + timeout,
+            "serve.request_timeout_s",
+            self.config.serve.max_scan_rows,
+        )
     }
 
     /// A worker slot, held until the work (a streaming producer too) finishes.

@@ -61,6 +61,7 @@ pub async fn stream(
     content_type: &'static str,
     produce: impl FnOnce(&Served, &mut Sink) -> Result<(), ApiError> + Send + 'static,
 ) -> Response {
+    let budget = state.budget();
     let permit = match state.permit().await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -73,6 +74,9 @@ pub async fn stream(
     };
     let (tx, mut rx) = mpsc::channel::<Result<Bytes, ApiError>>(8);
     let deadline = Instant::now() + Duration::from_secs(state.config.serve.request_timeout_s);
+    // The producer stops at its next index read once the client is gone (the body,
+    // holding this, is dropped) or the time is up (the budget's deadline).
+    let cancel = budget.canceller();
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let _permit = permit;
@@ -86,13 +90,14 @@ pub async fn stream(
         };
         // A panic (a damaged index the reader did not expect) is an error answer, or a
         // cut connection once bytes are out: never a short body that looks whole.
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| produce(&served, &mut sink)))
-                .unwrap_or_else(|_| {
-                    Err(ApiError::internal(
-                        "the index could not be read here (see the server log)".into(),
-                    ))
-                });
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            budget.run(|| produce(&served, &mut sink))
+        }))
+        .unwrap_or_else(|_| {
+            Err(ApiError::internal(
+                "the index could not be read here (see the server log)".into(),
+            ))
+        });
         match result {
             Ok(()) => {
                 sink.flush();
@@ -110,9 +115,14 @@ pub async fn stream(
         Some(Ok(b)) => b,
     };
     let rest = tokio_stream::wrappers::ReceiverStream::new(rx);
+    // The body holds the canceller: a client that leaves mid-answer stops the producer
+    // even while it finds nothing to send.
     let body = tokio_stream::StreamExt::map(
         tokio_stream::StreamExt::chain(tokio_stream::once(Ok(first)), rest),
-        |r: Result<Bytes, ApiError>| r.map_err(|e| std::io::Error::other(e.message)),
+        move |r: Result<Bytes, ApiError>| {
+            let _held = &cancel;
+            r.map_err(|e| std::io::Error::other(e.message))
+        },
     );
     (
         [(header::CONTENT_TYPE, content_type)],

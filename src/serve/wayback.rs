@@ -65,9 +65,9 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
     let mut sel = selection(&params, state.config.serve.max_url_chars, !json_out)?;
     let fields = field_list(&params, FIELDS, KNOWN).map_err(fix)?;
     let filters = params
-        .all("filter")
+        .filters(state.config.serve.max_filters)
+        .map_err(fix)?
         .into_iter()
-        .filter(|f| !f.is_empty())
         .map(Filter::wayback)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fix)?;

@@ -19,8 +19,19 @@ pub struct Server {
 impl Server {
     /// Starts `tidemark --db DB [extra…] serve --listen 127.0.0.1:0 --json [args…]`.
     pub fn start(db: &Path, extra: &[&str], args: &[&str]) -> Server {
+        Server::start_with_env(db, extra, args, &[])
+    }
+
+    /// The same with environment variables set (the tests' hooks).
+    pub fn start_with_env(
+        db: &Path,
+        extra: &[&str],
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tidemark"));
         cmd.arg("--db").arg(db).args(extra);
+        cmd.envs(env.iter().copied());
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--json"])
             .args(args);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());

@@ -416,6 +416,7 @@ impl<'a, C: Column> Col<'a, C> {
             rocksdb::IteratorMode::From(start, dir)
         };
         for item in self.index.db().iterator_cf_opt(self.handle(), ro, mode) {
+            crate::index::budget::spend()?;
             let (k, v) = item?;
             if !each(&k, &v)? {
                 break;
