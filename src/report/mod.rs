@@ -826,7 +826,9 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let position: HashMap<u32, usize> = all.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     let mut tally = Tally::new(range, lo, opts);
 
-    // One URL at a time: its captures are adjacent in key order.
+    // One URL at a time: its captures are adjacent in key order. A report on one host
+    // reads that host's captures only (its SURT keys share the host's prefix).
+    let prefix = tally.host_filter.clone().unwrap_or_default();
     let mut cur_surt = String::new();
     let mut first_sweep_pos: Option<usize> = None; // position in `all` of its first capture
     let mut states: Vec<Option<State>> = vec![None; range.len()];
@@ -835,35 +837,37 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
         states.iter_mut().for_each(|x| *x = None);
         r
     };
-    index.captures().scan_all(|(key_surt, ts, c)| {
-        if key_surt != cur_surt {
-            if !cur_surt.is_empty() {
-                finish(&cur_surt, first_sweep_pos, &mut states)?;
+    index
+        .captures()
+        .scan_prefix_rows(prefix.as_bytes(), |(key_surt, ts, c)| {
+            if key_surt != cur_surt {
+                if !cur_surt.is_empty() {
+                    finish(&cur_surt, first_sweep_pos, &mut states)?;
+                }
+                cur_surt = key_surt.to_string();
+                first_sweep_pos = None;
             }
-            cur_surt = key_surt.to_string();
-            first_sweep_pos = None;
-        }
-        let p = position.get(&c.sweep).copied();
-        first_sweep_pos = match (first_sweep_pos, p) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let Some(&i) = slot.get(&c.sweep) else {
-            return Ok(true);
-        };
-        let st = match c.status {
-            Some(code) if (300..400).contains(&code) => State::Redirect(c.redirect.clone()),
-            Some(code) if !(200..300).contains(&code) => State::Error,
-            _ => State::Live {
-                doc: c.doc,
-                digest: c.digest.clone(),
-                r_prev: c.r_prev,
-                ts: ts.to_string(),
-            },
-        };
-        states[i] = Some(st);
-        Ok(true)
-    })?;
+            let p = position.get(&c.sweep).copied();
+            first_sweep_pos = match (first_sweep_pos, p) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let Some(&i) = slot.get(&c.sweep) else {
+                return Ok(true);
+            };
+            let st = match c.status {
+                Some(code) if (300..400).contains(&code) => State::Redirect(c.redirect.clone()),
+                Some(code) if !(200..300).contains(&code) => State::Error,
+                _ => State::Live {
+                    doc: c.doc,
+                    digest: c.digest.clone(),
+                    r_prev: c.r_prev,
+                    ts: ts.to_string(),
+                },
+            };
+            states[i] = Some(st);
+            Ok(true)
+        })?;
     if !cur_surt.is_empty() {
         finish(&cur_surt, first_sweep_pos, &mut states)?;
     }

@@ -327,5 +327,13 @@ async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiEr
 #[utoipa::path(get, path = "/api/stats",
     responses((status = 200, description = "as `tidemark stats --json`")))]
 async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
-    state.with_index(|s| to_json(&index_stats(&s.index)?)).await
+    state
+        .with_index(|s| {
+            if let Some(v) = s.stats.get() {
+                return Ok(Json(v.clone()));
+            }
+            let Json(v) = to_json(&index_stats(&s.index)?)?;
+            Ok(Json(s.stats.get_or_init(|| v).clone()))
+        })
+        .await
 }

@@ -28,6 +28,9 @@ pub struct Served {
     pub files: HashMap<(u32, u32), PathBuf>,
     /// What every query over this snapshot shares, read once.
     prepared: Prepared,
+    /// `/api/stats` of this snapshot, made by the first request that asks (a scan of
+    /// every family: the same answer for every request until the next snapshot).
+    pub stats: std::sync::OnceLock<serde_json::Value>,
     _lease: Lease,
 }
 
@@ -45,6 +48,7 @@ impl Served {
             sweeps,
             files,
             prepared,
+            stats: std::sync::OnceLock::new(),
             _lease: lease,
         })
     }
