@@ -548,6 +548,67 @@ fn a_request_out_of_time_stops_its_scan_and_frees_its_worker() {
     );
 }
 
+/// `sort=closest` (read as two walks from the date, one each way) gives exactly the
+/// order of sorting the URL's captures by distance, then timestamp, then key: for
+/// dates at, between, before and after the captures of many URLs.
+#[test]
+fn closest_order_equals_sorting_the_whole_history() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let srv = Server::start(db, &[], &[]);
+    let secs = |ts: &str| {
+        chrono::NaiveDateTime::parse_from_str(ts, "%Y%m%d%H%M%S")
+            .unwrap()
+            .and_utc()
+            .timestamp()
+    };
+    let show = |t: i64| {
+        chrono::DateTime::from_timestamp(t, 0)
+            .unwrap()
+            .format("%Y%m%d%H%M%S")
+            .to_string()
+    };
+    let mut by_url: BTreeMap<&str, Vec<&(String, String, Value)>> = BTreeMap::new();
+    for e in &exp {
+        by_url.entry(e.0.as_str()).or_default().push(e);
+    }
+    let mut checked = 0;
+    for mine in by_url.values().filter(|m| m.len() >= 2).step_by(7).take(40) {
+        let url = mine[0].2["url"].as_str().unwrap();
+        let stamps: Vec<i64> = mine.iter().map(|e| secs(&e.1)).collect();
+        let mut targets = vec![stamps[0] - 86_400, stamps[stamps.len() - 1] + 86_400];
+        for w in stamps.windows(2) {
+            targets.extend([
+                w[0],
+                w[0] + 1,
+                (w[0] + w[1]) / 2,
+                (w[0] + w[1]) / 2 + 1,
+                w[1] - 1,
+            ]);
+        }
+        for t in targets {
+            let target = show(t);
+            let mut want: Vec<&(String, String, Value)> = mine.clone();
+            want.sort_by_key(|e| ((secs(&e.1) - t).abs(), e.1.clone()));
+            let got = cdxj(&srv.text(&format!(
+                "/{}?url={}&closest={target}&sort=closest",
+                coll(),
+                enc(url)
+            )));
+            let key = |e: &(String, String, Value)| {
+                (e.1.clone(), e.2["filename"].clone(), e.2["offset"].clone())
+            };
+            assert_eq!(
+                got.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(|e| key(e)).collect::<Vec<_>>(),
+                "{url} closest={target}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
 /// More `filter`s than `serve.max_filters` are refused, naming the parameter.
 #[test]
 fn too_many_filters_are_refused() {

@@ -184,14 +184,88 @@ impl CaptureRange {
 /// the earlier of two at the same distance first; at most `limit`.
 pub fn closest(index: &Index, url: &str, closest: &str, limit: usize) -> Result<Vec<CaptureRow>> {
     let mut rows = Vec::new();
-    CaptureRange::new(url, MatchType::Exact, None, None).scan(index, false, |_, r| {
-        rows.push(r);
-        Ok(true)
-    })?;
-    let target = seconds(closest);
-    rows.sort_by_key(|r| ((seconds(&r.timestamp) - target).abs(), r.timestamp.clone()));
-    rows.truncate(limit);
+    if limit > 0 {
+        closest_each(index, url, closest, |r| {
+            rows.push(r);
+            Ok(rows.len() < limit)
+        })?;
+    }
     Ok(rows)
+}
+
+/// Calls `each` with the captures of one URL in the order of [`closest`] until it
+/// returns false, reading only as far as it goes: two walks from the date's key, one
+/// forward and one backward, merged by distance (the TimeGate reads two captures, not
+/// the URL's whole history).
+pub fn closest_each(
+    index: &Index,
+    url: &str,
+    closest: &str,
+    mut each: impl FnMut(CaptureRow) -> Result<bool>,
+) -> Result<()> {
+    let prefix = crate::index::columns::captures::url_prefix(&surt(url));
+    let mut target = prefix.clone();
+    target.extend_from_slice(closest.as_bytes());
+    let mut past = prefix.clone();
+    past.push(0xff);
+    let captures = index.captures();
+    let row = |item: Result<(Box<[u8]>, Box<[u8]>)>| -> Result<CaptureRow> {
+        let (k, v) = item?;
+        let (surt, ts, info) = crate::index::columns::captures::row(&k, &v)?;
+        Ok(CaptureRow {
+            surt: surt.to_string(),
+            timestamp: ts.to_string(),
+            info,
+            file: crate::index::columns::captures::file_of_key(&k),
+        })
+    };
+    // At or after the date, in key order; before it, backwards.
+    let mut later = captures.iter_raw(&target, &past, false).map(row).peekable();
+    let mut earlier = captures
+        .iter_raw(&target, &prefix, true)
+        .map(row)
+        .peekable();
+    // Captures of one second before the date, in key order (as the later ones come).
+    let mut group: std::collections::VecDeque<CaptureRow> = Default::default();
+    let target_s = seconds(closest);
+    loop {
+        if group.is_empty() {
+            if let Some(first) = earlier.next().transpose()? {
+                let mut g = vec![first];
+                while matches!(earlier.peek(), Some(Ok(r)) if r.timestamp == g[0].timestamp) {
+                    g.push(earlier.next().transpose()?.expect("peeked"));
+                }
+                g.reverse();
+                group = g.into();
+            }
+        }
+        let after = match later.peek() {
+            Some(Ok(r)) => Some((seconds(&r.timestamp) - target_s).abs()),
+            Some(Err(_)) => return later.next().expect("peeked").map(|_| ()),
+            None => None,
+        };
+        let before = group
+            .front()
+            .map(|r| (target_s - seconds(&r.timestamp)).abs());
+        // At the same distance the earlier capture first: the one before the date.
+        let take_before = match (before, after) {
+            (Some(b), Some(a)) => b <= a,
+            (b, _) => b.is_some(),
+        };
+        let next = if take_before {
+            group.pop_front()
+        } else {
+            later.next().transpose()?
+        };
+        match next {
+            Some(r) => {
+                if !each(r)? {
+                    return Ok(());
+                }
+            }
+            None => return Ok(()),
+        }
+    }
 }
 
 /// The capture a revisit record stands for: of the same URL, with the same payload

@@ -24,7 +24,7 @@ use super::state::{AppState, Served};
 use super::stream::{stream, Sink};
 use crate::index::query::capture_fields;
 use crate::index::unionfind::ClusterIds;
-use crate::query::captures::{closest, pad_timestamp, CaptureRange, MatchType};
+use crate::query::captures::{closest_each, pad_timestamp, CaptureRange, MatchType};
 use crate::query::CaptureRow;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -356,11 +356,13 @@ impl Selection {
                 })?;
             }
             Selection::Closest { url, closest: ts } => {
-                for row in closest(&served.index, url, ts, usize::MAX)? {
-                    if !each(&[], row)? {
-                        break;
+                closest_each(&served.index, url, ts, |row| match each(&[], row) {
+                    Ok(go) => Ok(go),
+                    Err(e) => {
+                        failure = Some(e);
+                        Ok(false)
                     }
-                }
+                })?;
             }
         }
         failure.map_or(Ok(()), Err)

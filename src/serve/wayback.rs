@@ -321,8 +321,15 @@ async fn available(
     let req_url = url.clone();
     let best = state
         .with_index(move |served| {
-            let rows = crate::query::captures::closest(&served.index, &url, &ts, usize::MAX)?;
-            Ok(rows.into_iter().find(|r| r.ok() || r.redirect().is_some()))
+            let mut best = None;
+            crate::query::captures::closest_each(&served.index, &url, &ts, |r| {
+                let found = r.ok() || r.redirect().is_some();
+                if found {
+                    best = Some(r);
+                }
+                Ok(!found)
+            })?;
+            Ok(best)
         })
         .await?;
     Ok(Json(match best {

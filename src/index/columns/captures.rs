@@ -193,7 +193,8 @@ impl Col<'_, Captures> {
     }
 }
 
-fn row<'k>(k: &'k [u8], v: &[u8]) -> Result<Row<'k>> {
+/// A capture as a scan yields it, from its key and value.
+pub(crate) fn row<'k>(k: &'k [u8], v: &[u8]) -> Result<Row<'k>> {
     let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
     let info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
     Ok((s, t, info))

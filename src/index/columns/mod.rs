@@ -425,6 +425,29 @@ impl<'a, C: Column> Col<'a, C> {
         Ok(())
     }
 
+    /// The raw entries [`scan_raw`](Self::scan_raw) calls back with, as an iterator
+    /// (two walks at once: the nearest captures of a date, both ways).
+    pub(crate) fn iter_raw(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + '_ {
+        let mut ro = rocksdb::ReadOptions::default();
+        let dir = if reverse {
+            ro.set_iterate_lower_bound(end.to_vec());
+            rocksdb::Direction::Reverse
+        } else {
+            ro.set_iterate_upper_bound(end.to_vec());
+            rocksdb::Direction::Forward
+        };
+        let mode = rocksdb::IteratorMode::From(start, dir);
+        (self.index.db().iterator_cf_opt(self.handle(), ro, mode)).map(|item| {
+            crate::index::budget::spend()?;
+            Ok(item?)
+        })
+    }
+
     /// Whether the family holds no entry.
     pub fn is_empty(&self) -> bool {
         let mut ro = rocksdb::ReadOptions::default();
