@@ -711,39 +711,66 @@ fn wayback_cdx_api_json_limits_collapse_resume_and_paging() {
             .count()
     );
 
-    // Resume keys: pages of 10 joined are the whole answer.
-    let mut got: Vec<String> = Vec::new();
-    let mut resume = String::new();
-    for _ in 0..1000 {
-        let body = srv.text(&format!(
-            "/cdx/search/cdx?url={}&fl=urlkey,timestamp&limit=10&showResumeKey=true{}",
-            enc(&format!("{host}/*")),
-            if resume.is_empty() {
-                String::new()
-            } else {
-                format!("&resumeKey={}", enc(&resume))
-            }
-        ));
-        let (lines, key) = match body.split_once("\n\n") {
-            Some((l, k)) => (l.to_string() + "\n", k.trim().to_string()),
-            None => (body.clone(), String::new()),
-        };
-        got.extend(lines.lines().map(|l| l.to_string()));
-        if key.is_empty() {
-            break;
-        }
-        resume = key;
-    }
+    // Resume keys: pages of 10, and of 300 (streamed in chunks of 256 rows, the last
+    // held back for its key), joined are the whole answer; with no limit, no key.
     let all: Vec<String> = want.iter().map(|w| format!("{} {}", w.0, w.1)).collect();
-    assert_eq!(got, all);
-    // JSON: the key as the last row after an empty one.
-    let j: Value = srv.json(&format!(
-        "/cdx/search/cdx?url={}&output=json&limit=5&showResumeKey=true",
+    assert!(all.len() > 300, "{}", all.len());
+    for (limit, pages) in [
+        ("&limit=10", all.len().div_ceil(10)),
+        ("&limit=300", 2),
+        ("", 1),
+    ] {
+        let mut got: Vec<String> = Vec::new();
+        let mut resume = String::new();
+        let mut asked = 0;
+        for _ in 0..1000 {
+            asked += 1;
+            let body = srv.text(&format!(
+                "/cdx/search/cdx?url={}&fl=urlkey,timestamp{limit}&showResumeKey=true{}",
+                enc(&format!("{host}/*")),
+                if resume.is_empty() {
+                    String::new()
+                } else {
+                    format!("&resumeKey={}", enc(&resume))
+                }
+            ));
+            let (lines, key) = match body.split_once("\n\n") {
+                Some((l, k)) => (l.to_string() + "\n", k.trim().to_string()),
+                None => (body.clone(), String::new()),
+            };
+            got.extend(lines.lines().map(|l| l.to_string()));
+            if key.is_empty() {
+                break;
+            }
+            resume = key;
+        }
+        assert_eq!(got, all, "{limit}");
+        assert!(
+            asked == pages || asked == pages + 1,
+            "{limit}: {asked} requests"
+        );
+    }
+    // A limit over one streamed chunk (256 rows) is still the limit.
+    let first300 = srv.text(&format!(
+        "/cdx/search/cdx?url={}&fl=urlkey,timestamp&limit=300",
         enc(&format!("{host}/*"))
     ));
-    let j = j.as_array().unwrap();
-    assert_eq!(j.len(), 1 + 5 + 2);
-    assert_eq!(j[6], serde_json::json!([]));
+    assert_eq!(first300.lines().collect::<Vec<_>>(), all[..300].to_vec());
+    // JSON: the key as the last row after an empty one.
+    for n in [5, 300] {
+        let j: Value = srv.json(&format!(
+            "/cdx/search/cdx?url={}&output=json&limit={n}&showResumeKey=true&fl=urlkey,timestamp",
+            enc(&format!("{host}/*"))
+        ));
+        let j = j.as_array().unwrap();
+        assert_eq!(j.len(), 1 + n + 2);
+        assert_eq!(j[n + 1], serde_json::json!([]));
+        let rows: Vec<String> = j[1..=n]
+            .iter()
+            .map(|r| format!("{} {}", r[0].as_str().unwrap(), r[1].as_str().unwrap()))
+            .collect();
+        assert_eq!(rows, all[..n].to_vec());
+    }
 
     // Pages: showNumPages, then each page; past the last, an empty body.
     let pages: usize = srv

@@ -168,6 +168,7 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
         let mut kept: VecDeque<(Vec<u8>, Fields)> = VecDeque::new();
         let mut last: Option<Vec<Option<String>>> = None;
         let mut more = false;
+        let mut taken = 0u64;
         let mut rows: Vec<(Vec<u8>, Fields)> = Vec::new();
         sel.scan(served, |key, row| {
             let f = Fields::new(row, &mut clusters)?;
@@ -197,24 +198,29 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
                 return Ok(true);
             }
             if let Some(n) = tail {
-                kept.push_front((key.to_vec(), f));
-                if kept.len() as u64 > n {
-                    kept.pop_front();
+                // Read backwards: the first N met are the last N; the scan ends there.
+                if (kept.len() as u64) < n {
+                    kept.push_front((key.to_vec(), f));
                 }
-                return Ok(true);
+                return Ok((kept.len() as u64) < n);
             }
             if matched <= skip {
                 return Ok(true);
             }
-            if rows.len() as u64 >= take {
+            // Rows taken so far, not those still held: held ones go out every 256.
+            if taken >= take {
                 more = true;
                 return Ok(false);
             }
+            taken += 1;
             rows.push((key.to_vec(), f));
-            // Stream as we go unless a resume key has to follow the last row.
-            if !show_resume && rows.len() >= 256 {
+            // Stream as we go; a resume key follows the last row, so that one is held
+            // back (all rows were, before: a whole host in memory).
+            if rows.len() >= 256 {
+                let last = if show_resume { rows.pop() } else { None };
                 let out = render(&rows, &fields, json_out, sink.written > 0);
                 rows.clear();
+                rows.extend(last);
                 return Ok(sink.write(out.as_bytes()));
             }
             Ok(true)
