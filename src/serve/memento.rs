@@ -27,6 +27,7 @@ use serde_json::json;
 use super::cdx::{base_url, check_collection};
 use super::error::ApiError;
 use super::state::{AppState, Served};
+use super::stream::stream;
 use crate::query::captures::{closest, revisited, CaptureRange, MatchType};
 use crate::query::CaptureRow;
 use crate::read::{parse_response, RecordReader};
@@ -73,16 +74,42 @@ fn url_after(uri: &axum::http::Uri, prefix: &str, max: usize) -> Result<String, 
     Ok(url)
 }
 
-/// Every capture of one URL, oldest first, one per timestamp.
-fn mementos(served: &Served, url: &str) -> Result<Vec<CaptureRow>, ApiError> {
-    let mut rows: Vec<CaptureRow> = Vec::new();
+/// The first and the last memento of one URL (one per timestamp: the first capture of
+/// a second), by three seeks, not by reading its history.
+fn ends(served: &Served, url: &str) -> Result<Option<(CaptureRow, CaptureRow)>, ApiError> {
+    let one = |range: CaptureRange, reverse: bool| -> Result<Option<CaptureRow>, ApiError> {
+        let mut found = None;
+        range.scan(&served.index, reverse, |_, r| {
+            found = Some(r);
+            Ok(false)
+        })?;
+        Ok(found)
+    };
+    let all = CaptureRange::new(url, MatchType::Exact, None, None);
+    let (Some(first), Some(newest)) = (one(all.clone(), false)?, one(all, true)?) else {
+        return Ok(None);
+    };
+    let of_second = CaptureRange::new(url, MatchType::Exact, Some(newest.timestamp.clone()), None);
+    let last = one(of_second, false)?.unwrap_or(newest);
+    Ok(Some((first, last)))
+}
+
+/// Calls `each` with every memento of one URL, oldest first, one per timestamp, until
+/// it returns false.
+fn each_memento(
+    served: &Served,
+    url: &str,
+    mut each: impl FnMut(&CaptureRow) -> bool,
+) -> Result<(), ApiError> {
+    let mut last_ts = String::new();
     CaptureRange::new(url, MatchType::Exact, None, None).scan(&served.index, false, |_, r| {
-        if rows.last().map(|l| &l.timestamp) != Some(&r.timestamp) {
-            rows.push(r);
+        if r.timestamp == last_ts {
+            return Ok(true);
         }
-        Ok(true)
+        last_ts = r.timestamp.clone();
+        Ok(each(&r))
     })?;
-    Ok(rows)
+    Ok(())
 }
 
 struct Links {
@@ -116,21 +143,85 @@ fn no_captures(url: &str) -> ApiError {
     ApiError::not_found("url", format!("{url} was never captured"))
 }
 
-/// The URL after `prefix`, the links of this server, and the URL's mementos (at least one).
+/// A TimeMap streamed from the index (a URL's history is never held in memory): `head`
+/// and `tail` around the mementos, each written by `entry` (with whether it is the
+/// first and the last), `sep` between two.
 async fn timemap(
     state: &Arc<AppState>,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
-    prefix: &str,
-) -> Result<(String, Links, Vec<CaptureRow>), ApiError> {
-    let url = url_after(uri, prefix, state.config.serve.max_url_chars)?;
+    kind: &'static str,
+    content_type: &'static str,
+) -> Result<Response, ApiError> {
+    let url = url_after(
+        uri,
+        &format!("/timemap/{kind}/"),
+        state.config.serve.max_url_chars,
+    )?;
     let l = links(state, headers);
-    let u = url.clone();
-    let rows = state.with_index(move |s| mementos(s, &u)).await?;
-    if rows.is_empty() {
-        return Err(no_captures(&url));
-    }
-    Ok((url, l, rows))
+    Ok(stream(state, content_type, move |served, sink| {
+        let Some((first, last)) = ends(served, &url)? else {
+            return Err(no_captures(&url));
+        };
+        let json = kind == "json";
+        let entry = |r: &CaptureRow| -> String {
+            if json {
+                json!({"datetime": crate::query::iso_date(&r.timestamp), "uri": l.memento(r)})
+                    .to_string()
+            } else {
+                let rel = match (r.timestamp == first.timestamp, r.timestamp == last.timestamp) {
+                    (true, true) => "first last memento",
+                    (true, false) => "first memento",
+                    (false, true) => "last memento",
+                    (false, false) => "memento",
+                };
+                format!(
+                    ",\n<{}>; rel=\"{rel}\"; datetime=\"{}\"",
+                    l.memento(r),
+                    http_date(&r.timestamp)
+                )
+            }
+        };
+        let (head, tail) = if json {
+            (
+                format!(
+                    "{{\"mementos\":{{\"first\":{},\"last\":{},\"list\":[",
+                    entry(&first),
+                    entry(&last)
+                ),
+                format!(
+                    "]}},\"original_uri\":{},\"timegate_uri\":{},\"timemap_uri\":{}}}",
+                    json!(url),
+                    json!(l.timegate(&url)),
+                    json!({"json_format": l.timemap(&url, "json"), "link_format": l.timemap(&url, "link")})
+                ),
+            )
+        } else {
+            (
+                format!(
+                    "<{url}>; rel=\"original\",\n<{}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n<{}>; rel=\"timegate\"",
+                    l.timemap(&url, "link"),
+                    http_date(&first.timestamp),
+                    http_date(&last.timestamp),
+                    l.timegate(&url)
+                ),
+                "\n".to_string(),
+            )
+        };
+        let mut open = sink.write(head.as_bytes());
+        let mut n = 0u64;
+        each_memento(served, &url, |r| {
+            if json && n > 0 {
+                open = sink.write(b",");
+            }
+            n += 1;
+            open = open && sink.write(entry(r).as_bytes());
+            open
+        })?;
+        sink.write(tail.as_bytes());
+        Ok(())
+    })
+    .await)
 }
 
 async fn timemap_link(
@@ -138,30 +229,7 @@ async fn timemap_link(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (url, l, rows) = timemap(&state, &uri, &headers, "/timemap/link/").await?;
-    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
-    let mut out = format!(
-        "<{url}>; rel=\"original\",\n<{}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n<{}>; rel=\"timegate\"",
-        l.timemap(&url, "link"),
-        http_date(&first.timestamp),
-        http_date(&last.timestamp),
-        l.timegate(&url)
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let rel = match (i == 0, i + 1 == rows.len()) {
-            (true, true) => "first last memento",
-            (true, false) => "first memento",
-            (false, true) => "last memento",
-            (false, false) => "memento",
-        };
-        out.push_str(&format!(
-            ",\n<{}>; rel=\"{rel}\"; datetime=\"{}\"",
-            l.memento(r),
-            http_date(&r.timestamp)
-        ));
-    }
-    out.push('\n');
-    Ok(([(header::CONTENT_TYPE, "application/link-format")], out).into_response())
+    timemap(&state, &uri, &headers, "link", "application/link-format").await
 }
 
 async fn timemap_json(
@@ -169,20 +237,7 @@ async fn timemap_json(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (url, l, rows) = timemap(&state, &uri, &headers, "/timemap/json/").await?;
-    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
-    let entry = |r: &CaptureRow| json!({"datetime": crate::query::iso_date(&r.timestamp), "uri": l.memento(r)});
-    let body = json!({
-        "original_uri": url,
-        "timegate_uri": l.timegate(&url),
-        "timemap_uri": {"link_format": l.timemap(&url, "link"), "json_format": l.timemap(&url, "json")},
-        "mementos": {
-            "first": entry(first),
-            "last": entry(last),
-            "list": rows.iter().map(entry).collect::<Vec<_>>(),
-        }
-    });
-    Ok(axum::Json(body).into_response())
+    timemap(&state, &uri, &headers, "json", "application/json").await
 }
 
 async fn timegate(
@@ -213,16 +268,17 @@ async fn timegate(
     };
     let l = links(&state, &headers);
     let u = url.clone();
-    let (rows, best) = state
+    let (ends, best) = state
         .with_index(move |s| {
-            let rows = mementos(s, &u)?;
+            let ends = ends(s, &u)?;
             let best = closest(&s.index, &u, &wanted, 1)?.into_iter().next();
-            Ok((rows, best))
+            Ok((ends, best))
         })
         .await?;
-    let (Some(first), Some(last), Some(best)) = (rows.first(), rows.last(), best) else {
+    let (Some((first, last)), Some(best)) = (ends, best) else {
         return Err(no_captures(&url));
     };
+    let (first, last) = (&first, &last);
     let link = format!(
         "<{url}>; rel=\"original\", <{}>; rel=\"timemap\"; type=\"application/link-format\", <{}>; rel=\"first memento\"; datetime=\"{}\", <{}>; rel=\"last memento\"; datetime=\"{}\"",
         l.timemap(&url, "link"),
