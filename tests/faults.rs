@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{generate, sweep_files, tidemark};
+use common::{generate, sweep_files, tidemark, tidemark_ok};
 
 fn ingest(db: &Path, label: &str, dir: &Path) -> std::process::Output {
     tidemark(&[
@@ -165,15 +165,8 @@ fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes()
         assert!(named, "--threads {threads}: no file and offset in: {err}");
         assert!(err.contains("failing on"), "{err}");
         // Resumed without the fault: the clean run's index.
-        let out = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let argv: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+        tidemark_ok(&argv);
         assert!(
             export(&db) == reference,
             "--threads {threads}: resumed index differs"
