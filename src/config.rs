@@ -57,6 +57,9 @@ pub struct ServeConfig {
     pub max_filters: usize,
     /// Milliseconds between looks for a newly published sweep.
     pub poll_ms: u64,
+    /// Scheme, host and path prefix of absolute links (`https://archive.example.org`);
+    /// empty: `http://` and the request's `Host` header.
+    pub public_url: String,
 }
 
 /// `[report]`
@@ -227,6 +230,15 @@ impl Config {
             return Err(format!(
                 "serve.collection must be letters, digits, '-' or '_', not {:?}",
                 v.collection
+            ));
+        }
+        let public = &v.public_url;
+        if !public.is_empty()
+            && (!(public.starts_with("http://") || public.starts_with("https://"))
+                || public.contains(['?', '#', ' ']))
+        {
+            return Err(format!(
+                "serve.public_url must be empty or an http:// or https:// URL without query, like \"https://archive.example.org\", not {public:?}"
             ));
         }
         if self.ingest.record_cap < 1024 {

@@ -609,6 +609,61 @@ fn closest_order_equals_sorting_the_whole_history() {
     assert!(checked > 100, "{checked}");
 }
 
+/// With `serve.public_url` set, every absolute link starts with it, whatever `Host` the
+/// client sends (behind a TLS proxy the client's `Host` and `http://` were wrong); a
+/// value that is not an http(s) URL is refused at start.
+#[test]
+fn absolute_links_use_the_public_url() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let url = exp[0].2["url"].as_str().unwrap().to_string();
+    let dir = db.parent().unwrap();
+    let cfg = dir.join("public-url.toml");
+    std::fs::write(
+        &cfg,
+        "[serve]\npublic_url = \"https://archive.example.org/wb/\"\n",
+    )
+    .unwrap();
+    let srv = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let spoof = [("Host", "evil.example")];
+    let public = "https://archive.example.org/wb/";
+    let (status, hs, _) = no_follow(&format!("{}/timegate/{url}", srv.base), &spoof);
+    assert_eq!(status, 302);
+    let location = header(&hs, "location").unwrap();
+    assert!(
+        location.starts_with(&format!("{public}tidemark/")),
+        "{location}"
+    );
+    let link = header(&hs, "link").unwrap();
+    assert!(link.contains(&format!("<{public}timemap/link/")), "{link}");
+    for path in [
+        format!("/timemap/link/{url}"),
+        format!("/timemap/json/{url}"),
+        format!("/wayback/available?url={}", enc(&url)),
+        format!("/{}?url={}&output=link", coll(), enc(&url)),
+    ] {
+        let (status, _, body) = no_follow(&format!("{}{path}", srv.base), &spoof);
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body.contains(public), "{path}: {body}");
+        assert!(
+            !body.contains("evil.example") && !body.contains("http://127.0.0.1"),
+            "{path}: {body}"
+        );
+    }
+    let bad = dir.join("public-url-bad.toml");
+    std::fs::write(&bad, "[serve]\npublic_url = \"archive.example.org\"\n").unwrap();
+    let out = tidemark(&[
+        "--db",
+        db.to_str().unwrap(),
+        "--config",
+        bad.to_str().unwrap(),
+        "serve",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("serve.public_url"));
+}
+
 /// More `filter`s than `serve.max_filters` are refused, naming the parameter.
 #[test]
 fn too_many_filters_are_refused() {

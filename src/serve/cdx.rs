@@ -450,8 +450,13 @@ pub(crate) fn check_collection(state: &AppState, coll: &str, plain: bool) -> Res
     Err(if plain { e.plain() } else { e })
 }
 
-/// `http://host:port` of this server as the client reached it.
-pub(crate) fn base_url(headers: &HeaderMap) -> String {
+/// The address absolute links start with: `serve.public_url` when set (behind a TLS
+/// proxy, or to not let the client choose it), else `http://` and the request's `Host`.
+pub(crate) fn base_url(state: &AppState, headers: &HeaderMap) -> String {
+    let public = state.config.serve.public_url.trim_end_matches('/');
+    if !public.is_empty() {
+        return public.to_string();
+    }
     let host = headers
         .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
@@ -511,7 +516,7 @@ async fn cdx_answer(
         .map(Filter::pywb)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fix)?;
-    let base = base_url(&headers);
+    let base = base_url(&state, &headers);
     let content_type = match output {
         Output::Cdxj => "text/x-cdxj; charset=utf-8",
         Output::Json => "application/x-ndjson",

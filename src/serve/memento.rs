@@ -134,7 +134,7 @@ impl Links {
 
 fn links(state: &AppState, headers: &HeaderMap) -> Links {
     Links {
-        base: base_url(headers),
+        base: base_url(state, headers),
         coll: state.config.serve.collection.clone(),
     }
 }

@@ -321,7 +321,7 @@ async fn available(
     };
     let prefix = format!(
         "{}/{}",
-        super::cdx::base_url(&headers),
+        super::cdx::base_url(&state, &headers),
         state.config.serve.collection
     );
     let req_url = url.clone();
