@@ -1552,6 +1552,91 @@ fn surt_keys_agree_with_pythons_surt_except_where_the_readme_says() {
     }
 }
 
+/// `tidemark acl check` picks the rule pywb's own access checker picks, for every URL
+/// and user of a table, from one `.aclj` file (sorted in reverse, as pywb's
+/// `wb-manager acl` writes it and its binary search needs).
+#[test]
+fn acl_check_picks_the_rule_pywb_picks() {
+    let Some(py) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut rules = vec![
+        r#"org, - {"access": "block"}"#,
+        r#"com,example)/open/x### - {"access": "block"}"#,
+        r#"com,example)/open - {"access": "allow"}"#,
+        r#"com,example)/ - {"access": "exclude", "url": "http://example.com/"}"#,
+        r#"com,example)/ - {"access": "allow", "user": "staff"}"#,
+        r#"com,example)/news - {"access": "allow", "user": "staff"}"#,
+        r#"com,example)/news/embargoed - {"access": "exclude", "user": "guest"}"#,
+        r#"com,example,blog) - {"access": "block"}"#,
+        r#"com,example,blog)/public - {"access": "allow_ignore_embargo"}"#,
+        r#"net,plo2)/nack/fio-53.html### - {"access": "exclude"}"#,
+    ];
+    rules.sort();
+    rules.reverse();
+    let file = dir.path().join("rules.aclj");
+    std::fs::write(&file, rules.join("\n") + "\n").unwrap();
+    let urls = [
+        "http://example.com/",
+        "http://example.com/secret",
+        "https://www.example.com/open",
+        "https://www.example.com/open/x",
+        "https://www.example.com/open/xy",
+        "http://example.com/news/1",
+        "http://example.com/news/embargoed/2",
+        "http://blog.example.com/",
+        "http://blog.example.com/public/a",
+        "http://example.org/a",
+        "http://wiki.org/",
+        "http://plo2.net/nack/fio-53.html",
+        "http://plo2.net/nack/fio-53.html?x=1",
+        "http://other.net/",
+    ];
+    let users = ["", "staff", "guest"];
+    let theirs = run_python(
+        &py,
+        "import sys\nfrom pywb.warcserver.access_checker import AccessChecker\nac = AccessChecker(sys.argv[1])\nfor u in sys.argv[2:]:\n    url, user = u.split(' ')\n    print(ac.find_access_rule(url, acl_user=user or None).get('access'))",
+        &std::iter::once(file.to_str().unwrap().to_string())
+            .chain(urls.iter().flat_map(|u| users.iter().map(move |w| format!("{u} {w}"))))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>(),
+        dir.path(),
+    );
+    let mut theirs = theirs.lines();
+    let mut differ = Vec::new();
+    for url in urls {
+        for user in users {
+            let mut args = vec![
+                "acl",
+                "check",
+                url,
+                "--acl",
+                file.to_str().unwrap(),
+                "--json",
+            ];
+            if !user.is_empty() {
+                args.extend(["--user", user]);
+            }
+            let out = tidemark(&args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let want = theirs.next().unwrap();
+            if v["access"] != want {
+                differ.push(format!(
+                    "{url} user {user:?}: tidemark {} pywb {want}",
+                    v["access"]
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
 fn run_python(py: &str, script: &str, args: &[&str], cwd: &Path) -> String {
     let out = Command::new(py)
         .arg("-c")

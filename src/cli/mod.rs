@@ -1,6 +1,7 @@
 //! Argument parsing and dispatch. Exit codes: 0 success; 1 input damage or a failed
 //! operation (everything readable was still reported); 2 bad arguments or configuration.
 
+mod acl_cmd;
 mod demo;
 mod index_cmds;
 mod inputs;
@@ -104,6 +105,10 @@ pub enum Command {
         after_help = "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM); 1 the address cannot be bound or the index cannot be read; 2 bad arguments, or no index at --db."
     )]
     Serve(serve_cmd::Args),
+    /// Access rules in pywb's .aclj format: `acl check URL --acl FILE` says which rule
+    /// applies (the service does not apply them yet).
+    #[command(subcommand)]
+    Acl(acl_cmd::Command),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -158,6 +163,7 @@ pub fn run() -> ExitCode {
         Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
         Command::Report(a) => report_cmd::run(&globals, a),
         Command::Serve(a) => serve_cmd::run(&globals, a),
+        Command::Acl(c) => acl_cmd::run(c),
         Command::Demo(a) => demo::run(&globals, a),
     };
     match result {

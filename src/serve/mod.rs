@@ -16,6 +16,7 @@
 //! of one. Handlers hold no index logic: they parse parameters into the library's calls
 //! ([`crate::query`], [`crate::report`]) and write what those return.
 
+pub mod acl;
 pub mod api;
 pub mod cdx;
 mod error;

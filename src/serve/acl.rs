@@ -1,0 +1,256 @@
+//! Access rules in pywb's `.aclj` format, read as they are, so an archive's existing
+//! files work unchanged: one rule a line, `SURT - {"access": …, "user": …, "url": …}`,
+//! `SURT###` for an exact URL, `*,` for every URL. `access` is `allow`, `block` (the
+//! capture is listed, its replay refused), `exclude` (the capture does not exist for any
+//! answer) or `allow_ignore_embargo`.
+//!
+//! Which rule applies is pywb's (2.9.1, `AccessChecker.find_access_rule`): among the
+//! rules whose key is the URL's key with `###`, a prefix of the URL's key, or `*,`, the
+//! greatest key in byte order — the exact rule, then the longest prefix, `*,` last; of
+//! that key's rules, the one of the request's user, else the one without a user; a key
+//! whose rules are all other users' is passed over for the next.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// What a rule does to a capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Listed and replayed.
+    Allow,
+    /// Listed; replay refused (403).
+    Block,
+    /// As if never captured.
+    Exclude,
+    /// Allowed, embargoes notwithstanding.
+    AllowIgnoreEmbargo,
+}
+
+impl Access {
+    /// The name pywb gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Allow => "allow",
+            Access::Block => "block",
+            Access::Exclude => "exclude",
+            Access::AllowIgnoreEmbargo => "allow_ignore_embargo",
+        }
+    }
+}
+
+/// One rule, where it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// The key as written (`com,example)/`, `com,example)/a###`, `*,`).
+    pub key: String,
+    /// What it does.
+    pub access: Access,
+    /// The user it is for, if any.
+    pub user: Option<String>,
+    /// The URL it was made from, if the file says.
+    pub url: Option<String>,
+    /// The file and line (1-based) it is on.
+    pub file: PathBuf,
+    /// See `file`.
+    pub line: usize,
+}
+
+#[derive(Deserialize)]
+struct RuleJson {
+    access: Access,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+}
+
+/// The rules of some `.aclj` files.
+#[derive(Debug, Clone, Default)]
+pub struct Acl {
+    /// By key, greatest first; a key's rules in file order.
+    rules: Vec<Rule>,
+}
+
+/// The suffix of an exact rule's key.
+pub const EXACT: &str = "###";
+
+impl Acl {
+    /// Reads `.aclj` files (a folder: its `.aclj` files, by name). Blank lines and lines
+    /// starting with `#` are skipped; any other line that is not a rule is an error
+    /// naming the file and line.
+    pub fn load(paths: &[PathBuf]) -> Result<Acl, String> {
+        let mut rules = Vec::new();
+        for path in paths {
+            if path.is_dir() {
+                let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "aclj"))
+                    .collect();
+                files.sort();
+                for f in files {
+                    read_file(&f, &mut rules)?;
+                }
+            } else {
+                read_file(path, &mut rules)?;
+            }
+        }
+        // Greatest key first (pywb walks its files in reverse key order); stable, so a
+        // key's rules keep their order.
+        rules.sort_by(|a: &Rule, b: &Rule| b.key.as_bytes().cmp(a.key.as_bytes()));
+        Ok(Acl { rules })
+    }
+
+    /// Rules loaded.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether no rule was loaded.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The rule that applies to a capture of SURT key `key` for `user` (none: the
+    /// default applies).
+    pub fn rule_for(&self, key: &str, user: Option<&str>) -> Option<&Rule> {
+        let matches = |r: &Rule| {
+            r.key == "*,"
+                || match r.key.strip_suffix(EXACT) {
+                    Some(exact) => exact == key,
+                    None => key.starts_with(&r.key),
+                }
+        };
+        let mut fallback: Option<&Rule> = None;
+        let mut i = 0;
+        while i < self.rules.len() {
+            let k = &self.rules[i].key;
+            let end = i + self.rules[i..].iter().take_while(|r| &r.key == k).count();
+            if matches(&self.rules[i]) {
+                for r in &self.rules[i..end] {
+                    if r.user.as_deref() == user {
+                        return Some(r);
+                    }
+                    if r.user.is_none() && fallback.is_none() {
+                        fallback = Some(r);
+                    }
+                }
+                if fallback.is_some() {
+                    return fallback;
+                }
+            }
+            i = end;
+        }
+        None
+    }
+}
+
+fn read_file(path: &Path, rules: &mut Vec<Rule>) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let at = || format!("{}: line {}", path.display(), n + 1);
+        let (key, rest) = line
+            .split_once(' ')
+            .ok_or_else(|| format!("{}: expected `SURT - {{\"access\": …}}`", at()))?;
+        let json = rest
+            .trim_start()
+            .strip_prefix('-')
+            .map(str::trim_start)
+            .filter(|j| j.starts_with('{'))
+            .ok_or_else(|| format!("{}: expected `-` and a JSON object after the key", at()))?;
+        let r: RuleJson = serde_json::from_str(json).map_err(|e| {
+            format!(
+                "{}: {e} (access must be allow, block, exclude or allow_ignore_embargo)",
+                at()
+            )
+        })?;
+        rules.push(Rule {
+            key: key.to_string(),
+            access: r.access,
+            user: r.user,
+            url: r.url,
+            file: path.to_path_buf(),
+            line: n + 1,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acl(text: &str) -> Acl {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rules.aclj");
+        std::fs::write(&p, text).unwrap();
+        Acl::load(&[p]).unwrap()
+    }
+
+    fn access(a: &Acl, key: &str, user: Option<&str>) -> Option<&'static str> {
+        a.rule_for(key, user).map(|r| r.access.name())
+    }
+
+    #[test]
+    fn the_exact_rule_then_the_longest_prefix_then_the_catch_all() {
+        let a = acl(concat!(
+            "*, - {\"access\": \"allow\"}\n",
+            "com,example)/ - {\"access\": \"exclude\", \"url\": \"http://example.com/\"}\n",
+            "com,example)/open - {\"access\": \"allow\"}\n",
+            "com,example)/open/x### - {\"access\": \"block\"}\n",
+            "# a comment\n\n",
+            "org, - {\"access\": \"block\"}\n",
+        ));
+        assert_eq!(access(&a, "com,example)/secret", None), Some("exclude"));
+        assert_eq!(access(&a, "com,example)/open/page", None), Some("allow"));
+        assert_eq!(access(&a, "com,example)/open/x", None), Some("block"));
+        assert_eq!(access(&a, "com,example)/open/xy", None), Some("allow"));
+        assert_eq!(access(&a, "org,wiki)/", None), Some("block"));
+        assert_eq!(access(&a, "net,other)/", None), Some("allow"));
+        // The host without a path is not under `com,example)/`.
+        assert_eq!(access(&a, "com,example)", None), Some("allow"));
+        assert_eq!(a.rule_for("com,example)/a", None).unwrap().line, 2);
+    }
+
+    #[test]
+    fn a_users_rule_first_else_the_rule_without_a_user() {
+        let a = acl(concat!(
+            "com,example)/ - {\"access\": \"exclude\"}\n",
+            "com,example)/ - {\"access\": \"allow\", \"user\": \"staff\"}\n",
+            "com,example)/news - {\"access\": \"allow\", \"user\": \"staff\"}\n",
+        ));
+        assert_eq!(access(&a, "com,example)/x", None), Some("exclude"));
+        assert_eq!(access(&a, "com,example)/x", Some("staff")), Some("allow"));
+        assert_eq!(access(&a, "com,example)/x", Some("guest")), Some("exclude"));
+        // A key with only another user's rule is passed over.
+        assert_eq!(access(&a, "com,example)/news/1", None), Some("exclude"));
+        assert_eq!(
+            access(&a, "com,example)/news/1", Some("staff")),
+            Some("allow")
+        );
+        assert_eq!(access(&a, "org,other)/", None), None);
+    }
+
+    #[test]
+    fn a_bad_line_is_an_error_naming_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.aclj");
+        std::fs::write(
+            &p,
+            "com,a)/ - {\"access\": \"allow\"}\ncom,b)/ - {\"access\": \"hide\"}\n",
+        )
+        .unwrap();
+        let e = Acl::load(std::slice::from_ref(&p)).unwrap_err();
+        assert!(e.contains("bad.aclj: line 2"), "{e}");
+        std::fs::write(&p, "com,a)/\n").unwrap();
+        assert!(Acl::load(std::slice::from_ref(&p))
+            .unwrap_err()
+            .contains("line 1"));
+    }
+}
