@@ -55,6 +55,9 @@ pub struct ServeConfig {
     pub max_scan_rows: u64,
     /// `filter` parameters one CDX query may give.
     pub max_filters: usize,
+    /// Bytes of one archived record read back for replay (held whole): a larger one is
+    /// refused with a message, not served cut short.
+    pub max_replay_bytes: usize,
     /// Milliseconds between looks for a newly published sweep.
     pub poll_ms: u64,
     /// Scheme, host and path prefix of absolute links (`https://archive.example.org`);
@@ -217,9 +220,10 @@ impl Config {
             || v.request_timeout_s == 0
             || v.max_url_chars == 0
             || v.max_filters == 0
+            || v.max_replay_bytes == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_url_chars, max_filters and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

@@ -664,6 +664,36 @@ fn absolute_links_use_the_public_url() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("serve.public_url"));
 }
 
+/// A record over `serve.max_replay_bytes` is refused with a message naming the setting
+/// and the record, never served cut short as a complete 200.
+#[test]
+fn a_record_over_the_replay_cap_is_refused_not_cut_short() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let big = exp
+        .iter()
+        .find(|e| {
+            e.2["status"] == "200" && e.2["length"].as_str().unwrap().parse::<u64>().unwrap() > 2000
+        })
+        .unwrap();
+    let url = big.2["url"].as_str().unwrap();
+    let path = format!("/{}/{}id_/{url}", coll(), big.1);
+    let cfg = db.parent().unwrap().join("replay-cap.toml");
+    std::fs::write(&cfg, "[serve]\nmax_replay_bytes = 1000\n").unwrap();
+    let srv = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let (status, _, body) = srv.get(&path);
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(status, 507, "{body}");
+    assert!(
+        body.contains("serve.max_replay_bytes") && body.contains("offset"),
+        "{body}"
+    );
+    let srv = Server::start(db, &[], &[]);
+    let (status, _, body) = srv.get(&path);
+    assert_eq!(status, 200);
+    assert!(body.len() > 1000);
+}
+
 /// More `filter`s than `serve.max_filters` are refused, naming the parameter.
 #[test]
 fn too_many_filters_are_refused() {

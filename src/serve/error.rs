@@ -69,6 +69,17 @@ impl ApiError {
         }
     }
 
+    /// An archived record larger than the server reads for replay.
+    pub fn too_large(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::INSUFFICIENT_STORAGE,
+            code: "over_replay_cap",
+            parameter: None,
+            message,
+            plain: false,
+        }
+    }
+
     /// The server's fault.
     pub fn internal(message: String) -> ApiError {
         ApiError {

@@ -415,9 +415,6 @@ struct Archived {
     timestamp: String,
 }
 
-/// Bytes of one record read back for replay (the payload is held whole).
-const REPLAY_CAP: usize = 256 << 20;
-
 /// Reads a capture's payload; a revisit's from the capture it revisits.
 fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived, ApiError> {
     let source = if row.info.kind == "revisit" {
@@ -440,14 +437,30 @@ fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived,
             format!("the WARC file {name} of this capture is no longer where it was ingested from; add its folder to serve.archive_paths"),
         )
     })?;
-    let rec = read_record(&path, source.info.offset, source.info.length).map_err(|m| {
+    // The payload is held whole: a record or payload over the cap is refused, naming
+    // it, never answered cut short as a complete 200.
+    let cap = state.config.serve.max_replay_bytes;
+    let over = || {
+        ApiError::too_large(format!(
+            "the archived record of {} at {} ({}: offset {}) is larger than {cap} bytes, the most this server reads for replay (serve.max_replay_bytes); it is not served cut short",
+            row.info.url,
+            row.timestamp,
+            path.display(),
+            source.info.offset
+        ))
+    };
+    let rec = read_record(&path, source.info.offset, source.info.length, cap).map_err(|m| {
         ApiError::internal(format!(
             "{}: offset {}: {m}",
             path.display(),
             source.info.offset
         ))
     })?;
-    let (status, headers, payload) = match parse_response(&rec.block, REPLAY_CAP) {
+    if rec.over_cap {
+        return Err(over());
+    }
+    let (status, headers, payload) = match parse_response(&rec.block, cap) {
+        Some(r) if r.over_cap => return Err(over()),
         Some(r) => (r.status, r.headers, r.payload),
         None => {
             let mime = rec
@@ -465,7 +478,12 @@ fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived,
     })
 }
 
-fn read_record(path: &FsPath, offset: u64, length: u64) -> Result<crate::read::Record, String> {
+fn read_record(
+    path: &FsPath,
+    offset: u64,
+    length: u64,
+    cap: usize,
+) -> Result<crate::read::Record, String> {
     let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
     let reader: Box<dyn Read + Send> = if length > 0 {
@@ -473,7 +491,7 @@ fn read_record(path: &FsPath, offset: u64, length: u64) -> Result<crate::read::R
     } else {
         Box::new(f)
     };
-    let mut records = RecordReader::from_reader(reader, REPLAY_CAP).map_err(|e| e.message)?;
+    let mut records = RecordReader::from_reader(reader, cap).map_err(|e| e.message)?;
     match records.next() {
         Some(Ok(r)) => Ok(r),
         Some(Err(e)) => Err(e.message),
