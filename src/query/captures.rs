@@ -135,6 +135,15 @@ impl CaptureRange {
         self
     }
 
+    /// Starts the scan at `key` (a capture key of this range, included): where a page
+    /// of the Wayback API known from an earlier request begins.
+    pub fn from_key(mut self, key: &[u8]) -> Self {
+        if key.starts_with(&self.prefix) && key > self.start.as_slice() {
+            self.start = key.to_vec();
+        }
+        self
+    }
+
     fn holds(&self, key: &[u8], ts: &str) -> bool {
         if self.domain && !matches!(key.get(self.prefix.len()), Some(b')' | b',' | b':')) {
             return false;

@@ -52,6 +52,11 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every parameter, in the order given.
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Every value of `name`.
     pub(crate) fn all(&self, name: &str) -> Vec<&str> {
         self.0
@@ -548,6 +553,8 @@ async fn cdx_answer(
                 &coll,
             ))
         })
+        // Errors in the text outputs' own form, as before the answer started.
+        .map_err(|e| if plain { e.plain() } else { e })
     })
     .await)
 }

@@ -31,6 +31,11 @@ pub struct Served {
     /// `/api/stats` of this snapshot, made by the first request that asks (a scan of
     /// every family: the same answer for every request until the next snapshot).
     pub stats: std::sync::OnceLock<serde_json::Value>,
+    /// Where the pages of Wayback CDX queries begin, learnt as they are read: per query
+    /// (its parameters but `page`), the first capture key of pages 1, 2, … so far. A
+    /// client paging through a large answer reads each page from its start instead of
+    /// skipping all the pages before it.
+    pub pages: std::sync::Mutex<HashMap<String, Vec<Vec<u8>>>>,
     _lease: Lease,
 }
 
@@ -49,6 +54,7 @@ impl Served {
             files,
             prepared,
             stats: std::sync::OnceLock::new(),
+            pages: Default::default(),
             _lease: lease,
         })
     }

@@ -150,6 +150,18 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
     }
     let head = limit.filter(|n| *n >= 0).map(|n| n as u64);
     let count_only = params.get("showNumPages") == Some("true");
+    // Pages of a forward key range without collapse can start where an earlier request
+    // found them (collapsing carries state across a page's start).
+    let page_key = match (&sel, page) {
+        (Selection::Range { reverse: false, .. }, Some(_))
+            if collapse.is_empty() && !count_only =>
+        {
+            let mut all: Vec<(&str, &str)> = params.pairs().filter(|(k, _)| *k != "page").collect();
+            all.sort();
+            Some(format!("{all:?}"))
+        }
+        _ => None,
+    };
     let content_type = if json_out {
         "application/json"
     } else {
@@ -164,7 +176,28 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
             ),
             None => (0, head.unwrap_or(u64::MAX)),
         };
+        // The nearest page start known for this query, and the ones found now.
+        let known: Vec<Vec<u8>> = match (&page_key, page) {
+            (Some(k), Some(p)) => (served.pages.lock().ok())
+                .and_then(|m| {
+                    m.get(k)
+                        .map(|v| v.iter().take(p as usize).cloned().collect())
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let mut found: Vec<Vec<u8>> = Vec::new();
         let mut matched = 0u64;
+        let sel = match (known.last(), sel) {
+            (Some(start), Selection::Range { range, reverse }) => {
+                matched = known.len() as u64 * page_size;
+                Selection::Range {
+                    range: range.from_key(start),
+                    reverse,
+                }
+            }
+            (_, sel) => sel,
+        };
         let mut kept: VecDeque<(Vec<u8>, Fields)> = VecDeque::new();
         let mut last: Option<Vec<Option<String>>> = None;
         let mut more = false;
@@ -194,6 +227,15 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
                 last = Some(sig);
             }
             matched += 1;
+            // The first row of a page not known yet: remember where it starts.
+            let before = matched - 1;
+            if page_key.is_some()
+                && before > 0
+                && before % page_size == 0
+                && before / page_size == (known.len() + found.len() + 1) as u64
+            {
+                found.push(key.to_vec());
+            }
             if count_only {
                 return Ok(true);
             }
@@ -224,7 +266,20 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
                 return Ok(sink.write(out.as_bytes()));
             }
             Ok(true)
-        })?;
+        })
+        .map_err(|e| if json_out { e } else { e.plain() })?;
+        if let (Some(k), false) = (&page_key, found.is_empty()) {
+            if let Ok(mut m) = served.pages.lock() {
+                // Bounded: forgotten all at once past 1,024 queries (they are relearnt).
+                if m.len() >= 1024 && !m.contains_key(k) {
+                    m.clear();
+                }
+                let starts = m.entry(k.clone()).or_default();
+                if starts.len() == known.len() {
+                    starts.extend(found);
+                }
+            }
+        }
         if count_only {
             let pages = matched.div_ceil(page_size);
             sink.write(format!("{pages}\n").as_bytes());
