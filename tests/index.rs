@@ -396,10 +396,7 @@ fn stats_export_and_sweeps_read_while_another_process_holds_the_index() {
     let db = dir.path().join("db");
     ingest_all(&db, corpus.path(), 1, &[]);
     let before = export(&db);
-    // An open writer holds RocksDB's lock: only a read-only open can succeed beside it.
-    let writer = Index::open(&db, &Config::default(), false).unwrap();
-    assert_eq!(export(&db), before);
-    for cmd in ["stats", "sweeps"] {
+    let json = |cmd: &str| -> serde_json::Value {
         let out = tidemark(&["--db", &s(&db), cmd, "--json"]);
         assert_eq!(
             out.status.code(),
@@ -407,6 +404,25 @@ fn stats_export_and_sweeps_read_while_another_process_holds_the_index() {
             "{cmd}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (stats, sweeps) = (json("stats"), json("sweeps"));
+    // An open writer holds RocksDB's lock: only a read-only open can succeed beside it,
+    // and it reads what was there.
+    let writer = Index::open(&db, &Config::default(), false).unwrap();
+    assert_eq!(export(&db), before);
+    assert_eq!(json("sweeps"), sweeps);
+    let beside = json("stats");
+    for k in [
+        "docs",
+        "captures",
+        "urls",
+        "clusters",
+        "multi_doc_clusters",
+        "largest_clusters",
+        "sweeps",
+    ] {
+        assert_eq!(beside[k], stats[k], "stats {k}");
     }
     let out = ingest(&db, "b", &sweep_files(corpus.path(), 1), &[]);
     assert_eq!(out.status.code(), Some(2));

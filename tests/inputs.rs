@@ -206,6 +206,13 @@ fn similar_on_a_damaged_file_exits_1_naming_file_and_offset() {
         err.contains("cut.warc.gz") && err.contains("damaged") && err.contains("offset"),
         "{err}"
     );
+    // The offset named is the damaged record's: the first, at 0.
+    let offset: Option<u64> = err
+        .split("offset ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok());
+    assert_eq!(offset, Some(0), "{err}");
 }
 
 /// A sweep of more than 65,535 files (a Common Crawl month has 80,000–100,000): every

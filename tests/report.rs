@@ -184,6 +184,28 @@ fn ranges_hosts_and_formats() {
     let text = String::from_utf8(csv.stdout).unwrap();
     assert_eq!(text.lines().count(), SWEEPS, "header + one row per pair");
     assert!(text.starts_with("from,to,unchanged,"));
+    // Every cell is the JSON report's number of the same transition and column.
+    let (all, _) = report_json(db, &[]);
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    for (line, t) in text
+        .lines()
+        .skip(1)
+        .zip(all["transitions"].as_array().unwrap())
+    {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{line}");
+        assert_eq!(cells[0], t["from"]);
+        assert_eq!(cells[1], t["to"]);
+        for (name, cell) in header.iter().zip(&cells).skip(2) {
+            let want = match *name {
+                "moves_within_host" => &t["moves"]["within_host"],
+                "moves_across_hosts" => &t["moves"]["across_hosts"],
+                "mirrored" => &t["mirrored"],
+                n => &t["urls"][n],
+            };
+            assert_eq!(cell.parse::<u64>().ok(), want.as_u64(), "{name} in {line}");
+        }
+    }
     let table = run(&[]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("sweep-1 -> sweep-2"));
     let out = run(&["--from", "nope"]);
