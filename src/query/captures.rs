@@ -313,3 +313,75 @@ fn seconds(ts: &str) -> i64 {
         .map(|t| t.and_utc().timestamp())
         .unwrap_or_else(|| n(0, 4) * 31_556_952)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_pad_down_and_up_and_refuse_what_is_not_one_to_14_digits() {
+        assert_eq!(pad_timestamp("2014", false).unwrap(), "20140101000000");
+        assert_eq!(pad_timestamp("2014", true).unwrap(), "20141231235959");
+        assert_eq!(pad_timestamp("20140315", true).unwrap(), "20140315235959");
+        assert_eq!(
+            pad_timestamp("20140315101112", false).unwrap(),
+            "20140315101112"
+        );
+        for bad in ["", "201a", "201403151011120"] {
+            assert!(pad_timestamp(bad, false).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wildcards_say_the_match_type_unless_it_is_given() {
+        use MatchType::*;
+        assert_eq!(
+            MatchType::from_wildcards("a.org/x*", None),
+            ("a.org/x".into(), Prefix)
+        );
+        assert_eq!(
+            MatchType::from_wildcards("*.a.org", None),
+            ("a.org".into(), Domain)
+        );
+        assert_eq!(
+            MatchType::from_wildcards("a.org/", None),
+            ("a.org/".into(), Exact)
+        );
+        assert_eq!(
+            MatchType::from_wildcards("a.org/x*", Some(Host)),
+            ("a.org/x".into(), Host)
+        );
+        assert_eq!(MatchType::parse("domain"), Some(Domain));
+        assert_eq!(MatchType::parse("regex"), None);
+    }
+
+    #[test]
+    fn ranges_hold_their_keys_and_times() {
+        let key = |surt: &str, ts: &str| {
+            let mut k = crate::index::columns::captures::url_prefix(surt);
+            k.extend_from_slice(ts.as_bytes());
+            k
+        };
+        let exact = CaptureRange::of_key("org,a)/x", MatchType::Exact, Some("2014".into()), None);
+        assert_eq!(exact.start, key("org,a)/x", "2014"));
+        assert!(exact.holds(&key("org,a)/x", "20150101000000"), "20150101000000"));
+        assert!(!exact.holds(&key("org,a)/x", "20130101000000"), "20130101000000"));
+        // A domain: the host and its subdomains, not another host sharing the prefix.
+        let domain = CaptureRange::of_key("org,a)/x", MatchType::Domain, None, None);
+        assert_eq!(domain.prefix, b"org,a");
+        assert!(domain.holds(b"org,a)/y\x0020140101000000", "20140101000000"));
+        assert!(domain.holds(b"org,a,www)/\x0020140101000000", "20140101000000"));
+        assert!(!domain.holds(b"org,ab)/\x0020140101000000", "20140101000000"));
+        let host = CaptureRange::of_key("org,a:8080)/x", MatchType::Host, None, None);
+        assert_eq!(host.prefix, b"org,a:8080)");
+        // Resuming after a key starts past it; a key outside the range changes nothing.
+        let after = exact.clone().after(&key("org,a)/x", "20150101000000"));
+        assert!(after.start > key("org,a)/x", "20150101000000"));
+        let same = exact.clone().after(b"org,b)/\x00");
+        assert_eq!(same.start, exact.start);
+        assert_eq!(
+            exact.clone().from_key(&key("org,a)/x", "2016")).start,
+            key("org,a)/x", "2016")
+        );
+    }
+}

@@ -607,3 +607,58 @@ fn write_line(
     };
     sink.write(line.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pywb_filters_contain_match_exactly_or_by_regex_from_the_start_and_negate() {
+        let f = |spec: &str, v: &str| Filter::pywb(spec).unwrap().passes(Some(v));
+        assert!(f("mime:html", "text/html"));
+        assert!(!f("!mime:html", "text/html"));
+        assert!(f("=status:200", "200") && !f("=status:20", "200"));
+        assert!(f("!=status:200", "404"));
+        assert!(f("~url:https://", "https://a.org/") && !f("~url:a.org", "https://a.org/"));
+        // A missing field is the empty value.
+        assert!(Filter::pywb("!mime:html").unwrap().passes(None));
+        for bad in ["mime", ":x", "!", "~url:(("] {
+            let e = Filter::pywb(bad).unwrap_err();
+            assert_eq!(e.parameter.as_deref(), Some("filter"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn wayback_filters_match_the_whole_value() {
+        let f = |spec: &str, v: &str| Filter::wayback(spec).unwrap().passes(Some(v));
+        assert!(f("statuscode:2..", "200") && !f("statuscode:2.", "200"));
+        assert!(f("!mimetype:warc/revisit", "text/html"));
+        assert_eq!(
+            Filter::wayback("statuscode:2..").unwrap().field(),
+            "statuscode"
+        );
+    }
+
+    #[test]
+    fn field_lists_default_check_and_keep_their_order() {
+        let p = |q: &str| Params::parse(Some(q.to_string()));
+        let known = ["a", "b", "c"];
+        assert_eq!(field_list(&p(""), &["a"], &known).unwrap(), ["a"]);
+        assert_eq!(
+            field_list(&p("fl=c,%20a"), &["a"], &known).unwrap(),
+            ["c", "a"]
+        );
+        assert_eq!(field_list(&p("fields=b"), &["a"], &known).unwrap(), ["b"]);
+        let e = field_list(&p("fl=a,z"), &["a"], &known).unwrap_err();
+        assert!(e.message.contains("\"z\""), "{}", e.message);
+    }
+
+    #[test]
+    fn params_keep_every_value_and_the_last_wins() {
+        let p = Params::parse(Some("filter=a:1&url=x&filter=b:2&url=y&filter=".into()));
+        assert_eq!(p.get("url"), Some("y"));
+        assert_eq!(p.all("filter"), ["a:1", "b:2", ""]);
+        assert_eq!(p.filters(2).unwrap(), ["a:1", "b:2"]);
+        assert!(p.filters(1).is_err());
+    }
+}
