@@ -147,6 +147,13 @@ impl Located for Record {
     }
 }
 
+/// What [`ScanEvent::Failed`] says, after the file's name: the same words from every
+/// command that scans.
+pub fn failed_on(offset: Option<u64>, message: &str) -> String {
+    let at = offset.map_or("unknown".into(), |o| o.to_string());
+    format!("offset {at}: tidemark failed on this record ({message}); please report this with the record")
+}
+
 /// What a panic said.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     (payload.downcast_ref::<&str>().map(|s| s.to_string()))

@@ -157,10 +157,10 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
                     offset,
                     message,
                 } => {
-                    let at = offset.map_or("unknown".into(), |o| o.to_string());
                     return Err(std::io::Error::other(format!(
-                        "{}: offset {at}: tidemark failed on this record ({message}); please report this with the record",
-                        names[file]
+                        "{}: {}",
+                        names[file],
+                        tidemark::scan::failed_on(offset, &message)
                     )));
                 }
             }

@@ -32,11 +32,15 @@ impl Budget {
     /// Until `deadline` (set by the setting named), at most `max_rows` entries scanned
     /// (0: no count).
     pub fn new(deadline: Instant, deadline_setting: &'static str, max_rows: u64) -> Budget {
-        let pause = std::env::var("TIDEMARK_TEST_SCAN_PAUSE_US")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_micros)
-            .unwrap_or_default();
+        // Read once per process: a budget is made per request.
+        static PAUSE: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+        let pause = *PAUSE.get_or_init(|| {
+            std::env::var("TIDEMARK_TEST_SCAN_PAUSE_US")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_micros)
+                .unwrap_or_default()
+        });
         Budget {
             deadline,
             deadline_setting,

@@ -1014,9 +1014,9 @@ fn ingest_files<'scope>(
                 .push_batch(std::mem::take(&mut pending))
                 .and_then(|()| w.flush())
                 .and(Err(IndexError::Failed(format!(
-                    "{}: offset {}: tidemark failed on this record ({message}); the records before it are indexed and the same command resumes here; please report this with the record",
+                    "{}: {}; the records before it are indexed and the same command resumes here",
                     todo[file].display(),
-                    offset.map_or("unknown".into(), |o| o.to_string()),
+                    crate::scan::failed_on(offset, &message),
                 )))),
             ScanEvent::FileEnd {
                 file, bytes, error, ..

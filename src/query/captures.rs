@@ -229,9 +229,12 @@ pub fn closest_each(
         })
     };
     // At or after the date, in key order; before it, backwards.
-    let mut later = captures.iter_raw(&target, &past, false).map(row).peekable();
+    let mut later = captures
+        .iter_raw(&target, Some(&past), false)
+        .map(row)
+        .peekable();
     let mut earlier = captures
-        .iter_raw(&target, &prefix, true)
+        .iter_raw(&target, Some(&prefix), true)
         .map(row)
         .peekable();
     // Captures of one second before the date, in key order (as the later ones come).

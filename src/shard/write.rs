@@ -195,10 +195,7 @@ pub fn sketch_files(
                 message,
             } => Err(ShardError::new(
                 &sources[file].3,
-                format!(
-                    "offset {}: tidemark failed on this record ({message}); please report this with the record",
-                    offset.map_or("unknown".into(), |o| o.to_string())
-                ),
+                crate::scan::failed_on(offset, &message),
             )),
             ScanEvent::FileEnd {
                 file,

@@ -398,6 +398,24 @@ impl<'a, C: Column> Col<'a, C> {
         reverse: bool,
         mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
+        for item in self.iter_raw(start, end, reverse) {
+            let (k, v) = item?;
+            if !each(&k, &v)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The raw entries [`scan_raw`](Self::scan_raw) calls back with, as an iterator
+    /// (two walks at once: the nearest captures of a date, both ways). Each entry is
+    /// counted against the thread's read budget ([`crate::index::budget`]).
+    pub(crate) fn iter_raw(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + '_ {
         let mut ro = rocksdb::ReadOptions::default();
         let dir = if reverse {
             if let Some(e) = end {
@@ -415,33 +433,6 @@ impl<'a, C: Column> Col<'a, C> {
         } else {
             rocksdb::IteratorMode::From(start, dir)
         };
-        for item in self.index.db().iterator_cf_opt(self.handle(), ro, mode) {
-            crate::index::budget::spend()?;
-            let (k, v) = item?;
-            if !each(&k, &v)? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// The raw entries [`scan_raw`](Self::scan_raw) calls back with, as an iterator
-    /// (two walks at once: the nearest captures of a date, both ways).
-    pub(crate) fn iter_raw(
-        &self,
-        start: &[u8],
-        end: &[u8],
-        reverse: bool,
-    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + '_ {
-        let mut ro = rocksdb::ReadOptions::default();
-        let dir = if reverse {
-            ro.set_iterate_lower_bound(end.to_vec());
-            rocksdb::Direction::Reverse
-        } else {
-            ro.set_iterate_upper_bound(end.to_vec());
-            rocksdb::Direction::Forward
-        };
-        let mode = rocksdb::IteratorMode::From(start, dir);
         (self.index.db().iterator_cf_opt(self.handle(), ro, mode)).map(|item| {
             crate::index::budget::spend()?;
             Ok(item?)
