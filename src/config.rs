@@ -63,6 +63,51 @@ pub struct ServeConfig {
     /// Scheme, host and path prefix of absolute links (`https://archive.example.org`);
     /// empty: `http://` and the request's `Host` header.
     pub public_url: String,
+    /// pywb `.aclj` files or folders of them (`serve --acl`), reloaded when they change.
+    pub acl_paths: Vec<PathBuf>,
+    /// Access of a URL no rule names: `allow`, `block` or `exclude`.
+    pub default_access: String,
+    /// Request header naming the user whose rules apply, set by a trusted front end.
+    pub acl_user_header: String,
+    /// Captures hidden or blocked by their date.
+    pub embargo: EmbargoConfig,
+}
+
+/// `[serve.embargo]`: as pywb's `embargo:` (empty: unset).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbargoConfig {
+    /// `exclude` (hidden) or `block` (listed, replay refused).
+    pub access: String,
+    /// Captures dated before this (4 to 14 digits).
+    pub before: String,
+    /// Captures dated after this.
+    pub after: String,
+    /// Captures newer than this span back from now (`1 year`, `6 months`).
+    pub newer: String,
+    /// Captures older than this span back from now.
+    pub older: String,
+}
+
+impl ServeConfig {
+    /// The embargo, parsed.
+    pub fn embargo(&self) -> Result<crate::access::Embargo, String> {
+        let e = &self.embargo;
+        crate::access::Embargo::parse(&e.access, &e.before, &e.after, &e.newer, &e.older)
+    }
+
+    /// `default_access`, parsed (`None`: allow).
+    pub fn default_access(&self) -> Result<Option<crate::access::Access>, String> {
+        use crate::access::Access;
+        match self.default_access.as_str() {
+            "allow" | "" => Ok(None),
+            "block" => Ok(Some(Access::Block)),
+            "exclude" => Ok(Some(Access::Exclude)),
+            o => Err(format!(
+                "serve.default_access: {o:?}: expected allow, block or exclude"
+            )),
+        }
+    }
 }
 
 /// `[report]`
@@ -243,6 +288,16 @@ impl Config {
         {
             return Err(format!(
                 "serve.public_url must be empty or an http:// or https:// URL without query, like \"https://archive.example.org\", not {public:?}"
+            ));
+        }
+        v.embargo()?;
+        v.default_access()?;
+        if v.acl_user_header.is_empty()
+            || axum::http::HeaderName::from_bytes(v.acl_user_header.as_bytes()).is_err()
+        {
+            return Err(format!(
+                "serve.acl_user_header must be a header name, like \"X-Pywb-ACL-User\", not {:?}",
+                v.acl_user_header
             ));
         }
         if self.ingest.record_cap < 1024 {

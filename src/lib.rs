@@ -24,6 +24,7 @@
 //! captures, fingerprints and sketches on any machine and thread count.
 #![warn(missing_docs)]
 
+pub mod access;
 pub mod canon;
 pub mod capture;
 pub mod config;

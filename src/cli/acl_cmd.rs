@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use tidemark::serve::acl::Acl;
+use tidemark::access::Acl;
 
 use super::{EXIT_OK, EXIT_USAGE};
 
@@ -67,7 +67,7 @@ pub fn run(c: Command) -> anyhow::Result<u8> {
             Some(r) => println!(
                 "{access}: {} {} at {}:{}{}",
                 key,
-                if r.key.ends_with(tidemark::serve::acl::EXACT) {
+                if r.key.ends_with(tidemark::access::EXACT) {
                     format!("matches the exact rule {}", r.key)
                 } else {
                     format!("is under the rule {}", r.key)

@@ -20,6 +20,10 @@ pub struct Args {
     /// was ingested from no longer holds one.
     #[arg(long, value_name = "DIR")]
     pub archive: Vec<PathBuf>,
+    /// Access rules: a pywb `.aclj` file or a folder of them (repeatable; added to
+    /// serve.acl_paths). Reloaded when they change; a bad line is an error naming it.
+    #[arg(long, value_name = "FILE")]
+    pub acl: Vec<PathBuf>,
     /// Print the address as one JSON line, {"listen": "127.0.0.1:PORT"}.
     #[arg(long)]
     pub json: bool,
@@ -50,6 +54,11 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         }
     }
     config.serve.archive_paths.splice(0..0, a.archive);
+    config.serve.acl_paths.extend(a.acl);
+    if let Err(e) = tidemark::access::Acl::load(&config.serve.acl_paths) {
+        eprintln!("tidemark serve: access rules: {e}");
+        return Ok(EXIT_USAGE);
+    }
     let opts = ServeOptions {
         db: config.index.path.clone(),
         config,

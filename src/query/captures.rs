@@ -218,24 +218,31 @@ pub fn closest_each(
     let mut past = prefix.clone();
     past.push(0xff);
     let captures = index.captures();
-    let row = |item: Result<(Box<[u8]>, Box<[u8]>)>| -> Result<CaptureRow> {
-        let (k, v) = item?;
-        let (surt, ts, info) = crate::index::columns::captures::row(&k, &v)?;
-        Ok(CaptureRow {
-            surt: surt.to_string(),
-            timestamp: ts.to_string(),
-            info,
-            file: crate::index::columns::captures::file_of_key(&k),
-        })
+    // Only the captures the reader may see (`seen`: none for a hidden one).
+    let row = |item: Result<crate::index::columns::RawEntry>| -> Option<Result<CaptureRow>> {
+        let (k, v) = match item {
+            Ok(kv) => kv,
+            Err(e) => return Some(Err(e)),
+        };
+        match crate::index::columns::captures::seen(&k, &v) {
+            Err(e) => Some(Err(e)),
+            Ok(None) => None,
+            Ok(Some((surt, ts, info))) => Some(Ok(CaptureRow {
+                surt: surt.to_string(),
+                timestamp: ts.to_string(),
+                info,
+                file: crate::index::columns::captures::file_of_key(&k),
+            })),
+        }
     };
     // At or after the date, in key order; before it, backwards.
     let mut later = captures
         .iter_raw(&target, Some(&past), false)
-        .map(row)
+        .filter_map(row)
         .peekable();
     let mut earlier = captures
         .iter_raw(&target, Some(&prefix), true)
-        .map(row)
+        .filter_map(row)
         .peekable();
     // Captures of one second before the date, in key order (as the later ones come).
     let mut group: std::collections::VecDeque<CaptureRow> = Default::default();

@@ -56,14 +56,30 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
         }));
     };
     let doc = last.info.doc.expect("found with a doc");
-    let (cluster, size) = unionfind::cluster_of(s.index, doc)?;
+    let (cluster, mut size) = unionfind::cluster_of(s.index, doc)?;
+    // Under access rules a doc with no capture the reader may see is neither listed nor
+    // counted: every member is looked at (a request's budget bounds it).
+    let filtered = crate::access::active();
+    if filtered {
+        size = 0;
+    }
     let mut members = Vec::new();
-    for d in unionfind::cluster_members(s.index, doc)?
-        .into_iter()
-        .take(limit)
-    {
+    for d in unionfind::cluster_members(s.index, doc)? {
+        if members.len() >= limit && !filtered {
+            break;
+        }
+        let caps = s.doc_captures(d)?;
+        if filtered {
+            if caps.is_empty() {
+                continue;
+            }
+            size += 1;
+            if members.len() >= limit {
+                continue;
+            }
+        }
         let mut urls: Vec<MemberUrl> = Vec::new();
-        for c in s.doc_captures(d)? {
+        for c in caps {
             let date = iso_date(&c.timestamp);
             match urls.iter_mut().find(|u| u.url == c.info.url) {
                 Some(u) => {

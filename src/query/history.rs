@@ -127,8 +127,8 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
     let mut seen_content = false;
     for c in &caps {
         let i = &c.info;
-        let (change, r) = if let Some(t) = c.redirect() {
-            let _ = t;
+        // A 3xx is a redirect whether or not its target may be named (access rules).
+        let (change, r) = if i.status.is_some_and(|st| (300..400).contains(&st)) {
             ("redirect", None)
         } else if !c.ok() {
             ("gone", None)

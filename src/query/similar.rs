@@ -166,7 +166,9 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             (name.clone(), None, sk, None)
         }
         Input::Doc(d) => {
-            let Some(sk) = s.sketch(*d)? else {
+            // A doc none of whose captures the reader may see is not there for them.
+            let hidden = crate::access::active() && s.doc_captures(*d)?.is_empty();
+            let Some(sk) = s.sketch(*d)?.filter(|_| !hidden) else {
                 return Err(IndexError::NotFound(format!("no doc {d} in the index")));
             };
             (format!("doc {d}"), Some(*d), sk, None)

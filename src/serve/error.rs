@@ -36,6 +36,17 @@ impl ApiError {
         }
     }
 
+    /// An access rule or embargo refuses it (`block`: listed, not replayed).
+    pub fn forbidden(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::FORBIDDEN,
+            code: "blocked",
+            parameter: None,
+            message,
+            plain: false,
+        }
+    }
+
     /// A parameter over a configured size.
     pub fn too_long(parameter: &str, limit: usize) -> ApiError {
         ApiError {

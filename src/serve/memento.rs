@@ -28,6 +28,7 @@ use super::cdx::{base_url, check_collection};
 use super::error::ApiError;
 use super::state::{AppState, Served};
 use super::stream::stream;
+use crate::access::Access;
 use crate::query::captures::{closest, revisited, CaptureRange, MatchType};
 use crate::query::CaptureRow;
 use crate::read::{parse_response, RecordReader};
@@ -354,7 +355,20 @@ async fn replay(
             if best.timestamp != ts {
                 return Ok(Some(Err(best)));
             }
-            Ok(Some(Ok(load(&st, s, &best)?)))
+            if crate::access::access_of(&best.surt, &best.timestamp) == Access::Block {
+                return Err(ApiError::forbidden(format!(
+                    "the capture of {} at {} is not replayed here (an access rule or embargo blocks it)",
+                    best.info.url, best.timestamp
+                )));
+            }
+            let mut archived = load(&st, s, &best)?;
+            // The archived payload is served as it was; a redirect's Location to a URL
+            // the reader may not be told of is not (a link in a page still is).
+            archived.headers.retain(|(k, v)| {
+                !(k.eq_ignore_ascii_case("location") || k.eq_ignore_ascii_case("content-location"))
+                    || crate::access::url_shown(&crate::url::resolve(&best.info.url, v))
+            });
+            Ok(Some(Ok(archived)))
         })
         .await?;
     let archived = match found {

@@ -16,7 +16,6 @@
 //! of one. Handlers hold no index logic: they parse parameters into the library's calls
 //! ([`crate::query`], [`crate::report`]) and write what those return.
 
-pub mod acl;
 pub mod api;
 pub mod cdx;
 mod error;
@@ -130,12 +129,28 @@ fn router(state: Arc<AppState>) -> Router {
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
             limits.max_concurrency,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            acl_user,
+        ))
         .layer(axum::middleware::from_fn(log_request))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             timeout,
         ))
         .with_state(state)
+}
+
+/// The user the configured header names (`serve.acl_user_header`), for the request's
+/// view of the index ([`crate::access`]).
+async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let user = (req
+        .headers()
+        .get(state.config.serve.acl_user_header.as_str()))
+    .and_then(|v| v.to_str().ok())
+    .map(|v| v.trim().to_string())
+    .filter(|v| !v.is_empty());
+    state::REQUEST_USER.scope(user, next.run(req)).await
 }
 
 async fn healthz() -> &'static str {
@@ -145,14 +160,23 @@ async fn healthz() -> &'static str {
 /// Ready when a published snapshot is open: says which sweep it serves.
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match state.current() {
-        Some(s) => Json(serde_json::json!({
-            "ready": true,
-            "snapshot": s.number,
-            "sweeps": s.sweeps.len(),
-            "sweep": s.sweeps.last().map(|(_, w)| w.label.clone()),
-            "date": s.sweeps.last().map(|(_, w)| w.date.clone()),
-        }))
-        .into_response(),
+        Some(s) => {
+            // The sweeps this reader may be told of (an embargo may hide the newest).
+            let shown: Vec<&(u32, crate::index::codec::SweepInfo)> =
+                state::within(state.view(), || {
+                    (s.sweeps.iter())
+                        .filter(|(_, w)| crate::access::time_shown(&w.date))
+                        .collect()
+                });
+            Json(serde_json::json!({
+                "ready": true,
+                "snapshot": s.number,
+                "sweeps": shown.len(),
+                "sweep": shown.last().map(|(_, w)| w.label.clone()),
+                "date": shown.last().map(|(_, w)| w.date.clone()),
+            }))
+            .into_response()
+        }
         None => ApiError::unavailable(
             "no published sweep yet: an ingest publishes one when it completes".into(),
         )

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
+use crate::access::{Acl, Policy, View};
 use crate::config::Config;
 use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
@@ -74,6 +75,15 @@ pub struct AppState {
     current: RwLock<Option<Arc<Served>>>,
     /// Index work under way at once (`serve.workers`): more waits its turn, in order.
     workers: Arc<Semaphore>,
+    /// The access rules and embargo applied now; a request takes it once, at its start.
+    policy: RwLock<Arc<Policy>>,
+    /// What the rule files were when last read (path, modified, length).
+    acl_stamp: std::sync::Mutex<Vec<(PathBuf, Option<std::time::SystemTime>, u64)>>,
+}
+
+tokio::task_local! {
+    /// The user the request's user header names (`serve.acl_user_header`).
+    pub static REQUEST_USER: Option<String>;
 }
 
 impl AppState {
@@ -97,14 +107,75 @@ impl AppState {
             }
         }
         let workers = Arc::new(Semaphore::new(config.serve_workers()));
+        let acl_stamp = acl_stamp(&config.serve.acl_paths);
+        let policy = load_policy(&config, 1).map_err(|e| anyhow::anyhow!(e))?;
+        if !policy.rules.is_empty() {
+            eprintln!(
+                "tidemark serve: applying {} access rules from {}",
+                policy.rules.len(),
+                show_paths(&config.serve.acl_paths)
+            );
+        }
         let state = AppState {
             db,
             config,
             current: RwLock::new(None),
             workers,
+            policy: RwLock::new(Arc::new(policy)),
+            acl_stamp: std::sync::Mutex::new(acl_stamp),
         };
         state.refresh()?;
         Ok(state)
+    }
+
+    /// The policy applied now.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .map(|p| p.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// The view of the request being served (its user from the request's header),
+    /// none when the policy hides nothing.
+    pub fn view(&self) -> Option<View> {
+        let user = REQUEST_USER.try_with(|u| u.clone()).unwrap_or(None);
+        self.policy().view(user)
+    }
+
+    /// Reads the rule files again if they changed since they were read. A file that no
+    /// longer reads keeps the rules in force, and says why.
+    fn reload_acl(&self) {
+        let paths = &self.config.serve.acl_paths;
+        if paths.is_empty() {
+            return;
+        }
+        let stamp = acl_stamp(paths);
+        {
+            let Ok(mut old) = self.acl_stamp.lock() else {
+                return;
+            };
+            if *old == stamp {
+                return;
+            }
+            *old = stamp;
+        }
+        let generation = self.policy().generation + 1;
+        match load_policy(&self.config, generation) {
+            Ok(p) => {
+                eprintln!(
+                    "tidemark serve: now applying {} access rules from {}",
+                    p.rules.len(),
+                    show_paths(paths)
+                );
+                if let Ok(mut cur) = self.policy.write() {
+                    *cur = Arc::new(p);
+                }
+            }
+            Err(e) => eprintln!(
+                "tidemark serve: the access rules were not reloaded, the previous ones still apply: {e}"
+            ),
+        }
     }
 
     /// The snapshot served now.
@@ -143,6 +214,7 @@ impl AppState {
         f: impl FnOnce(&Served) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let budget = self.budget();
+        let view = self.view();
         let cancel = budget.canceller();
         let permit = self.permit().await?;
         let served = self.current().ok_or_else(|| {
@@ -152,7 +224,7 @@ impl AppState {
         })?;
         let answer = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            budget.run(|| f(&served))
+            budget.run(|| within(view, || f(&served)))
         })
         .await
         .map_err(|e| ApiError::internal(format!("request failed: {e}")))?;
@@ -198,13 +270,67 @@ impl AppState {
     }
 }
 
-/// Looks for a newly published snapshot every `serve.poll_ms` and switches to it.
+/// Runs `f` through `view`, if any.
+pub fn within<T>(view: Option<View>, f: impl FnOnce() -> T) -> T {
+    match view {
+        Some(v) => v.run(f),
+        None => f(),
+    }
+}
+
+/// The policy of `[serve]`: its rule files, default access and embargo.
+fn load_policy(config: &Config, generation: u64) -> Result<Policy, String> {
+    let s = &config.serve;
+    Ok(Policy {
+        rules: Acl::load(&s.acl_paths)?,
+        default: s.default_access()?,
+        embargo: s.embargo()?,
+        generation,
+    })
+}
+
+/// Each rule file's path, modification time and length (a folder's `.aclj` files).
+fn acl_stamp(paths: &[PathBuf]) -> Vec<(PathBuf, Option<std::time::SystemTime>, u64)> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        match std::fs::read_dir(p) {
+            Ok(rd) => files.extend(
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| f.extension().is_some_and(|x| x == "aclj")),
+            ),
+            Err(_) => files.push(p.clone()),
+        }
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| {
+            let m = std::fs::metadata(&f).ok();
+            let modified = m.as_ref().and_then(|m| m.modified().ok());
+            let len = m.map_or(0, |m| m.len());
+            (f, modified, len)
+        })
+        .collect()
+}
+
+fn show_paths(paths: &[PathBuf]) -> String {
+    let v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    v.join(", ")
+}
+
+/// Looks for a newly published snapshot, and for changed access rules, every
+/// `serve.poll_ms`, and switches to them.
 pub async fn follow(state: Arc<AppState>) {
     let every = Duration::from_millis(state.config.serve.poll_ms);
     loop {
         tokio::time::sleep(every).await;
         let s = state.clone();
-        match tokio::task::spawn_blocking(move || s.refresh()).await {
+        match tokio::task::spawn_blocking(move || {
+            s.reload_acl();
+            s.refresh()
+        })
+        .await
+        {
             Ok(Ok(true)) => {
                 if let Some(c) = state.current() {
                     eprintln!(

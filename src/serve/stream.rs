@@ -62,6 +62,7 @@ pub async fn stream(
     produce: impl FnOnce(&Served, &mut Sink) -> Result<(), ApiError> + Send + 'static,
 ) -> Response {
     let budget = state.budget();
+    let view = state.view();
     let permit = match state.permit().await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -91,7 +92,7 @@ pub async fn stream(
         // A panic (a damaged index the reader did not expect) is an error answer, or a
         // cut connection once bytes are out: never a short body that looks whole.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            budget.run(|| produce(&served, &mut sink))
+            budget.run(|| super::state::within(view, || produce(&served, &mut sink)))
         }))
         .unwrap_or_else(|_| {
             Err(ApiError::internal(

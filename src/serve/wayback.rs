@@ -168,6 +168,8 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
         "text/plain; charset=utf-8"
     };
     Ok(stream(&state, content_type, move |served, sink| {
+        // Pages differ from one reader's view to another's (access rules).
+        let page_key = page_key.map(|k| crate::access::scoped(&k));
         let mut clusters = ClusterIds::new(&served.index);
         let (skip, take) = match page {
             Some(p) => (

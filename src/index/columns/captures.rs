@@ -8,9 +8,11 @@
 //!
 //! Written by ingest (every capture). Read by `whereis`, `history`, the report, `stats`,
 //! `export`, the CDX, Wayback and Memento endpoints of the service (prefix and range
-//! scans) and ingest (the previous capture of a URL, a revisit's original).
+//! scans) and ingest (the previous capture of a URL, a revisit's original). Scans yield
+//! only the captures the thread's reader may see ([`crate::access`]).
 
 use super::{corrupt, Col, Column};
+use crate::access;
 use crate::index::codec::{decode, encode, CaptureInfo};
 use crate::index::Result;
 
@@ -121,7 +123,10 @@ impl Col<'_, Captures> {
             if !k.starts_with(prefix) {
                 return Ok(false);
             }
-            each(row(k, v)?)
+            match seen(k, v)? {
+                Some(r) => each(r),
+                None => Ok(true),
+            }
         })
     }
 
@@ -136,7 +141,10 @@ impl Col<'_, Captures> {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
-            each(k, row(k, v)?)
+            match seen(k, v)? {
+                Some(r) => each(k, r),
+                None => Ok(true),
+            }
         })
     }
 
@@ -150,18 +158,27 @@ impl Col<'_, Captures> {
         reverse: bool,
         mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_raw(start, Some(end), reverse, |k, v| each(k, row(k, v)?))
+        self.scan_raw(start, Some(end), reverse, |k, v| match seen(k, v)? {
+            Some(r) => each(k, r),
+            None => Ok(true),
+        })
     }
 
     /// Every capture in key order.
     pub fn scan_all(&self, mut each: impl FnMut(Row<'_>) -> Result<bool>) -> Result<()> {
-        self.scan_raw(&[], None, false, |k, v| each(row(k, v)?))
+        self.scan_raw(&[], None, false, |k, v| match seen(k, v)? {
+            Some(r) => each(r),
+            None => Ok(true),
+        })
     }
 
     /// Every key in key order (the values are not decoded).
     pub fn scan_keys(&self, mut each: impl FnMut(&str, &str) -> Result<bool>) -> Result<()> {
         self.scan_raw(&[], None, false, |k, _| {
             let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+            if !access::visible(s, t) {
+                return Ok(true);
+            }
             each(s, t)
         })
     }
@@ -193,7 +210,29 @@ impl Col<'_, Captures> {
     }
 }
 
-/// A capture as a scan yields it, from its key and value.
+/// A capture as this thread's reader may see it ([`access`]): none when it is hidden;
+/// a redirect to a URL the reader may not be told of is not named. Every read of this
+/// family in answers goes through here.
+pub(crate) fn seen<'k>(k: &'k [u8], v: &[u8]) -> Result<Option<Row<'k>>> {
+    if access::active() {
+        let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+        if !access::visible(s, t) {
+            return Ok(None);
+        }
+        let (s, t, mut info) = row(k, v)?;
+        if info
+            .redirect
+            .as_deref()
+            .is_some_and(|r| !access::url_shown(r))
+        {
+            info.redirect = None;
+        }
+        return Ok(Some((s, t, info)));
+    }
+    row(k, v).map(Some)
+}
+
+/// A capture as stored, from its key and value.
 pub(crate) fn row<'k>(k: &'k [u8], v: &[u8]) -> Result<Row<'k>> {
     let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
     let info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;

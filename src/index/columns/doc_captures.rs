@@ -3,7 +3,8 @@
 //! scan; with the SURT the `captures` key is rebuilt and the capture read.
 //!
 //! Written by ingest (every capture with content). Read by `similar`, `cluster`,
-//! `whereis` (where content went) and the report.
+//! `whereis` (where content went) and the report; only the captures the thread's reader
+//! may see ([`crate::access`]).
 
 use super::captures::{CaptureKey, Captures, TAIL};
 use super::{corrupt, Col, Column};
@@ -62,8 +63,12 @@ impl Col<'_, DocCaptures> {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
-            DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            let (_, c) = DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
             let surt = DocCaptures::decode_value(v).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            // What the thread's reader may not see is not looked up.
+            if !crate::access::visible(&surt, &c.timestamp) {
+                return Ok(true);
+            }
             // doc ‖ tail → SURT ‖ 0 ‖ tail.
             let mut ck = surt.into_bytes();
             ck.push(0);
@@ -76,10 +81,15 @@ impl Col<'_, DocCaptures> {
         let mut out = Vec::with_capacity(keys.len());
         for ((k, ck), info) in keys.iter().zip(found) {
             match info {
-                Some(info) => out.push((
-                    Captures::decode_key(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?,
-                    info,
-                )),
+                Some(mut info) => {
+                    if (info.redirect.as_deref()).is_some_and(|r| !crate::access::url_shown(r)) {
+                        info.redirect = None;
+                    }
+                    out.push((
+                        Captures::decode_key(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?,
+                        info,
+                    ))
+                }
                 None => {
                     return Err(corrupt::<DocCaptures>(
                         k,

@@ -290,6 +290,9 @@ impl Batch {
     }
 }
 
+/// A raw entry of a family: key and value bytes.
+pub type RawEntry = (Box<[u8]>, Box<[u8]>);
+
 /// A typed handle on one column family of an open index.
 pub struct Col<'a, C> {
     pub(crate) index: &'a Index,
@@ -415,7 +418,7 @@ impl<'a, C: Column> Col<'a, C> {
         start: &[u8],
         end: Option<&[u8]>,
         reverse: bool,
-    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + '_ {
+    ) -> impl Iterator<Item = Result<RawEntry>> + '_ {
         let mut ro = rocksdb::ReadOptions::default();
         let dir = if reverse {
             if let Some(e) = end {

@@ -10,6 +10,7 @@
 //! that key's rules, the one of the request's user, else the one without a user; a key
 //! whose rules are all other users' is passed over for the next.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -69,8 +70,10 @@ struct RuleJson {
 /// The rules of some `.aclj` files.
 #[derive(Debug, Clone, Default)]
 pub struct Acl {
-    /// By key, greatest first; a key's rules in file order.
-    rules: Vec<Rule>,
+    /// By key; a key's rules in file order. A lookup is a few ordered-map searches, not
+    /// a walk over every rule: a scan asks once per URL it reads.
+    rules: BTreeMap<String, Vec<Rule>>,
+    count: usize,
 }
 
 /// The suffix of an exact rule's key.
@@ -97,15 +100,20 @@ impl Acl {
                 read_file(path, &mut rules)?;
             }
         }
-        // Greatest key first (pywb walks its files in reverse key order); stable, so a
-        // key's rules keep their order.
-        rules.sort_by(|a: &Rule, b: &Rule| b.key.as_bytes().cmp(a.key.as_bytes()));
-        Ok(Acl { rules })
+        let count = rules.len();
+        let mut by_key: BTreeMap<String, Vec<Rule>> = BTreeMap::new();
+        for r in rules {
+            by_key.entry(r.key.clone()).or_default().push(r);
+        }
+        Ok(Acl {
+            rules: by_key,
+            count,
+        })
     }
 
     /// Rules loaded.
     pub fn len(&self) -> usize {
-        self.rules.len()
+        self.count
     }
 
     /// Whether no rule was loaded.
@@ -116,34 +124,72 @@ impl Acl {
     /// The rule that applies to a capture of SURT key `key` for `user` (none: the
     /// default applies).
     pub fn rule_for(&self, key: &str, user: Option<&str>) -> Option<&Rule> {
-        let matches = |r: &Rule| {
-            r.key == "*,"
-                || match r.key.strip_suffix(EXACT) {
-                    Some(exact) => exact == key,
-                    None => key.starts_with(&r.key),
+        // Of one key's rules: the user's, else the one without a user.
+        fn pick<'r>(rules: &'r [Rule], user: Option<&str>) -> Option<&'r Rule> {
+            (rules
+                .iter()
+                .find(|r| user.is_some() && r.user.as_deref() == user))
+            .or_else(|| rules.iter().find(|r| r.user.is_none()))
+        }
+        if let Some(r) = self
+            .rules
+            .get(&format!("{key}{EXACT}"))
+            .and_then(|r| pick(r, user))
+        {
+            return Some(r);
+        }
+        // The longest prefix: the greatest rule key at or below `bound` is the longest
+        // prefix of `key` when it is a prefix at all; when it is not, no prefix of `key`
+        // is longer than the part the two share, so the search goes on below that.
+        let mut bound: &str = key;
+        loop {
+            use std::ops::Bound::{Included, Unbounded};
+            let Some((k, rules)) = (self.rules)
+                .range::<str, _>((Unbounded, Included(bound)))
+                .next_back()
+            else {
+                break;
+            };
+            if k == "*," {
+                break;
+            }
+            if key.starts_with(k.as_str()) {
+                if let Some(r) = pick(rules, user).filter(|_| !k.ends_with(EXACT)) {
+                    return Some(r);
                 }
-        };
-        let mut fallback: Option<&Rule> = None;
-        let mut i = 0;
-        while i < self.rules.len() {
-            let k = &self.rules[i].key;
-            let end = i + self.rules[i..].iter().take_while(|r| &r.key == k).count();
-            if matches(&self.rules[i]) {
-                for r in &self.rules[i..end] {
-                    if r.user.as_deref() == user {
-                        return Some(r);
-                    }
-                    if r.user.is_none() && fallback.is_none() {
-                        fallback = Some(r);
-                    }
+                // Only other users' rules here: the next shorter prefix.
+                match k.char_indices().last() {
+                    Some((i, _)) if i > 0 => bound = &key[..i],
+                    _ => break,
                 }
-                if fallback.is_some() {
-                    return fallback;
+                continue;
+            }
+            let shared = k
+                .bytes()
+                .zip(key.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let mut n = shared.min(bound.len());
+            while !key.is_char_boundary(n) {
+                n -= 1;
+            }
+            if n == 0 {
+                break;
+            }
+            if n == bound.len() {
+                // `k` < bound shares all of bound: impossible for a key not a prefix,
+                // but step down rather than loop.
+                n -= 1;
+                while !key.is_char_boundary(n) {
+                    n -= 1;
+                }
+                if n == 0 {
+                    break;
                 }
             }
-            i = end;
+            bound = &key[..n];
         }
-        None
+        self.rules.get("*,").and_then(|r| pick(r, user))
     }
 }
 
