@@ -6,10 +6,14 @@
 # requests/s: the latency at that load, corrected for coordinated omission); then the
 # same while `tidemark ingest` adds the next sweep to the index being served. Prints
 # requests/s, p50 and p99 latency and error responses per scenario and writes them as
-# JSON. A benchmark, not a test: it asserts nothing.
+# JSON. With --acl-rules N the server applies N access rules (pywb .aclj) made from
+# URLs of the index other than the ones asked (a takedown list: mostly exact excludes,
+# some blocks and per-user rules), so every answer pays the rule lookups and skips the
+# excluded captures it meets. A benchmark, not a test: it asserts nothing.
 #
 #   bash tools/loadtest.sh --db DIR [--next FILE_OR_DIR… --label LABEL] [--seconds 10]
-#                          [--connections 64] [--rate 5000] [--json OUT.json]
+#                          [--connections 64] [--rate 5000] [--acl-rules N]
+#                          [--json OUT.json]
 #
 # e.g. after `tidemark-gen --out /tmp/big --pages 100000 --sweeps 5 --seed 2026` and
 # ingesting sweeps 1-4 into /tmp/big/db:
@@ -17,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-db="" ; label="" ; seconds=10 ; conns=64 ; rate=5000 ; json_out="" ; next=()
+db="" ; label="" ; seconds=10 ; conns=64 ; rate=5000 ; json_out="" ; next=() ; acl_rules=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --db) db="$2"; shift 2 ;;
@@ -27,6 +31,7 @@ while [ $# -gt 0 ]; do
         --connections) conns="$2"; shift 2 ;;
         --rate) rate="$2"; shift 2 ;;
         --json) json_out="$2"; shift 2 ;;
+        --acl-rules) acl_rules="$2"; shift 2 ;;
         *) echo "loadtest: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -51,17 +56,41 @@ trap '[ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true; wait 2>/de
 echo "copying the index (the ingest phase extends the copy) …" >&2
 cp -a "$db" "$work/db"
 
-"$bin" --db "$work/db" serve --listen 127.0.0.1:0 --json > "$work/listen" 2> "$work/server.log" &
-server_pid=$!
-for _ in $(seq 100); do [ -s "$work/listen" ] && break; sleep 0.1; done
-addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["listen"])' "$work/listen")
-echo "server at http://$addr" >&2
-
 # What to ask: URLs spread over the index (every k-th capture); those with content for
 # similar; each URL's host for the prefix query.
 "$bin" --db "$work/db" export > "$work/export.cdxj"
 total=$(wc -l < "$work/export.cdxj")
 awk -v step="$(( total / 2000 + 1 ))" 'NR % step == 0' "$work/export.cdxj" > "$work/sample.cdxj"
+
+acl_args=()
+if [ "$acl_rules" -gt 0 ]; then
+    python3 - "$work" "$acl_rules" <<'PY'
+import sys
+work, n = sys.argv[1], int(sys.argv[2])
+asked = {l.split(" ", 1)[0] for l in open(f"{work}/sample.cdxj")}
+keys = sorted({l.split(" ", 1)[0] for l in open(f"{work}/export.cdxj")} - asked)
+step = max(1, len(keys) // n)
+rules = []
+for i, k in enumerate(keys[::step][:n]):
+    if i % 10 < 8:
+        rules.append(f'{k}### - {{"access": "exclude"}}')
+    elif i % 10 == 8:
+        rules.append(f'{k} - {{"access": "block"}}')
+    else:
+        rules.append(f'{k} - {{"access": "allow", "user": "staff"}}')
+rules.sort(reverse=True)
+open(f"{work}/rules.aclj", "w").write("\n".join(rules) + "\n")
+print(f"{len(rules)} access rules of {len(keys)} URLs not asked", file=sys.stderr)
+PY
+    acl_args=(--acl "$work/rules.aclj")
+fi
+
+"$bin" --db "$work/db" serve --listen 127.0.0.1:0 --json "${acl_args[@]}" > "$work/listen" 2> "$work/server.log" &
+server_pid=$!
+for _ in $(seq 100); do [ -s "$work/listen" ] && break; sleep 0.1; done
+addr=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["listen"])' "$work/listen")
+echo "server at http://$addr" >&2
+
 python3 - "$work" "http://$addr" <<'PY'
 import json, sys, urllib.parse
 work, base = sys.argv[1], sys.argv[2]

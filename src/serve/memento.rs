@@ -12,8 +12,7 @@
 //!   Another timestamp redirects to the closest capture; a WARC file no longer found is
 //!   a 404 that says which file.
 
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path as FsPath;
+use std::io::Read;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -26,12 +25,12 @@ use serde_json::json;
 
 use super::cdx::{base_url, check_collection};
 use super::error::ApiError;
+use super::replay::{load, Payload};
 use super::state::{AppState, Served};
 use super::stream::stream;
 use crate::access::Access;
-use crate::query::captures::{closest, revisited, CaptureRange, MatchType};
+use crate::query::captures::{closest, CaptureRange, MatchType};
 use crate::query::CaptureRow;
-use crate::read::{parse_response, RecordReader};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -383,12 +382,20 @@ async fn replay(
         Some(Ok(a)) => a,
     };
     // HEAD too: hyper sends the headers (Content-Length included) without the body.
-    let mut resp = Response::new(Body::from(archived.payload));
+    let mut resp = match archived.payload {
+        Payload::Whole(bytes) => Response::new(Body::from(bytes)),
+        Payload::Streamed { reader, length } => {
+            let mut r = Response::new(streamed(&state, reader));
+            r.headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            r
+        }
+    };
     *resp.status_mut() = StatusCode::from_u16(archived.status).unwrap_or(StatusCode::OK);
     let h = resp.headers_mut();
     for (k, v) in &archived.headers {
         let lk = k.to_ascii_lowercase();
-        // Framing and encodings are this server's: the payload is sent decoded and whole.
+        // Framing and encodings are this server's: the payload is sent decoded.
         if matches!(
             lk.as_str(),
             "transfer-encoding"
@@ -421,96 +428,31 @@ async fn replay(
     Ok(resp)
 }
 
-/// A payload read back from its WARC file.
-struct Archived {
-    status: u16,
-    headers: Vec<(String, String)>,
-    payload: Vec<u8>,
-    timestamp: String,
-}
-
-/// Reads a capture's payload; a revisit's from the capture it revisits.
-fn load(state: &AppState, served: &Served, row: &CaptureRow) -> Result<Archived, ApiError> {
-    let source = if row.info.kind == "revisit" {
-        revisited(&served.index, row)?.ok_or_else(|| {
-            ApiError::not_found(
-                "url",
-                format!(
-                    "the capture of {} at {} is a revisit whose original record is not in the index",
-                    row.info.url, row.timestamp
-                ),
-            )
-        })?
-    } else {
-        row.clone()
-    };
-    let name = &source.info.file;
-    let path = state.warc_path(served, &source).ok_or_else(|| {
-        ApiError::not_found(
-            "warc",
-            format!("the WARC file {name} of this capture is no longer where it was ingested from; add its folder to serve.archive_paths"),
-        )
-    })?;
-    // The payload is held whole: a record or payload over the cap is refused, naming
-    // it, never answered cut short as a complete 200.
-    let cap = state.config.serve.max_replay_bytes;
-    let over = || {
-        ApiError::too_large(format!(
-            "the archived record of {} at {} ({}: offset {}) is larger than {cap} bytes, the most this server reads for replay (serve.max_replay_bytes); it is not served cut short",
-            row.info.url,
-            row.timestamp,
-            path.display(),
-            source.info.offset
-        ))
-    };
-    let rec = read_record(&path, source.info.offset, source.info.length, cap).map_err(|m| {
-        ApiError::internal(format!(
-            "{}: offset {}: {m}",
-            path.display(),
-            source.info.offset
-        ))
-    })?;
-    if rec.over_cap {
-        return Err(over());
-    }
-    let (status, headers, payload) = match parse_response(&rec.block, cap) {
-        Some(r) if r.over_cap => return Err(over()),
-        Some(r) => (r.status, r.headers, r.payload),
-        None => {
-            let mime = rec
-                .field_str("Content-Type")
-                .unwrap_or_else(|| "application/octet-stream".into());
-            (200, vec![("Content-Type".to_string(), mime)], rec.block)
+/// A payload read from its WARC file chunk by chunk on a blocking thread as the client
+/// takes it, until `serve.request_timeout_s` (then the connection is cut: with its
+/// Content-Length the client sees a short body, not a complete one).
+fn streamed(state: &AppState, mut reader: Box<dyn Read + Send>) -> Body {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || loop {
+        let mut buf = vec![0u8; 64 * 1024];
+        let item = match reader.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(buf)
+            }
+            Err(e) => Err(e),
+        };
+        let failed = item.is_err();
+        let sent = handle.block_on(tokio::time::timeout_at(deadline, tx.send(item)));
+        if failed || !matches!(sent, Ok(Ok(()))) {
+            return;
         }
-    };
-    Ok(Archived {
-        // A revisit answers with its own status line where it has one.
-        status: row.info.status.unwrap_or(status),
-        headers,
-        payload,
-        timestamp: row.timestamp.clone(),
-    })
-}
-
-fn read_record(
-    path: &FsPath,
-    offset: u64,
-    length: u64,
-    cap: usize,
-) -> Result<crate::read::Record, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
-    let reader: Box<dyn Read + Send> = if length > 0 {
-        Box::new(f.take(length))
-    } else {
-        Box::new(f)
-    };
-    let mut records = RecordReader::from_reader(reader, cap).map_err(|e| e.message)?;
-    match records.next() {
-        Some(Ok(r)) => Ok(r),
-        Some(Err(e)) => Err(e.message),
-        None => Err("no record there".into()),
-    }
+    });
+    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod cdx;
 mod error;
 pub mod memento;
 pub mod page;
+mod replay;
 mod state;
 mod stream;
 pub mod wayback;
