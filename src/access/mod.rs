@@ -83,6 +83,7 @@ impl View {
         let _restore = Restore(ACTIVE.with(|a| {
             a.borrow_mut().replace(Active {
                 view: self,
+                last_key: String::new(),
                 last: None,
             })
         }));
@@ -116,8 +117,10 @@ fn combine(rule: Access, bounds: &embargo::Bounds, ts: &str) -> Access {
 
 struct Active {
     view: View,
-    /// The last key asked and its rule's access: a scan reads a URL's captures together.
-    last: Option<(String, Access)>,
+    /// The last key asked and its rule's access (a scan reads a URL's captures
+    /// together); the key's buffer is reused.
+    last_key: String,
+    last: Option<Access>,
 }
 
 struct Restore(Option<Active>);
@@ -140,11 +143,13 @@ pub fn access_of(key: &str, ts: &str) -> Access {
         let Some(a) = a.as_mut() else {
             return Access::Allow;
         };
-        let rule = match &a.last {
-            Some((k, r)) if k == key => *r,
+        let rule = match a.last {
+            Some(r) if a.last_key == key => r,
             _ => {
                 let r = a.view.rule_access(key);
-                a.last = Some((key.to_string(), r));
+                a.last_key.clear();
+                a.last_key.push_str(key);
+                a.last = Some(r);
                 r
             }
         };

@@ -10,7 +10,7 @@
 //! that key's rules, the one of the request's user, else the one without a user; a key
 //! whose rules are all other users' is passed over for the next.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -70,9 +70,11 @@ struct RuleJson {
 /// The rules of some `.aclj` files.
 #[derive(Debug, Clone, Default)]
 pub struct Acl {
-    /// By key; a key's rules in file order. A lookup is a few ordered-map searches, not
-    /// a walk over every rule: a scan asks once per URL it reads.
+    /// Prefix rules (and `*,`) by key; a key's rules in file order. A lookup is a few
+    /// ordered-map searches, not a walk over every rule: a scan asks once per URL.
     rules: BTreeMap<String, Vec<Rule>>,
+    /// Exact rules by their key without `###`: one hash lookup.
+    exact: HashMap<String, Vec<Rule>>,
     count: usize,
 }
 
@@ -102,11 +104,16 @@ impl Acl {
         }
         let count = rules.len();
         let mut by_key: BTreeMap<String, Vec<Rule>> = BTreeMap::new();
+        let mut exact: HashMap<String, Vec<Rule>> = HashMap::new();
         for r in rules {
-            by_key.entry(r.key.clone()).or_default().push(r);
+            match r.key.strip_suffix(EXACT) {
+                Some(k) => exact.entry(k.to_string()).or_default().push(r),
+                None => by_key.entry(r.key.clone()).or_default().push(r),
+            }
         }
         Ok(Acl {
             rules: by_key,
+            exact,
             count,
         })
     }
@@ -131,11 +138,7 @@ impl Acl {
                 .find(|r| user.is_some() && r.user.as_deref() == user))
             .or_else(|| rules.iter().find(|r| r.user.is_none()))
         }
-        if let Some(r) = self
-            .rules
-            .get(&format!("{key}{EXACT}"))
-            .and_then(|r| pick(r, user))
-        {
+        if let Some(r) = self.exact.get(key).and_then(|r| pick(r, user)) {
             return Some(r);
         }
         // The longest prefix: the greatest rule key at or below `bound` is the longest
@@ -154,7 +157,7 @@ impl Acl {
                 break;
             }
             if key.starts_with(k.as_str()) {
-                if let Some(r) = pick(rules, user).filter(|_| !k.ends_with(EXACT)) {
+                if let Some(r) = pick(rules, user) {
                     return Some(r);
                 }
                 // Only other users' rules here: the next shorter prefix.

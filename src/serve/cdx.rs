@@ -599,10 +599,13 @@ fn write_line(
             format!("{}\n", vals.join(" "))
         }
         Output::Link => format!(
-            "<{base}/{coll}/{}id_/{}>; rel=\"memento\"; datetime=\"{}\"; collection=\"{coll}\",\n",
-            f.row.timestamp,
-            f.row.info.url,
-            super::memento::http_date(&f.row.timestamp)
+            "{},\n",
+            super::memento::link_value(
+                &format!("{base}/{coll}/{}id_/{}", f.row.timestamp, f.row.info.url),
+                "memento",
+                &f.row.timestamp,
+                Some(coll)
+            )
         ),
     };
     sink.write(line.as_bytes())
