@@ -10,11 +10,10 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::server::{enc, python, Server};
+use common::server::{enc, no_follow, python, Pywb, Server};
 use common::{generate, ingest_generated, tidemark_ok, truth};
 use serde_json::Value;
 use tidemark::query::iso_date;
@@ -219,32 +218,9 @@ fn write_rules(s: &Setup, path: &Path, host: bool) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// (status, headers, body) without following redirects.
+/// (status, headers, body) of `base` + `path`, redirects not followed.
 fn get(base: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let agent = ureq::AgentBuilder::new()
-        .redirects(0)
-        .timeout(Duration::from_secs(60))
-        .build();
-    let mut req = agent.get(&format!("{base}{path}"));
-    for (k, v) in headers {
-        req = req.set(k, v);
-    }
-    let resp = match req.call() {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{path}: {e}"),
-    };
-    let hs = (resp.headers_names().iter())
-        .flat_map(|n| {
-            (resp.all(n).into_iter())
-                .map(|v| (n.to_ascii_lowercase(), v.to_string()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let status = resp.status();
-    let mut body = Vec::new();
-    resp.into_reader().read_to_end(&mut body).unwrap();
-    (status, hs, body)
+    no_follow(&format!("{base}{path}"), headers)
 }
 
 /// Every request of the no-leak check: (path, the URL it asks about, if any). Replay
@@ -599,37 +575,7 @@ fn pywb_hides_what_tidemark_hides_with_the_same_rules() {
     )
     .unwrap();
     let srv = Server::start(&s.db, &[], &["--acl", s.acl.to_str().unwrap()]);
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let wayback = Path::new(&py).parent().unwrap().join("wayback");
-    let mut pywb = Kill(
-        std::process::Command::new(&wayback)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .current_dir(work.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start pywb's wayback"),
-    );
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(pywb.0.try_wait().unwrap().is_none(), "pywb exited at start");
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "pywb did not start"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let pywb_base = format!("http://127.0.0.1:{port}");
+    let pywb = Pywb::start(&py, work.path());
     let times = |base: &str, path: &str, user: Option<&str>| -> BTreeSet<String> {
         let hs: Vec<(&str, &str)> = user.map(|u| ("X-Pywb-ACL-User", u)).into_iter().collect();
         let (st, _, body) = get(base, path, &hs);
@@ -654,7 +600,7 @@ fn pywb_hides_what_tidemark_hides_with_the_same_rules() {
         for user in [None, Some("staff")] {
             let q = format!("?url={}&matchType=host&output=json", enc(h));
             let ours = times(&srv.base, &format!("/{COLL}{q}"), user);
-            let theirs = times(&pywb_base, &format!("/tm/cdx{q}"), user);
+            let theirs = times(&pywb.base, &format!("/tm/cdx{q}"), user);
             assert_eq!(ours, theirs, "host {h}, user {user:?}");
             compared += ours.len();
         }

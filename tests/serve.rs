@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::server::{enc, python, request, Server};
+use common::server::{enc, free_port, no_follow, python, request, Pywb, Server};
 use common::{generate, ingest_generated, sweep_files, tidemark};
 use serde_json::Value;
 
@@ -1013,34 +1013,6 @@ fn wayback_cdx_api_json_limits_collapse_resume_and_paging() {
     assert_eq!(none["archived_snapshots"], serde_json::json!({}));
 }
 
-/// (status, headers, body) of a request that does not follow redirects.
-fn no_follow(url: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let agent = ureq::AgentBuilder::new().redirects(0).build();
-    let mut req = agent.get(url);
-    for (k, v) in headers {
-        req = req.set(k, v);
-    }
-    let resp = match req.call() {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{url}: {e}"),
-    };
-    let hs = resp
-        .headers_names()
-        .iter()
-        .flat_map(|n| {
-            resp.all(n)
-                .into_iter()
-                .map(|v| (n.to_ascii_lowercase(), v.to_string()))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let status = resp.status();
-    let mut body = Vec::new();
-    resp.into_reader().read_to_end(&mut body).unwrap();
-    (status, hs, body)
-}
-
 fn header<'a>(hs: &'a [(String, String)], name: &str) -> Option<&'a str> {
     hs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
@@ -1794,14 +1766,6 @@ fn run_python(py: &str, script: &str, args: &[&str], cwd: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn pywb_replays_generated_pages_through_the_index() {
     let Some(py) = python() else { return };
@@ -1823,33 +1787,7 @@ fn pywb_replays_generated_pages_through_the_index() {
         ),
     )
     .unwrap();
-    let port = free_port();
-    let wayback = Path::new(&py).parent().unwrap().join("wayback");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut pywb = Kill(
-        Command::new(&wayback)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .current_dir(work.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("start pywb's wayback"),
-    );
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(pywb.0.try_wait().unwrap().is_none(), "pywb exited at start");
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "pywb did not start"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let pywb = Pywb::start(&py, work.path());
     // Sampled captures of each kind; what pywb answers is compared, in Python with
     // warcio (pywb's own reader, independent of tidemark's), with the WARC's payload.
     let mut jobs = Vec::new();
@@ -1892,7 +1830,7 @@ fn pywb_replays_generated_pages_through_the_index() {
             .unwrap();
         jobs.push(serde_json::json!({
             "kind": kind,
-            "fetch": format!("http://127.0.0.1:{port}/tm/{}id_/{}", e.1, e.2["url"].as_str().unwrap()),
+            "fetch": format!("{}/tm/{}id_/{}", pywb.base, e.1, e.2["url"].as_str().unwrap()),
             "warc": dir.join(format!("sweep-{sweep:02}")).join(src.2["filename"].as_str().unwrap()),
             "offset": src.2["offset"].as_str().unwrap().parse::<u64>().unwrap(),
         }));

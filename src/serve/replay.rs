@@ -118,19 +118,24 @@ fn read_record(
     length: u64,
     cap: usize,
 ) -> Result<crate::read::Record, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
-    let reader: Box<dyn Read + Send> = if length > 0 {
-        Box::new(f.take(length))
-    } else {
-        Box::new(f)
-    };
-    let mut records = RecordReader::from_reader(reader, cap).map_err(|e| e.message)?;
+    let mut records =
+        RecordReader::from_reader(open_at(path, offset, length)?, cap).map_err(|e| e.message)?;
     match records.next() {
         Some(Ok(r)) => Ok(r),
         Some(Err(e)) => Err(e.message),
         None => Err("no record there".into()),
     }
+}
+
+/// The stored bytes of the record at `offset` (`length` of them; 0: to the file's end).
+fn open_at(path: &Path, offset: u64, length: u64) -> Result<Box<dyn Read + Send>, String> {
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+    Ok(if length > 0 {
+        Box::new(f.take(length))
+    } else {
+        Box::new(f)
+    })
 }
 
 /// Header bytes read before a payload is given to the whole-record path instead.
@@ -143,13 +148,7 @@ type Opened = (u16, Vec<(String, String)>, Box<dyn Read + Send>, u64);
 /// is stored as it is served (no chunked framing, no content coding). None: the record
 /// is another kind (ARC, a coded payload, an odd header) and is read whole.
 fn open_plain(path: &Path, offset: u64, length: u64) -> Result<Option<Opened>, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
-    let source: Box<dyn Read + Send> = if length > 0 {
-        Box::new(f.take(length))
-    } else {
-        Box::new(f)
-    };
+    let source = open_at(path, offset, length)?;
     let (stream, _) = Decompressed::from_reader(source, 0).map_err(|e| e.to_string())?;
     let mut r = BufReader::with_capacity(64 * 1024, stream);
     let Some(warc) = read_head(&mut r)? else {

@@ -156,3 +156,83 @@ pub fn python() -> Option<String> {
         }
     }
 }
+
+/// pywb's `wayback` (from the test environment's Python) serving the `config.yaml` of
+/// `work` on a free port; killed when dropped.
+pub struct Pywb {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+}
+
+impl Pywb {
+    /// Starts it and waits until it accepts connections (60 s at most).
+    pub fn start(python: &str, work: &Path) -> Pywb {
+        let port = free_port();
+        let wayback = Path::new(python).parent().unwrap().join("wayback");
+        let mut child = Command::new(&wayback)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .current_dir(work)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start pywb's wayback");
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(child.try_wait().unwrap().is_none(), "pywb exited at start");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "pywb did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        Pywb {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Pywb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port free now on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// (status, headers, body) of a request that does not follow redirects.
+pub fn no_follow(url: &str, headers: &[(&str, &str)]) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let mut req = agent.get(url);
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    let resp = match req.call() {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{url}: {e}"),
+    };
+    let hs = resp
+        .headers_names()
+        .iter()
+        .flat_map(|n| {
+            resp.all(n)
+                .into_iter()
+                .map(|v| (n.to_ascii_lowercase(), v.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let status = resp.status();
+    let mut body = Vec::new();
+    resp.into_reader().read_to_end(&mut body).unwrap();
+    (status, hs, body)
+}
