@@ -17,7 +17,7 @@ use common::server::{enc, no_follow, python, Pywb, Server};
 use common::{generate, ingest_generated, tidemark_ok, truth};
 use serde_json::Value;
 use tidemark::query::iso_date;
-use tidemark::serve::memento::http_date;
+use tidemark::serve::links::http_date;
 use tidemark::url::surt;
 
 const COLL: &str = "tidemark";

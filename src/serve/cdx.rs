@@ -600,7 +600,7 @@ fn write_line(
         }
         Output::Link => format!(
             "{},\n",
-            super::memento::link_value(
+            super::links::link_value(
                 &format!("{base}/{coll}/{}id_/{}", f.row.timestamp, f.row.info.url),
                 "memento",
                 &f.row.timestamp,

@@ -19,6 +19,7 @@
 pub mod api;
 pub mod cdx;
 mod error;
+pub mod links;
 pub mod memento;
 pub mod page;
 mod replay;
