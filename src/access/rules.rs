@@ -87,20 +87,8 @@ impl Acl {
     /// naming the file and line.
     pub fn load(paths: &[PathBuf]) -> Result<Acl, String> {
         let mut rules = Vec::new();
-        for path in paths {
-            if path.is_dir() {
-                let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "aclj"))
-                    .collect();
-                files.sort();
-                for f in files {
-                    read_file(&f, &mut rules)?;
-                }
-            } else {
-                read_file(path, &mut rules)?;
-            }
+        for f in files(paths)? {
+            read_file(&f, &mut rules)?;
         }
         let count = rules.len();
         let mut by_key: BTreeMap<String, Vec<Rule>> = BTreeMap::new();
@@ -194,6 +182,25 @@ impl Acl {
         }
         self.rules.get("*,").and_then(|r| pick(r, user))
     }
+}
+
+/// The rule files of `paths`: each file as given, each folder's `.aclj` files by name.
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "aclj"))
+                .collect();
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
 }
 
 fn read_file(path: &Path, rules: &mut Vec<Rule>) -> Result<(), String> {

@@ -164,12 +164,7 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match state.current() {
         Some(s) => {
             // The sweeps this reader may be told of (an embargo may hide the newest).
-            let shown: Vec<&(u32, crate::index::codec::SweepInfo)> =
-                state::within(state.view(), || {
-                    (s.sweeps.iter())
-                        .filter(|(_, w)| crate::access::time_shown(&w.date))
-                        .collect()
-                });
+            let shown: Vec<_> = state::within(state.view(), || s.shown_sweeps().collect());
             Json(serde_json::json!({
                 "ready": true,
                 "snapshot": s.number,

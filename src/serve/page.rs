@@ -196,10 +196,7 @@ async fn lost_and_found(
     let asked = query.clone();
     let result = state
         .with_index(move |s| {
-            let sweeps: Vec<String> = (s.sweeps.iter())
-                .filter(|(_, w)| crate::access::time_shown(&w.date))
-                .map(|(_, w)| w.label.clone())
-                .collect();
+            let sweeps: Vec<String> = s.shown_sweeps().map(|(_, w)| w.label.clone()).collect();
             let (answer, error) = if asked.is_empty() {
                 (None, None)
             } else if asked.chars().count() > max {

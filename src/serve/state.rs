@@ -60,6 +60,11 @@ impl Served {
         })
     }
 
+    /// Its sweeps this thread's reader may be told of (read at open, for every reader).
+    pub fn shown_sweeps(&self) -> impl Iterator<Item = &(u32, SweepInfo)> {
+        (self.sweeps.iter()).filter(|(_, w)| crate::access::time_shown(&w.date))
+    }
+
     /// A searcher over this snapshot.
     pub fn searcher(&self) -> Searcher<'_> {
         Searcher::with(&self.index, &self.prepared)
@@ -289,20 +294,11 @@ fn load_policy(config: &Config, generation: u64) -> Result<Policy, String> {
     })
 }
 
-/// Each rule file's path, modification time and length (a folder's `.aclj` files).
+/// Each rule file's path, modification time and length (a folder's `.aclj` files; a
+/// folder that cannot be listed as itself, so that its change is seen).
 fn acl_stamp(paths: &[PathBuf]) -> Vec<(PathBuf, Option<std::time::SystemTime>, u64)> {
-    let mut files: Vec<PathBuf> = Vec::new();
-    for p in paths {
-        match std::fs::read_dir(p) {
-            Ok(rd) => files.extend(
-                rd.filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|f| f.extension().is_some_and(|x| x == "aclj")),
-            ),
-            Err(_) => files.push(p.clone()),
-        }
-    }
-    files.sort();
-    files
+    crate::access::rules::files(paths)
+        .unwrap_or_else(|_| paths.to_vec())
         .into_iter()
         .map(|f| {
             let m = std::fs::metadata(&f).ok();

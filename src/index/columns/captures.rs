@@ -214,27 +214,18 @@ impl Col<'_, Captures> {
 /// a redirect to a URL the reader may not be told of is not named. Every read of this
 /// family in answers goes through here.
 pub(crate) fn seen<'k>(k: &'k [u8], v: &[u8]) -> Result<Option<Row<'k>>> {
-    if access::active() {
-        let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
-        if !access::visible(s, t) {
-            return Ok(None);
-        }
-        let (s, t, mut info) = row(k, v)?;
-        if info
-            .redirect
-            .as_deref()
-            .is_some_and(|r| !access::url_shown(r))
-        {
-            info.redirect = None;
-        }
-        return Ok(Some((s, t, info)));
+    let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+    if !access::visible(s, t) {
+        return Ok(None);
     }
-    row(k, v).map(Some)
+    let mut info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
+    unname_hidden_redirect(&mut info);
+    Ok(Some((s, t, info)))
 }
 
-/// A capture as stored, from its key and value.
-pub(crate) fn row<'k>(k: &'k [u8], v: &[u8]) -> Result<Row<'k>> {
-    let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
-    let info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
-    Ok((s, t, info))
+/// Drops a redirect's target when this thread's reader may not be told of it.
+pub(crate) fn unname_hidden_redirect(info: &mut CaptureInfo) {
+    if (info.redirect.as_deref()).is_some_and(|r| !access::url_shown(r)) {
+        info.redirect = None;
+    }
 }

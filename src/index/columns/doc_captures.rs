@@ -82,9 +82,7 @@ impl Col<'_, DocCaptures> {
         for ((k, ck), info) in keys.iter().zip(found) {
             match info {
                 Some(mut info) => {
-                    if (info.redirect.as_deref()).is_some_and(|r| !crate::access::url_shown(r)) {
-                        info.redirect = None;
-                    }
+                    super::captures::unname_hidden_redirect(&mut info);
                     out.push((
                         Captures::decode_key(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?,
                         info,

@@ -37,11 +37,14 @@ impl Column for Sweeps {
 }
 
 impl Col<'_, Sweeps> {
-    /// Every sweep, by id.
+    /// Every sweep, by id, that this thread's reader may be told of (a sweep dated
+    /// under an embargo is not: [`crate::access::time_shown`]).
     pub fn all(&self) -> Result<Vec<(u32, SweepInfo)>> {
         let mut out = Vec::new();
         self.for_each(|id, s| {
-            out.push((id, s));
+            if crate::access::time_shown(&s.date) {
+                out.push((id, s));
+            }
             Ok(true)
         })?;
         Ok(out)
