@@ -246,6 +246,19 @@ mod tests {
     }
 
     #[test]
+    fn exact_rules_alone_make_a_view() {
+        let p = policy(
+            "com,a)/x### - {\"access\": \"exclude\"}\n",
+            Embargo::default(),
+        );
+        assert!(!p.is_open());
+        p.view(None).unwrap().run(|| {
+            assert!(!visible("com,a)/x", "20200101000000"));
+            assert!(visible("com,a)/xy", "20200101000000"));
+        });
+    }
+
+    #[test]
     fn an_open_policy_makes_no_view() {
         let p = Arc::new(Policy::default());
         assert!(p.view(Some("staff".into())).is_none());

@@ -113,7 +113,7 @@ impl Acl {
 
     /// Whether no rule was loaded.
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.count == 0
     }
 
     /// The rule that applies to a capture of SURT key `key` for `user` (none: the
