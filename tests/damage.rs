@@ -150,12 +150,15 @@ fn damaged_copy(p: &Pristine, cf: &str, damage: Damage, at: &Path) -> PathBuf {
     copy
 }
 
+/// Copies an index: its files and its postings' runs (not its snapshots).
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         if e.file_type().unwrap().is_file() {
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        } else if e.file_name() == "postings" {
+            copy_dir(&e.path(), &to.join("postings"));
         }
     }
 }
@@ -177,7 +180,7 @@ fn readers(cf: &str, p: &Pristine) -> Vec<Vec<String>> {
         "sweeps" => vec![vec!["sweeps", "--json"], vec!["stats"]],
         "files" => vec![vec!["sweeps", "--json"]],
         "docs" => vec![vec!["cluster", &u]],
-        "sketches" | "postings" => vec![vec!["similar", &u]],
+        "sketches" => vec![vec!["similar", &u]],
         "captures" => vec![vec!["export"], vec!["stats"], vec!["history", &u]],
         "doc_captures" => vec![vec!["cluster", &u], vec!["similar", &u]],
         "parents" => vec![vec!["stats"], vec!["export"]],
@@ -217,7 +220,6 @@ fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
         "payloads",
         "docs",
         "sketches",
-        "postings",
         "captures",
         "doc_captures",
         "url_last",
@@ -290,6 +292,83 @@ fn every_damaged_column_family_is_a_corruption_error_naming_it_never_a_panic() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked > 60, "only {checked} commands ran");
+}
+
+/// The postings' files (runs and manifest, beside RocksDB's): a run with a flipped byte,
+/// cut short or missing, a manifest edited or cut: the commands that read postings
+/// (`similar`, the next ingest) exit 2 naming the file; nothing panics.
+#[test]
+fn damaged_postings_files_are_errors_naming_the_file_never_a_panic() {
+    let p = pristine();
+    let work = tempfile::tempdir().unwrap();
+    let runs = |db: &Path| -> Vec<PathBuf> {
+        let mut r: Vec<PathBuf> = std::fs::read_dir(db.join("postings"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "run"))
+            .collect();
+        r.sort();
+        r
+    };
+    assert!(
+        !runs(&p.db).is_empty(),
+        "the pristine index has postings runs"
+    );
+    type Harm = fn(&Path, &[PathBuf]) -> &'static str;
+    let harms: [(&str, Harm); 5] = [
+        ("flipped", |_, r| {
+            let mut b = std::fs::read(&r[0]).unwrap();
+            let mid = b.len() / 3;
+            b[mid] ^= 0x40;
+            std::fs::write(&r[0], b).unwrap();
+            "checksum"
+        }),
+        ("cut", |_, r| {
+            let b = std::fs::read(&r[0]).unwrap();
+            std::fs::write(&r[0], &b[..b.len() - 5]).unwrap();
+            "not a postings run"
+        }),
+        ("missing", |_, r| {
+            std::fs::remove_file(&r[0]).unwrap();
+            "No such file"
+        }),
+        ("manifest edited", |db, _| {
+            let m = db.join("postings/MANIFEST");
+            let t = std::fs::read_to_string(&m)
+                .unwrap()
+                .replacen("mark ", "mark 1", 1);
+            std::fs::write(&m, t).unwrap();
+            "MANIFEST"
+        }),
+        ("manifest cut", |db, _| {
+            let m = db.join("postings/MANIFEST");
+            let t = std::fs::read(&m).unwrap();
+            std::fs::write(&m, &t[..t.len() / 2]).unwrap();
+            "MANIFEST"
+        }),
+    ];
+    for (name, harm) in harms {
+        let copy = work.path().join(name.replace(' ', "-"));
+        copy_dir(&p.db, &copy);
+        let want = harm(&copy, &runs(&copy));
+        for cmd in readers("sketches", &p).into_iter().chain([{
+            let mut a = vec!["ingest".to_string(), "--sweep".into(), "sweep-3".into()];
+            a.extend(p.next_sweep.iter().map(|f| f.display().to_string()));
+            a
+        }]) {
+            let mut args = vec!["--db".to_string(), copy.display().to_string()];
+            args.extend(["--config".into(), p.config.display().to_string()]);
+            args.extend(cmd.iter().cloned());
+            let out = tidemark(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("panicked"), "{name} {cmd:?}: {err}");
+            assert_eq!(out.status.code(), Some(2), "{name} {cmd:?}: {err}");
+            assert!(
+                err.contains("postings") && err.contains(want),
+                "{name} {cmd:?}: {err}"
+            );
+        }
+    }
 }
 
 /// A first ingest killed while RocksDB was creating the index's families leaves a
@@ -391,7 +470,7 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     }
 }
 
-/// An index of the previous layout (schema 8: sketches stored whole) is refused with the
+/// An index of the previous layout (schema 9: postings in a RocksDB family) is refused with the
 /// version found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
@@ -404,8 +483,13 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 8u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 9u32.to_be_bytes())
             .unwrap();
+        // Schema 9 kept postings in a family of that name.
+        let mut rdb = rdb;
+        rdb.create_cf("postings", &Options::default()).unwrap();
+        let h = rdb.cf_handle("postings").unwrap();
+        rdb.put_cf(h, [0xff; 9], 1u64.to_be_bytes()).unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
     for cmd in [&["stats"][..], &["ingest", "--sweep", "x", &more][..]] {
@@ -415,7 +499,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 8; this tidemark reads version 9")
+            err.contains("has schema version 9; this tidemark reads version 10")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -6,8 +6,8 @@
 //! cap still finds its first members. Ingest finds the same candidates for a batch of
 //! new docs at once, as a join ([`crate::ingest::pairs`]), by the same rules.
 
-use super::columns::postings::{entry_fields, ENTRY};
 use super::postings::{self, Fresh, OverCap, Stored, U64Map, COMMON_HEAD};
+use super::postings::{entry_fields, ENTRY};
 use super::{Index, Result};
 
 /// A doc sharing posting values with the sketch.

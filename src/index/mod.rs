@@ -28,11 +28,12 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 9: sketches stored
+/// Version of the on-disk layout this build reads and writes. 10: postings in runs of
+/// their own beside RocksDB (`postings/`); 9: sketches stored
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -53,8 +54,6 @@ pub mod cf {
     pub const DOCS: &str = docs::Docs::NAME;
     /// `sketches`.
     pub const SKETCHES: &str = sketches::Sketches::NAME;
-    /// `postings`.
-    pub const POSTINGS: &str = postings::Postings::NAME;
     /// `captures`.
     pub const CAPTURES: &str = captures::Captures::NAME;
     /// `doc_captures`.
@@ -230,10 +229,12 @@ pub struct Index {
     path: PathBuf,
     params: IndexParams,
     counters: std::sync::Mutex<Counters>,
-    tuning: Tuning,
     /// Whether automatic compactions are off in this process (the end of an ingest
     /// turns them off; they are on at open).
     pub(crate) compactions_paused: std::sync::atomic::AtomicBool,
+    /// The stored postings (files beside RocksDB's, [`postings::store`]), once opened.
+    postings: std::sync::Mutex<Option<std::sync::Arc<postings::store::Store>>>,
+    read_only: bool,
 }
 
 /// Whether the RocksDB database at `path` with `families` holds no key at all, looked
@@ -270,7 +271,6 @@ impl Index {
         // LRU cache's shard mutexes were 5% of a later sweep's CPU).
         let cache = Cache::new_hyper_clock_cache(config.index.block_cache_mb << 20, 0);
         let params = IndexParams::from_config(config);
-        let cap = params.common_shingle_cap as usize;
         let mut db_opts = Options::default();
         db_opts.create_if_missing(create);
         db_opts.create_missing_column_families(create);
@@ -286,14 +286,23 @@ impl Index {
         db_opts.set_allow_concurrent_memtable_write(false);
         let tuning = Tuning {
             cache: cache.clone(),
-            cap,
         };
-        let descriptors: Vec<ColumnFamilyDescriptor> = cf::ALL
+        let mut descriptors: Vec<ColumnFamilyDescriptor> = cf::ALL
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, columns::options(n, &tuning)))
             .collect();
         if exists {
             let present = DB::list_cf(&Options::default(), path)?;
+            // Families of older schemas (schema 9's `postings`): opened as they are, so
+            // that the version check below names the version.
+            if present.iter().any(|c| c == cf::META) {
+                for c in present
+                    .iter()
+                    .filter(|c| *c != "default" && !cf::ALL.contains(&c.as_str()))
+                {
+                    descriptors.push(ColumnFamilyDescriptor::new(c, Options::default()));
+                }
+            }
             // RocksDB creates a new database's families one by one after its `default`
             // one: a first ingest killed in between leaves some of ours, or none. That
             // directory is taken up again below when it holds nothing at all.
@@ -330,8 +339,9 @@ impl Index {
             path: path.to_path_buf(),
             params: params.clone(),
             counters: Default::default(),
-            tuning,
             compactions_paused: Default::default(),
+            postings: Default::default(),
+            read_only,
         };
         let version = index.meta().schema_version()?;
         // A directory RocksDB created but that never got our meta (a first run killed
@@ -387,11 +397,6 @@ impl Index {
     /// Counters (next doc id, current threshold).
     pub fn counters(&self) -> Counters {
         self.counters.lock().expect("counters lock").clone()
-    }
-
-    /// Options of the `postings` column family (for writing its files).
-    pub(crate) fn postings_options(&self) -> Options {
-        columns::options(cf::POSTINGS, &self.tuning)
     }
 
     pub(crate) fn cf(&self, name: &'static str) -> &ColumnFamily {
@@ -454,9 +459,26 @@ impl Index {
         Col::new(self)
     }
 
-    /// `postings`: sketch value → posting list, and the mark.
-    pub fn postings(&self) -> Col<'_, columns::postings::Postings> {
-        Col::new(self)
+    /// The stored postings as they are now (opened at first use): the runs and mark.
+    pub fn postings_store(&self) -> Result<std::sync::Arc<postings::store::Store>> {
+        let mut s = self
+            .postings
+            .lock()
+            .map_err(|_| IndexError::Invalid("postings lock".into()))?;
+        if let Some(s) = &*s {
+            return Ok(s.clone());
+        }
+        let dir = self.path.join(postings::store::DIR);
+        let store = std::sync::Arc::new(postings::store::Store::open(&dir, !self.read_only)?);
+        *s = Some(store.clone());
+        Ok(store)
+    }
+
+    /// Makes `store` the postings (after a spill or merge wrote its manifest).
+    pub(crate) fn set_postings_store(&self, store: postings::store::Store) {
+        if let Ok(mut s) = self.postings.lock() {
+            *s = Some(std::sync::Arc::new(store));
+        }
     }
 
     /// `captures`: SURT ‖ timestamp ‖ sweep ‖ file ‖ record → capture.
@@ -527,7 +549,16 @@ impl Index {
     /// Bytes of SST files of each column family (call [`Index::flush`] first to count
     /// what is still in memtables).
     pub fn cf_sizes(&self) -> Vec<(&'static str, u64)> {
-        cf::ALL.iter().map(|n| (*n, self.cf_size(n))).collect()
+        let mut sizes: Vec<(&'static str, u64)> =
+            cf::ALL.iter().map(|n| (*n, self.cf_size(n))).collect();
+        // The postings' runs, where the family of that name was (schema 9).
+        let at = cf::ALL
+            .iter()
+            .position(|n| *n == cf::SKETCHES)
+            .map_or(0, |p| p + 1);
+        let runs = self.postings_store().map_or(0, |s| s.bytes());
+        sizes.insert(at, (postings::store::DIR, runs));
+        sizes
     }
 
     /// Bytes of write-ahead log files: writes not yet flushed to SST files (an ingest
@@ -624,15 +655,5 @@ mod tests {
         let (_d, mut i) = damaged(cf::EDGES, &9u64.to_be_bytes(), &edge[..16]);
         assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES)
             .contains("key 0000000000000009"));
-        // The postings mark and a list of partial entries.
-        let (_d, i) = damaged(cf::POSTINGS, &columns::postings::MARK_KEY, &[1, 2]);
-        assert!(
-            corruption_of(postings::Fresh::load(&i).map(|_| ()), cf::POSTINGS)
-                .contains("key ffffffffffffffffff")
-        );
-        let key9 = crate::sketch::posting_key_bytes(9);
-        let (_d, i) = damaged(cf::POSTINGS, &key9, &[0; 12]);
-        let looked = postings::lookup(&i, &[9], &Default::default()).map(|_| ());
-        assert!(corruption_of(looked, cf::POSTINGS).contains("12 bytes"));
     }
 }

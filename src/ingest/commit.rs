@@ -11,6 +11,8 @@ use super::{cf, Capture, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
+use crate::index::postings;
+use crate::index::IndexError;
 use crate::ingest::FileError;
 use crate::url::surt;
 
@@ -91,30 +93,18 @@ impl Holds {
 /// started during this ingest are waited for (with two subcompactions, as nothing else
 /// runs then).
 ///
-/// Postings: when this ingest spilled several sorted runs that together weigh at least
-/// half of all postings stored before (a first sweep, a site redesign, a sweep larger
-/// than the index so far), they are merged into one run now — the postings grow by half
-/// or more at each such merge, so it rewrites each entry a bounded number of times.
-/// Otherwise size-tiered compaction merges runs of similar size. Half, not all: a
-/// redesign's runs weigh about what the index held before (rd100k sweep 3: a 2.4%
-/// change in postings bytes tipped it), and when they were left unmerged the next sweep took
-/// 11.2 s instead of 9.2 s with 260 MB more RSS, for the 3 s the merge costs here. Runs
-/// spilled uncompressed (`transient`, a first sweep's) are always merged: the merge
-/// writes them compressed.
-pub(super) fn settle_compactions(
-    index: &Index,
-    postings_before: u64,
-    spilled: (usize, u64),
-    transient: usize,
-) -> Result<()> {
-    if (spilled.0 >= 2 && 2 * spilled.1 >= postings_before) || transient > 0 {
-        index
+/// Postings: the newest runs merged size-tiered ([`postings::settle`]), beside the
+/// wait (the merge is a sequential pass over files of their own).
+pub(super) fn settle_compactions(index: &Index) -> Result<()> {
+    let (merged, waited) = std::thread::scope(|s| {
+        let merge = s.spawn(|| postings::settle(index));
+        let waited = index
             .db()
-            .compact_range_cf(index.cf(cf::POSTINGS), None::<&[u8]>, None::<&[u8]>);
-    }
-    index
-        .db()
-        .wait_for_compact(&rocksdb::WaitForCompactOptions::default())?;
+            .wait_for_compact(&rocksdb::WaitForCompactOptions::default());
+        (merge.join(), waited)
+    });
+    merged.map_err(|_| IndexError::Invalid("the postings merge panicked".into()))??;
+    waited?;
     Ok(())
 }
 

@@ -50,7 +50,7 @@ use crate::index::columns::files::Files;
 use crate::index::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
-use crate::index::postings::{self, Fresh, OverCap, Run, Stored, U64Map};
+use crate::index::postings::{self, Fresh, OverCap};
 use crate::index::snapshots;
 use crate::index::texts::{self, TextEncoder};
 use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
@@ -276,10 +276,6 @@ struct Writer<'a> {
     fresh: Arc<Fresh>,
     /// Spill the fresh postings when they hold more than this many bytes.
     fresh_budget: usize,
-    /// How the spills made before the last one are stored: uncompressed when the index
-    /// held no postings before (a first sweep), since the ingest then merges every run
-    /// it spilled before it ends (`settle_compactions`).
-    early_runs: Run,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
@@ -377,8 +373,6 @@ struct Planned {
     /// against a base (then it is no base itself).
     pairs: Vec<Option<DocPairs>>,
     against: Vec<bool>,
-    /// The stored lists of the batch's posting values: the fresh lists start from them.
-    lists: U64Map<Stored>,
     /// Sketches read for the batch, ascending, and those the cache held.
     read: Vec<(u64, CompactSketch)>,
     hits: Vec<u64>,
@@ -525,7 +519,7 @@ impl Writer<'_> {
             let cpu = thread_cpu();
             Arc::get_mut(&mut self.fresh)
                 .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
-                .spill(self.index, first, self.early_runs, self.threads)?;
+                .spill(self.index, first)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
             self.serial_cpu += thread_cpu() - cpu;
         }
@@ -614,7 +608,6 @@ impl Writer<'_> {
                 before: self.last_against.take(),
                 pairs: found.docs.into_iter().map(Some).collect(),
                 against: vec![false; n],
-                lists: found.stored,
                 read: found.read,
                 hits: found.hits,
                 latest,
@@ -684,7 +677,7 @@ impl Writer<'_> {
         let planned = std::mem::take(&mut self.planned);
         let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
         let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
-        fresh.add_batch(&self.adds, &planned.lists, self.threads);
+        fresh.add_batch(&self.adds, self.threads);
         self.adds.clear();
         let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
         for d in &planned.hits {
@@ -896,7 +889,6 @@ fn ingest_files<'scope>(
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
     auto_compactions(index, true)?;
-    let postings_before = index.cf_size(cf::POSTINGS);
     let fresh_budget = opts.postings_buffer_mb << 20;
     let mut fresh = Fresh::load(index)?;
     fresh.size_for(fresh_budget);
@@ -906,12 +898,6 @@ fn ingest_files<'scope>(
         over_cap: &over_cap,
         fresh,
         fresh_budget,
-        // A 100k-page first sweep: spills 2.7 → 1.6 s of the writer's time.
-        early_runs: if postings_before == 0 {
-            Run::Transient
-        } else {
-            Run::Kept
-        },
         hosts_seen: Default::default(),
         sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
         forest: forest::Forest::default(),
@@ -1078,14 +1064,8 @@ fn ingest_files<'scope>(
     let next_doc = index.counters().next_doc;
     let (spilled, flushed) = std::thread::scope(|s| {
         let flush = s.spawn(|| index.flush());
-        // After earlier transient runs this one is merged with them too.
-        let last = if w.fresh.transient() > 0 {
-            Run::Transient
-        } else {
-            Run::Kept
-        };
         let spilled = match Arc::get_mut(&mut w.fresh) {
-            Some(fresh) => fresh.spill(index, next_doc, last, opts.threads.max(1)),
+            Some(fresh) => fresh.spill(index, next_doc),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
         (spilled, flush.join())
@@ -1096,12 +1076,7 @@ fn ingest_files<'scope>(
         texts::train_if_ready(index)?;
         index.flush()?;
     }
-    settle_compactions(
-        index,
-        postings_before,
-        w.fresh.spilled(),
-        w.fresh.transient(),
-    )?;
+    settle_compactions(index)?;
     // What this ingest completed becomes visible to servers as one whole state.
     if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;

@@ -6,10 +6,10 @@ use super::{unionfind, Capture, Counters, Prepared, Result, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
-use crate::index::columns::postings::MAX_DOCS;
 use crate::index::columns::sketches::{CompactSketch, Sketches};
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
+use crate::index::postings::MAX_DOCS;
 use crate::index::IndexError;
 
 impl Writer<'_> {

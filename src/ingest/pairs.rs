@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::index::candidates::{with_heads, Shared};
-use crate::index::columns::postings::{entry, entry_fields, ENTRY};
 use crate::index::columns::sketches::{compare, CompactSketch, SketchCache};
-use crate::index::postings::{self, Fresh, OverCap, Stored, U64Map, COMMON_HEAD};
+use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
+use crate::index::postings::{entry, entry_fields, ENTRY};
 use crate::index::{Index, IndexError, Result};
 use crate::sketch::{posting_key_tz, within_reach, Estimate};
 
@@ -90,9 +90,6 @@ pub struct DocPairs {
 pub struct BatchPairs {
     /// Per new doc, in doc order.
     pub docs: Vec<DocPairs>,
-    /// The stored lists of the batch's posting values, those not absent (the fresh lists
-    /// start from them).
-    pub stored: U64Map<Stored>,
     /// Sketches read from the index for this batch, ascending.
     pub read: Vec<(u64, CompactSketch)>,
     /// Sketches compared that the cache held, ascending.
@@ -156,7 +153,6 @@ pub fn find(
     let mut at = per_doc.clone();
     let mut heads: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
     let mut overs: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
-    let mut stored: U64Map<Stored> = U64Map::default();
     for p in parts {
         for (i, e) in p.shares {
             shares[at[i as usize]] = e;
@@ -168,7 +164,6 @@ pub fn find(
         for (i, v) in p.overs {
             overs[i as usize].push(v);
         }
-        stored.extend(p.stored);
     }
     let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
@@ -234,7 +229,6 @@ pub fn find(
         .collect();
     Ok(BatchPairs {
         docs,
-        stored,
         read,
         hits,
         candidates_s,
@@ -268,8 +262,6 @@ struct Part {
     heads: Vec<(u32, u64)>,
     /// (batch doc, its value whose list is over the cap).
     overs: Vec<(u32, u64)>,
-    /// The stored lists read.
-    stored: Vec<(u64, Stored)>,
 }
 
 /// An entry's 7 bytes in a u64 (doc, then level, then count: doc order).
@@ -348,10 +340,6 @@ fn join(
                     added.push(packed(&entry(first + *i as u64, d.level, n)));
                 }
             }
-        }
-        // Absent lists are not kept: a value missing from the map has none.
-        if !matches!(stored, Stored::Absent) {
-            part.stored.push((*v, stored));
         }
     }
     Ok(part)

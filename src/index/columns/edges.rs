@@ -16,7 +16,7 @@
 
 use super::Column;
 use crate::index::codec::EdgeInfo;
-use crate::index::columns::postings::MAX_DOCS;
+use crate::index::postings::MAX_DOCS;
 
 /// Marker of the `edges` column family.
 pub struct Edges;

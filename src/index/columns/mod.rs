@@ -21,7 +21,6 @@ pub mod members;
 pub mod meta;
 pub mod parents;
 pub mod payloads;
-pub mod postings;
 pub mod sketches;
 pub mod sweeps;
 pub mod texts;
@@ -57,8 +56,6 @@ pub trait Column {
 pub struct Tuning {
     /// The block cache shared by all families.
     pub cache: Cache,
-    /// The common-shingle cap (the postings merge keeps cap + 1 entries).
-    pub cap: usize,
 }
 
 /// Calls the macro `$m` with the marker type of every column family, in order.
@@ -72,7 +69,6 @@ macro_rules! with_columns {
             payloads::Payloads,
             docs::Docs,
             sketches::Sketches,
-            postings::Postings,
             captures::Captures,
             doc_captures::DocCaptures,
             url_last::UrlLast,

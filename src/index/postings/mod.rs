@@ -1,0 +1,202 @@
+//! Posting lists: a sampled sketch value → the docs whose posting sample holds it.
+//!
+//! Lists live in two places. Docs below the *mark* are in the stored runs ([`store`]:
+//! files of sorted ⟨key, entry⟩ records, [`run`]); docs from the mark on (added since the
+//! last spill) are in memory, in [`Fresh`]. A spill writes the fresh lists as one more
+//! run, with the new mark, at the end of every ingest and whenever the buffer reaches its
+//! budget; the ingest then merges the newest runs size-tiered.
+//!
+//! A lookup ([`lookup`]) reads the stored lists and the mark from one [`store::Store`]
+//! (which never changes: a spill makes a new one); the fresh entries ([`Fresh::entries`])
+//! complete them. Ingest's pair step looks up a batch's values by key range while no
+//! spill can happen (spills fall between batches), and checks the mark it read against
+//! the buffer's.
+//!
+//! After a killed ingest the fresh lists are gone, but they are a pure function of the
+//! sketches of docs from the mark on: [`Fresh::load`] rebuilds them.
+
+mod fresh;
+pub mod run;
+pub mod store;
+
+pub use fresh::{settle, Fresh};
+pub use run::{entry, entry_doc, entry_fields, list_limit, ENTRY, MAX_DOCS};
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::RwLock;
+
+use super::{Index, Result};
+use crate::sketch::{posting_key, Sketch, MAX_TZ, POSTING_KEY_BYTES};
+
+/// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
+/// values (a member of a family larger than the cap) is compared with these, so such
+/// families keep growing as one cluster.
+pub const COMMON_HEAD: usize = 8;
+
+/// Over-cap values remembered (with their heads).
+const OVER_CAP_LIMIT: usize = 1 << 18;
+
+/// Hasher for keys that are already well-mixed 64-bit values (sketch values) or small
+/// integers (doc ids): one multiply instead of SipHash, which the writer felt.
+#[derive(Default)]
+pub struct U64Hasher(u64);
+
+impl Hasher for U64Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ *b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by u64 with [`U64Hasher`].
+pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
+
+/// The values of a sketch that go into postings: those ≡ 0 mod 2^ℓ for the smallest
+/// ℓ ≥ the sketch's level that leaves fewer than 2P of them, as their posting keys
+/// ([`posting_key`]), ascending and distinct.
+pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
+    let level = posting_level(s, posting_target);
+    (level, posting_keys(s.at_level(level)))
+}
+
+/// The level of [`posting_values`] alone (what [`StoredSketch::new`] needs).
+///
+/// [`StoredSketch::new`]: crate::index::columns::sketches::StoredSketch::new
+pub fn posting_level(s: &Sketch, posting_target: u32) -> u8 {
+    let mut level = s.level;
+    loop {
+        let n = s.at_level(level).count();
+        // Reduced values tell trailing zeros apart up to MAX_TZ: no level beyond.
+        if (n as u64) < 2 * posting_target as u64 || level as u32 >= MAX_TZ {
+            return level;
+        }
+        level += 1;
+    }
+}
+
+/// The posting keys of sample values, ascending and distinct.
+pub fn posting_keys(values: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut keys: Vec<u64> = values.map(posting_key).collect();
+    // Values in full order tie on their kept bits only by chance: almost always sorted.
+    if !keys.is_sorted_by(|a, b| a < b) {
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    keys
+}
+
+/// A stored list as a lookup saw it.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// No stored entries.
+    Absent,
+    /// The entries (at most the cap).
+    List(Vec<u8>),
+    /// Over the cap: only the first docs.
+    Over(Vec<u64>),
+}
+
+/// Stored lists of some values, and the mark they were read under.
+#[derive(Debug, Clone)]
+pub struct Lookup {
+    /// First doc id not in the stored lists.
+    pub mark: u64,
+    /// One per value, in the order asked.
+    pub lists: Vec<Stored>,
+}
+
+/// Values whose stored lists are over the cap, with their heads. Lists only grow and
+/// keep their first entries, so what is over the cap once stays so, with the same head:
+/// shared by all threads without changing any answer.
+#[derive(Default)]
+pub struct OverCap(RwLock<U64Map<Vec<u64>>>);
+
+impl OverCap {
+    fn get(&self, v: u64) -> Option<Vec<u64>> {
+        self.0.read().ok()?.get(&v).cloned()
+    }
+
+    fn insert(&self, v: u64, head: Vec<u64>) {
+        if let Ok(mut m) = self.0.write() {
+            if m.len() < OVER_CAP_LIMIT {
+                m.insert(v, head);
+            }
+        }
+    }
+}
+
+/// Reads the stored lists of `values` (sorted ascending) and the mark, from one state
+/// of the stored runs.
+pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
+    let store = index.postings_store()?;
+    let cap = index.params().common_shingle_cap as usize;
+    let runs = store.runs();
+    // The table slots a few values on, asked for ahead: each is a cache miss.
+    const AHEAD: usize = 8;
+    let mut lists = Vec::with_capacity(values.len());
+    let mut entries: Vec<u8> = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        if let Some(next) = values.get(i + AHEAD) {
+            for r in runs {
+                r.prefetch(*next);
+            }
+        }
+        if let Some(head) = over.get(*v) {
+            lists.push(Stored::Over(head));
+            continue;
+        }
+        entries.clear();
+        let mut n = 0;
+        'runs: for r in runs {
+            for rec in r.records_of(*v).chunks_exact(run::RECORD) {
+                if n > cap {
+                    break 'runs;
+                }
+                entries.extend_from_slice(&rec[POSTING_KEY_BYTES..]);
+                n += 1;
+            }
+        }
+        lists.push(if n > cap {
+            let head = heads_of(&entries);
+            over.insert(*v, head.clone());
+            Stored::Over(head)
+        } else if n == 0 {
+            Stored::Absent
+        } else {
+            Stored::List(entries.clone())
+        });
+    }
+    Ok(Lookup {
+        mark: store.mark(),
+        lists,
+    })
+}
+
+fn heads_of(list: &[u8]) -> Vec<u64> {
+    list.chunks_exact(ENTRY)
+        .take(COMMON_HEAD)
+        .map(entry_doc)
+        .collect()
+}
+
+/// Asks the CPU to start loading the cache line at `p` (a hint; nothing elsewhere).
+#[inline]
+pub(crate) fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

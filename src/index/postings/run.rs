@@ -1,0 +1,528 @@
+//! One run of postings: a file of ⟨posting key, entry⟩ records sorted by key, then doc,
+//! for the docs of one id range `[first, end)`, read in place (memory-mapped).
+//!
+//! Why not RocksDB: posting keys are random 48-bit values looked up by the hundred
+//! thousand per batch, lists are only ever appended to, and most hold one 7-byte entry.
+//! In RocksDB each lookup was a bloom probe, an index-block search and a 16 KiB zstd
+//! block (~2.1 µs per asked value on the rd100k redesign sweep: 16 of its 81 CPU-s), and
+//! size-tiered compactions rewrote whole lists (another 7 CPU-s). Here a lookup reads one
+//! slot of a direct-address table (the key's top bits) and scans ~16 fixed-width records;
+//! runs are merged by a sequential pass with no decompression.
+//!
+//! Layout (integers little-endian unless said):
+//! - `TMPOST01`;
+//! - `n` records of [`RECORD`] bytes: the posting key (6 bytes BE), then the entry
+//!   ([`ENTRY`] bytes: doc 40 bits BE, posting level, posting count), ascending;
+//! - the bucket table: `2^bits + 1` u64, the first record whose key's top `bits` bits
+//!   are at least the slot's number (so bucket `b` is records `table[b]..table[b + 1]`);
+//! - a footer of [`FOOTER`] bytes: n u64, bits u32, CRC-32 of the records u32, first
+//!   u64, end u64, CRC-32 of the table u32, CRC-32 of the footer's first 36 bytes u32,
+//!   `TMPOSTZZ`.
+//!
+//! A run holds at most cap + 1 entries per key (a longer list is boilerplate: only its
+//! head is used); a key's list is the concatenation of its entries in the runs, oldest
+//! run first, whose doc ranges follow each other.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+
+use crate::index::{IndexError, Result};
+use crate::sketch::{posting_key_bytes, posting_key_of_bytes, POSTING_KEY_BYTES};
+
+/// Bytes of one posting entry.
+pub const ENTRY: usize = 7;
+
+/// Bytes of one record: key and entry.
+pub const RECORD: usize = POSTING_KEY_BYTES + ENTRY;
+
+/// Doc ids postings can name: 2⁴⁰ (a trillion).
+pub const MAX_DOCS: u64 = 1 << 40;
+
+const MAGIC: &[u8; 8] = b"TMPOST01";
+const END_MAGIC: &[u8; 8] = b"TMPOSTZZ";
+const FOOTER: usize = 48;
+/// Records per bucket of the table, on average: a lookup scans about this many.
+const PER_BUCKET: usize = 16;
+
+/// One posting entry: doc (under [`MAX_DOCS`]), its posting level, its number of
+/// posting values (kept up to 255). The prefilter reads a larger count as 255: it then
+/// takes the doc's sample for smaller than it is, which only lets more candidates through.
+pub fn entry(doc: u64, level: u8, count: u16) -> [u8; ENTRY] {
+    debug_assert!(doc < MAX_DOCS);
+    let mut e = [0u8; ENTRY];
+    e[..5].copy_from_slice(&doc.to_be_bytes()[3..]);
+    e[5] = level;
+    e[6] = count.min(255) as u8;
+    e
+}
+
+/// The fields of one entry (exactly [`ENTRY`] bytes).
+pub fn entry_fields(e: &[u8]) -> (u64, u8, u16) {
+    let mut doc = [0u8; 8];
+    doc[3..].copy_from_slice(&e[..5]);
+    (u64::from_be_bytes(doc), e[5], e[6] as u16)
+}
+
+/// The doc of one entry.
+pub fn entry_doc(e: &[u8]) -> u64 {
+    entry_fields(e).0
+}
+
+/// Bytes a list keeps at most: cap + 1 entries.
+pub fn list_limit(cap: usize) -> usize {
+    (cap + 1) * ENTRY
+}
+
+#[inline]
+fn key_at(records: &[u8], i: usize) -> u64 {
+    let mut k = [0u8; POSTING_KEY_BYTES];
+    k.copy_from_slice(&records[i * RECORD..i * RECORD + POSTING_KEY_BYTES]);
+    posting_key_of_bytes(k)
+}
+
+#[inline]
+fn bucket_of(key: u64, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        (key >> (8 * POSTING_KEY_BYTES as u32 - bits)) as usize
+    }
+}
+
+fn table_bits(n: usize) -> u32 {
+    (n / PER_BUCKET)
+        .max(1)
+        .ilog2()
+        .min(8 * POSTING_KEY_BYTES as u32)
+}
+
+fn damaged(path: &Path, what: impl std::fmt::Display) -> IndexError {
+    IndexError::Corruption {
+        cf: super::store::DIR,
+        comment: format!(
+            "run {} is damaged: {what}; rebuild the index (ingest its sweeps into a new --db)",
+            path.display()
+        ),
+    }
+}
+
+/// An I/O error on a postings file, named (a full disk as [`IndexError::NoSpace`]).
+pub(super) fn io(path: &Path, e: std::io::Error) -> IndexError {
+    if e.raw_os_error() == Some(28) {
+        return IndexError::NoSpace(format!("writing {}", path.display()));
+    }
+    IndexError::Invalid(format!("postings file {}: {e}", path.display()))
+}
+
+/// An open run.
+pub struct Run {
+    path: PathBuf,
+    map: Mmap,
+    n: usize,
+    bits: u32,
+    first: u64,
+    end: u64,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Run({}, docs {}..{}, {} records)",
+            self.path.display(),
+            self.first,
+            self.end,
+            self.n
+        )
+    }
+}
+
+impl Run {
+    /// Opens the run at `path`, checking its shape and checksums (a damaged file is an
+    /// error naming it, never a wrong answer or a panic later).
+    pub fn open(path: &Path) -> Result<Run> {
+        let file = File::open(path).map_err(|e| io(path, e))?;
+        // SAFETY: runs are written once, renamed into place and never modified; a
+        // merged-away run is unlinked, which leaves an existing mapping intact.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| io(path, e))?;
+        let len = map.len();
+        if len < MAGIC.len() + FOOTER || &map[..8] != MAGIC || &map[len - 8..] != END_MAGIC {
+            return Err(damaged(path, format!("not a postings run ({len} bytes)")));
+        }
+        let f = &map[len - FOOTER..];
+        let u64_at = |o: usize| u64::from_le_bytes(f[o..o + 8].try_into().expect("8 bytes"));
+        let u32_at = |o: usize| u32::from_le_bytes(f[o..o + 4].try_into().expect("4 bytes"));
+        if crc32fast::hash(&f[..36]) != u32_at(36) {
+            return Err(damaged(path, "footer checksum mismatch"));
+        }
+        let (n, bits, records_crc, first, end, table_crc) = (
+            u64_at(0),
+            u32_at(8),
+            u32_at(12),
+            u64_at(16),
+            u64_at(24),
+            u32_at(32),
+        );
+        if bits > 8 * POSTING_KEY_BYTES as u32 || first > end {
+            return Err(damaged(
+                path,
+                format!("footer says {bits} table bits, docs {first}..{end}"),
+            ));
+        }
+        let slots = (1usize << bits) + 1;
+        let want = (n as u128) * RECORD as u128 + slots as u128 * 8 + (8 + FOOTER) as u128;
+        if want != len as u128 {
+            return Err(damaged(
+                path,
+                format!("{len} bytes where its footer implies {want}"),
+            ));
+        }
+        let n = n as usize;
+        let run = Run {
+            path: path.to_path_buf(),
+            map,
+            n,
+            bits,
+            first,
+            end,
+        };
+        if crc32fast::hash(run.records()) != records_crc {
+            return Err(damaged(path, "records checksum mismatch"));
+        }
+        let table = run.table_bytes();
+        if crc32fast::hash(table) != table_crc {
+            return Err(damaged(path, "table checksum mismatch"));
+        }
+        let mut last = 0u64;
+        for (i, s) in table.chunks_exact(8).enumerate() {
+            let at = u64::from_le_bytes(s.try_into().expect("8 bytes"));
+            if at < last || at > n as u64 || (i == 0 && at != 0) {
+                return Err(damaged(
+                    path,
+                    format!("table slot {i} points at record {at}"),
+                ));
+            }
+            last = at;
+        }
+        if last != n as u64 {
+            return Err(damaged(path, "table does not end at the last record"));
+        }
+        Ok(run)
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Docs it covers: `first..end`.
+    pub fn docs(&self) -> std::ops::Range<u64> {
+        self.first..self.end
+    }
+
+    /// Records held.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Bytes of the file.
+    pub fn bytes(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn records(&self) -> &[u8] {
+        &self.map[8..8 + self.n * RECORD]
+    }
+
+    fn table_bytes(&self) -> &[u8] {
+        let at = 8 + self.n * RECORD;
+        &self.map[at..at + ((1usize << self.bits) + 1) * 8]
+    }
+
+    #[inline]
+    fn slot(&self, b: usize) -> usize {
+        let t = self.table_bytes();
+        u64::from_le_bytes(t[b * 8..b * 8 + 8].try_into().expect("8 bytes")) as usize
+    }
+
+    /// Asks the CPU to load the table slot of `key` (a hint for a lookup a few keys on).
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        let t = self.table_bytes();
+        super::prefetch(t[bucket_of(key, self.bits) * 8..].as_ptr());
+    }
+
+    /// The records of `key` (whole records, [`RECORD`] bytes each; empty when none).
+    pub fn records_of(&self, key: u64) -> &[u8] {
+        let b = bucket_of(key, self.bits);
+        let (mut i, end) = (self.slot(b), self.slot(b + 1));
+        let records = self.records();
+        while i < end && key_at(records, i) < key {
+            i += 1;
+        }
+        let start = i;
+        while i < end && key_at(records, i) == key {
+            i += 1;
+        }
+        &records[start * RECORD..i * RECORD]
+    }
+
+    /// Every record, in order: (key, entry).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        self.records().chunks_exact(RECORD).map(|r| {
+            (
+                posting_key_of_bytes(r[..POSTING_KEY_BYTES].try_into().expect("6")),
+                &r[POSTING_KEY_BYTES..],
+            )
+        })
+    }
+}
+
+/// Writes a run: records pushed in key order (a key's entries in doc order), then
+/// [`RunWriter::finish`]. The file takes its name only when complete and synced.
+pub struct RunWriter {
+    out: BufWriter<File>,
+    tmp: PathBuf,
+    path: PathBuf,
+    n: u64,
+    bits: u32,
+    table: Vec<u64>,
+    last: Option<u64>,
+    crc: crc32fast::Hasher,
+    docs: std::ops::Range<u64>,
+}
+
+impl RunWriter {
+    /// A writer of the run at `path` for docs `docs`, of about `expect` records (sizes
+    /// the table; any number may come).
+    pub fn create(path: &Path, expect: usize, docs: std::ops::Range<u64>) -> Result<RunWriter> {
+        let tmp = path.with_extension("tmp");
+        let file = File::create(&tmp).map_err(|e| io(&tmp, e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        out.write_all(MAGIC).map_err(|e| io(&tmp, e))?;
+        let bits = table_bits(expect);
+        Ok(RunWriter {
+            out,
+            tmp,
+            path: path.to_path_buf(),
+            n: 0,
+            bits,
+            table: Vec::with_capacity((1usize << bits) + 1),
+            last: None,
+            crc: crc32fast::Hasher::new(),
+            docs,
+        })
+    }
+
+    /// Appends one record; keys must not decrease.
+    pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
+        if self.last.is_some_and(|l| l > key) || e.len() != ENTRY {
+            return Err(IndexError::Invalid(format!(
+                "postings run {}: records out of order (a bug)",
+                self.path.display()
+            )));
+        }
+        self.last = Some(key);
+        let b = bucket_of(key, self.bits);
+        while self.table.len() <= b {
+            self.table.push(self.n);
+        }
+        let k = posting_key_bytes(key);
+        self.crc.update(&k);
+        self.crc.update(e);
+        self.out.write_all(&k).map_err(|err| io(&self.tmp, err))?;
+        self.out.write_all(e).map_err(|err| io(&self.tmp, err))?;
+        self.n += 1;
+        Ok(())
+    }
+
+    /// Records pushed so far.
+    pub fn len(&self) -> u64 {
+        self.n
+    }
+
+    /// Whether nothing was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Drops what was written.
+    pub fn abandon(self) {
+        let tmp = self.tmp.clone();
+        drop(self);
+        let _ = std::fs::remove_file(tmp);
+    }
+
+    /// Writes the table and footer, syncs, and gives the file its name; returns the run.
+    pub fn finish(mut self) -> Result<Run> {
+        let slots = (1usize << self.bits) + 1;
+        while self.table.len() < slots {
+            self.table.push(self.n);
+        }
+        let mut table = Vec::with_capacity(slots * 8);
+        for t in &self.table {
+            table.extend_from_slice(&t.to_le_bytes());
+        }
+        let mut f = Vec::with_capacity(FOOTER);
+        f.extend_from_slice(&self.n.to_le_bytes());
+        f.extend_from_slice(&self.bits.to_le_bytes());
+        f.extend_from_slice(&self.crc.clone().finalize().to_le_bytes());
+        f.extend_from_slice(&self.docs.start.to_le_bytes());
+        f.extend_from_slice(&self.docs.end.to_le_bytes());
+        f.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
+        f.extend_from_slice(&crc32fast::hash(&f).to_le_bytes());
+        f.extend_from_slice(END_MAGIC);
+        let tmp = self.tmp.clone();
+        self.out.write_all(&table).map_err(|e| io(&tmp, e))?;
+        self.out.write_all(&f).map_err(|e| io(&tmp, e))?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| io(&tmp, e.into_error()))?;
+        file.sync_all().map_err(|e| io(&tmp, e))?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path).map_err(|e| io(&self.path, e))?;
+        Run::open(&self.path)
+    }
+}
+
+/// Merges runs of consecutive doc ranges (oldest first) into one at `path`: each key's
+/// entries in run order, at most `limit` bytes of them ([`list_limit`]).
+pub fn merge(runs: &[&Run], path: &Path, limit: usize) -> Result<Run> {
+    let (Some(a), Some(z)) = (runs.first(), runs.last()) else {
+        return Err(IndexError::Invalid(
+            "a merge of no postings runs (a bug)".into(),
+        ));
+    };
+    for w in runs.windows(2) {
+        if w[0].end > w[1].first {
+            return Err(IndexError::Invalid(format!(
+                "postings runs {} and {} overlap",
+                w[0].path.display(),
+                w[1].path.display()
+            )));
+        }
+    }
+    let total = runs.iter().map(|r| r.len()).sum();
+    let mut out = RunWriter::create(path, total, a.first..z.end)?;
+    let recs: Vec<&[u8]> = runs.iter().map(|r| r.records()).collect();
+    let mut at = vec![0usize; runs.len()];
+    let max_entries = limit / ENTRY;
+    loop {
+        // The smallest key among the runs' next records; ties go to the older run.
+        let mut best: Option<(u64, usize)> = None;
+        for (k, r) in recs.iter().enumerate() {
+            if at[k] < r.len() / RECORD {
+                let key = key_at(r, at[k]);
+                if best.is_none_or(|(b, _)| key < b) {
+                    best = Some((key, k));
+                }
+            }
+        }
+        let Some((key, _)) = best else { break };
+        // All of this key's entries, run by run.
+        let mut kept = 0;
+        for (k, r) in recs.iter().enumerate() {
+            while at[k] < r.len() / RECORD && key_at(r, at[k]) == key {
+                if kept < max_entries {
+                    let rec = &r[at[k] * RECORD..(at[k] + 1) * RECORD];
+                    out.push(key, &rec[POSTING_KEY_BYTES..])?;
+                    kept += 1;
+                }
+                at[k] += 1;
+            }
+        }
+    }
+    out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, docs: std::ops::Range<u64>, recs: &[(u64, u64)]) -> Run {
+        let mut w = RunWriter::create(&dir.join(name), recs.len(), docs).unwrap();
+        for (k, d) in recs {
+            w.push(*k, &entry(*d, 0, 3)).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn docs_of(r: &[u8]) -> Vec<u64> {
+        r.chunks_exact(RECORD)
+            .map(|x| entry_doc(&x[POSTING_KEY_BYTES..]))
+            .collect()
+    }
+
+    #[test]
+    fn lookups_find_every_key_and_only_it() {
+        let d = tempfile::tempdir().unwrap();
+        let mut recs: Vec<(u64, u64)> = (0..5000u64)
+            .map(|i| {
+                (
+                    (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16) & ((1 << 48) - 1),
+                    i % 7 + 1,
+                )
+            })
+            .collect();
+        recs.push((recs[10].0, 9));
+        recs.sort_unstable();
+        let run = write(d.path(), "a.run", 1..10, &recs);
+        assert_eq!(run.len(), recs.len());
+        for (k, _) in &recs {
+            let want: Vec<u64> = recs.iter().filter(|r| r.0 == *k).map(|r| r.1).collect();
+            assert_eq!(docs_of(run.records_of(*k)), want);
+        }
+        assert!(run.records_of(recs[0].0 + 1).is_empty() || recs[1].0 == recs[0].0 + 1);
+        assert!(run.records_of((1 << 48) - 1).is_empty());
+    }
+
+    #[test]
+    fn merges_keep_run_order_and_the_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let a = write(d.path(), "a.run", 1..3, &[(5, 1), (5, 2), (7, 1)]);
+        let b = write(d.path(), "b.run", 3..5, &[(1, 4), (5, 3), (5, 4)]);
+        let m = merge(&[&a, &b], &d.path().join("m.run"), 3 * ENTRY).unwrap();
+        assert_eq!(m.docs(), 1..5);
+        assert_eq!(docs_of(m.records_of(5)), vec![1, 2, 3]);
+        assert_eq!(docs_of(m.records_of(1)), vec![4]);
+        assert_eq!(docs_of(m.records_of(7)), vec![1]);
+        let c = write(d.path(), "c.run", 4..7, &[(1, 6)]);
+        assert!(merge(&[&b, &c], &d.path().join("x.run"), 99).is_err());
+    }
+
+    #[test]
+    fn a_damaged_run_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let run = write(d.path(), "a.run", 1..3, &[(5, 1), (6, 2)]);
+        let path = run.path().to_path_buf();
+        drop(run);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = Run::open(&path).unwrap_err().to_string();
+        assert!(e.contains("a.run") && e.contains("checksum"), "{e}");
+        std::fs::write(&path, &bytes[..30]).unwrap();
+        assert!(Run::open(&path)
+            .unwrap_err()
+            .to_string()
+            .contains("not a postings run"));
+    }
+
+    #[test]
+    fn entries_keep_doc_level_and_count() {
+        for (doc, level, count) in [(0, 0, 0), (1, 3, 127), (MAX_DOCS - 1, 31, 255)] {
+            assert_eq!(entry_fields(&entry(doc, level, count)), (doc, level, count));
+        }
+        // A count past 255 is read as 255 (the prefilter then lets more through).
+        assert_eq!(entry_fields(&entry(9, 2, 4000)), (9, 2, 255));
+    }
+}
