@@ -474,6 +474,15 @@ impl Index {
         Ok(store)
     }
 
+    /// First doc id whose postings are not stored (read from the manifest when the runs
+    /// are not open: queries that never look postings up do not open them).
+    pub fn postings_mark(&self) -> Result<u64> {
+        if let Some(s) = self.postings.lock().ok().and_then(|s| s.clone()) {
+            return Ok(s.mark());
+        }
+        postings::store::mark_of(&self.path.join(postings::store::DIR))
+    }
+
     /// Makes `store` the postings (after a spill or merge wrote its manifest).
     pub(crate) fn set_postings_store(&self, store: postings::store::Store) {
         if let Ok(mut s) = self.postings.lock() {

@@ -74,7 +74,7 @@ impl Default for Fresh {
 impl Fresh {
     /// The fresh lists of `index`: rebuilt from the sketches of docs from the mark on.
     pub fn load(index: &Index) -> Result<Fresh> {
-        let mark = index.postings_store()?.mark();
+        let mark = index.postings_mark()?;
         let mut fresh = Fresh {
             mark,
             ..Fresh::default()

@@ -44,6 +44,8 @@ pub const MAX_DOCS: u64 = 1 << 40;
 const MAGIC: &[u8; 8] = b"TMPOST01";
 const END_MAGIC: &[u8; 8] = b"TMPOSTZZ";
 const FOOTER: usize = 48;
+/// Bytes of records a writer gathers before it checksums and writes them.
+const BUF: usize = 1 << 20;
 /// Records per bucket of the table, on average: a lookup scans about this many.
 const PER_BUCKET: usize = 16;
 
@@ -290,6 +292,8 @@ impl Run {
 /// [`RunWriter::finish`]. The file takes its name only when complete and synced.
 pub struct RunWriter {
     out: BufWriter<File>,
+    /// Records not yet checksummed and written: the checksum runs over large slices.
+    buf: Vec<u8>,
     tmp: PathBuf,
     path: PathBuf,
     n: u64,
@@ -306,11 +310,12 @@ impl RunWriter {
     pub fn create(path: &Path, expect: usize, docs: std::ops::Range<u64>) -> Result<RunWriter> {
         let tmp = path.with_extension("tmp");
         let file = File::create(&tmp).map_err(|e| io(&tmp, e))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = BufWriter::with_capacity(64 << 10, file);
         out.write_all(MAGIC).map_err(|e| io(&tmp, e))?;
         let bits = table_bits(expect);
         Ok(RunWriter {
             out,
+            buf: Vec::with_capacity(BUF),
             tmp,
             path: path.to_path_buf(),
             n: 0,
@@ -335,12 +340,21 @@ impl RunWriter {
         while self.table.len() <= b {
             self.table.push(self.n);
         }
-        let k = posting_key_bytes(key);
-        self.crc.update(&k);
-        self.crc.update(e);
-        self.out.write_all(&k).map_err(|err| io(&self.tmp, err))?;
-        self.out.write_all(e).map_err(|err| io(&self.tmp, err))?;
+        self.buf.extend_from_slice(&posting_key_bytes(key));
+        self.buf.extend_from_slice(e);
         self.n += 1;
+        if self.buf.len() >= BUF {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        self.crc.update(&self.buf);
+        self.out
+            .write_all(&self.buf)
+            .map_err(|err| io(&self.tmp, err))?;
+        self.buf.clear();
         Ok(())
     }
 
@@ -363,6 +377,7 @@ impl RunWriter {
 
     /// Writes the table and footer, syncs, and gives the file its name; returns the run.
     pub fn finish(mut self) -> Result<Run> {
+        self.drain()?;
         let slots = (1usize << self.bits) + 1;
         while self.table.len() < slots {
             self.table.push(self.n);

@@ -68,6 +68,63 @@ fn run_name(n: u64) -> String {
     format!("{n:010}.run")
 }
 
+/// A manifest's lines, read and checked.
+struct Manifest {
+    mark: u64,
+    next: u64,
+    runs: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest of `dir` (`None`: it has none, no postings were stored).
+    fn read(dir: &Path) -> Result<Option<Manifest>> {
+        let path = dir.join(MANIFEST);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(&path, e)),
+        };
+        let lines = text.lines().count();
+        let body_len = text
+            .rfind("crc ")
+            .ok_or_else(|| damaged(&path, lines, "no checksum line"))?;
+        let (body, crc_line) = text.split_at(body_len);
+        let crc = crc_line
+            .trim()
+            .strip_prefix("crc ")
+            .and_then(|c| u32::from_str_radix(c, 16).ok());
+        if crc != Some(crc32fast::hash(body.as_bytes())) {
+            return Err(damaged(&path, lines, "checksum mismatch"));
+        }
+        let mut m = Manifest {
+            mark: 0,
+            next: 1,
+            runs: Vec::new(),
+        };
+        for (i, line) in body.lines().enumerate() {
+            let f: Vec<&str> = line.split(' ').collect();
+            match (i, f.as_slice()) {
+                (0, _) if line == HEADER => {}
+                (0, _) => return Err(damaged(&path, 1, "not a postings manifest of this version")),
+                (_, ["mark", v]) => {
+                    m.mark = v.parse().map_err(|_| damaged(&path, i + 1, "bad mark"))?
+                }
+                (_, ["next", v]) => {
+                    m.next = v.parse().map_err(|_| damaged(&path, i + 1, "bad next"))?
+                }
+                (_, ["run", name]) if !name.contains('/') => m.runs.push(name.to_string()),
+                _ => return Err(damaged(&path, i + 1, "unknown line")),
+            }
+        }
+        Ok(Some(m))
+    }
+}
+
+/// The mark of the postings in `dir` (the manifest alone: no run is opened).
+pub fn mark_of(dir: &Path) -> Result<u64> {
+    Ok(Manifest::read(dir)?.map_or(0, |m| m.mark))
+}
+
 impl Store {
     /// The runs in `dir` (none when it has no manifest). `writable`: this process owns
     /// the index, and removes files no manifest names (a killed spill's or merge's).
@@ -99,59 +156,28 @@ impl Store {
     }
 
     fn open_once(dir: &Path) -> Result<Store> {
-        let path = dir.join(MANIFEST);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Store {
-                    dir: dir.to_path_buf(),
-                    next: 1,
-                    ..Store::default()
-                })
-            }
-            Err(e) => return Err(io(&path, e)),
+        let Some(m) = Manifest::read(dir)? else {
+            return Ok(Store {
+                dir: dir.to_path_buf(),
+                next: 1,
+                ..Store::default()
+            });
         };
-        let lines: Vec<&str> = text.lines().collect();
-        let body_len = text
-            .rfind("crc ")
-            .ok_or_else(|| damaged(&path, lines.len(), "no checksum line"))?;
-        let (body, crc_line) = text.split_at(body_len);
-        let crc = crc_line
-            .trim()
-            .strip_prefix("crc ")
-            .and_then(|c| u32::from_str_radix(c, 16).ok());
-        if crc != Some(crc32fast::hash(body.as_bytes())) {
-            return Err(damaged(&path, lines.len(), "checksum mismatch"));
-        }
+        let path = dir.join(MANIFEST);
         let mut store = Store {
             dir: dir.to_path_buf(),
-            next: 1,
-            ..Store::default()
+            mark: m.mark,
+            next: m.next,
+            runs: Vec::with_capacity(m.runs.len()),
         };
-        for (i, line) in body.lines().enumerate() {
-            let f: Vec<&str> = line.split(' ').collect();
-            match (i, f.as_slice()) {
-                (0, _) if line == HEADER => {}
-                (0, _) => return Err(damaged(&path, 1, "not a postings manifest of this version")),
-                (_, ["mark", m]) => {
-                    store.mark = m.parse().map_err(|_| damaged(&path, i + 1, "bad mark"))?
-                }
-                (_, ["next", n]) => {
-                    store.next = n.parse().map_err(|_| damaged(&path, i + 1, "bad next"))?
-                }
-                (_, ["run", name]) => {
-                    let file = dir.join(name);
-                    let r = match Run::open(&file) {
-                        Ok(r) => r,
-                        Err(e) if !file.exists() => {
-                            return Err(IndexError::NotFound(e.to_string()))
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    store.runs.push(Arc::new(r));
-                }
-                _ => return Err(damaged(&path, i + 1, "unknown line")),
-            }
+        for name in &m.runs {
+            let file = dir.join(name);
+            let r = match Run::open(&file) {
+                Ok(r) => r,
+                Err(e) if !file.exists() => return Err(IndexError::NotFound(e.to_string())),
+                Err(e) => return Err(e),
+            };
+            store.runs.push(Arc::new(r));
         }
         // Runs hold docs in order: their ranges ascend and the mark ends them.
         let mut end = 0;
