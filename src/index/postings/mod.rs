@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::RwLock;
 
 use super::{Index, Result};
-use crate::sketch::{posting_key, Sketch, MAX_TZ, POSTING_KEY_BYTES};
+use crate::sketch::{posting_key, Sketch, MAX_TZ};
 
 /// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
 /// values (a member of a family larger than the cap) is compared with these, so such
@@ -156,15 +156,13 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
             continue;
         }
         entries.clear();
+        // Up to cap + 1 entries: enough to know the list is over the cap.
         let mut n = 0;
-        'runs: for r in runs {
-            for rec in r.records_of(*v).chunks_exact(run::RECORD) {
-                if n > cap {
-                    break 'runs;
-                }
-                entries.extend_from_slice(&rec[POSTING_KEY_BYTES..]);
-                n += 1;
+        for r in runs {
+            if n > cap {
+                break;
             }
+            n += r.entries_of(*v, &mut entries, cap + 1 - n);
         }
         lists.push(if n > cap {
             let head = heads_of(&entries);

@@ -11,8 +11,11 @@
 //!
 //! Layout (integers little-endian unless said):
 //! - `TMPOST01`;
-//! - `n` records of [`RECORD`] bytes: the posting key (6 bytes BE), then the entry
-//!   ([`ENTRY`] bytes: doc 40 bits BE, posting level, posting count), ascending;
+//! - `n` records, ascending by key then doc, each of the same width ([`Widths`]): the
+//!   key's low `48 − bits` bits (its top `bits` bits are its bucket's number), the doc
+//!   minus the run's first doc, both BE in as few whole bytes as they need, then the
+//!   doc's posting level and posting count (a u8 each). 9 bytes a record where key and
+//!   entry take 13 (rd100k: a run of 7 M records, 18 table bits, docs under 2²⁴);
 //! - the bucket table: `2^bits + 1` u64, the first record whose key's top `bits` bits
 //!   are at least the slot's number (so bucket `b` is records `table[b]..table[b + 1]`);
 //! - a footer of [`FOOTER`] bytes: n u64, bits u32, CRC-32 of the records u32, first
@@ -30,13 +33,13 @@ use std::path::{Path, PathBuf};
 use memmap2::Mmap;
 
 use crate::index::{IndexError, Result};
-use crate::sketch::{posting_key_bytes, posting_key_of_bytes, POSTING_KEY_BYTES};
+use crate::sketch::POSTING_KEY_BYTES;
 
 /// Bytes of one posting entry.
 pub const ENTRY: usize = 7;
 
-/// Bytes of one record: key and entry.
-pub const RECORD: usize = POSTING_KEY_BYTES + ENTRY;
+/// Bits of a posting key.
+const KEY_BITS: u32 = 8 * POSTING_KEY_BYTES as u32;
 
 /// Doc ids postings can name: 2⁴⁰ (a trillion).
 pub const MAX_DOCS: u64 = 1 << 40;
@@ -78,11 +81,33 @@ pub fn list_limit(cap: usize) -> usize {
     (cap + 1) * ENTRY
 }
 
+/// The widths of a run's records, from its table bits and doc range.
+#[derive(Debug, Clone, Copy)]
+struct Widths {
+    /// Bytes of a key's low bits.
+    key: usize,
+    /// Bytes of a doc's offset from the run's first doc.
+    doc: usize,
+}
+
+impl Widths {
+    fn of(bits: u32, docs: &std::ops::Range<u64>) -> Widths {
+        let span = docs.end.saturating_sub(docs.start).saturating_sub(1);
+        Widths {
+            key: (KEY_BITS - bits).div_ceil(8) as usize,
+            doc: ((64 - span.leading_zeros()).div_ceil(8) as usize).max(1),
+        }
+    }
+
+    fn record(&self) -> usize {
+        self.key + self.doc + 2
+    }
+}
+
+/// The big-endian number in `b` (at most 8 bytes).
 #[inline]
-fn key_at(records: &[u8], i: usize) -> u64 {
-    let mut k = [0u8; POSTING_KEY_BYTES];
-    k.copy_from_slice(&records[i * RECORD..i * RECORD + POSTING_KEY_BYTES]);
-    posting_key_of_bytes(k)
+fn be(b: &[u8]) -> u64 {
+    b.iter().fold(0u64, |n, x| (n << 8) | *x as u64)
 }
 
 #[inline]
@@ -90,15 +115,18 @@ fn bucket_of(key: u64, bits: u32) -> usize {
     if bits == 0 {
         0
     } else {
-        (key >> (8 * POSTING_KEY_BYTES as u32 - bits)) as usize
+        (key >> (KEY_BITS - bits)) as usize
     }
 }
 
+/// A key's bits below its bucket's.
+#[inline]
+fn low_bits(key: u64, bits: u32) -> u64 {
+    key & ((1u64 << (KEY_BITS - bits)) - 1)
+}
+
 fn table_bits(n: usize) -> u32 {
-    (n / PER_BUCKET)
-        .max(1)
-        .ilog2()
-        .min(8 * POSTING_KEY_BYTES as u32)
+    (n / PER_BUCKET).max(1).ilog2().min(KEY_BITS)
 }
 
 fn damaged(path: &Path, what: impl std::fmt::Display) -> IndexError {
@@ -127,6 +155,7 @@ pub struct Run {
     bits: u32,
     first: u64,
     end: u64,
+    widths: Widths,
 }
 
 impl std::fmt::Debug for Run {
@@ -168,14 +197,15 @@ impl Run {
             u64_at(24),
             u32_at(32),
         );
-        if bits > 8 * POSTING_KEY_BYTES as u32 || first > end {
+        if bits > KEY_BITS || first > end {
             return Err(damaged(
                 path,
                 format!("footer says {bits} table bits, docs {first}..{end}"),
             ));
         }
         let slots = (1usize << bits) + 1;
-        let want = (n as u128) * RECORD as u128 + slots as u128 * 8 + (8 + FOOTER) as u128;
+        let widths = Widths::of(bits, &(first..end));
+        let want = (n as u128) * widths.record() as u128 + slots as u128 * 8 + (8 + FOOTER) as u128;
         if want != len as u128 {
             return Err(damaged(
                 path,
@@ -190,6 +220,7 @@ impl Run {
             bits,
             first,
             end,
+            widths,
         };
         if crc32fast::hash(run.records()) != records_crc {
             return Err(damaged(path, "records checksum mismatch"));
@@ -241,11 +272,11 @@ impl Run {
     }
 
     fn records(&self) -> &[u8] {
-        &self.map[8..8 + self.n * RECORD]
+        &self.map[8..8 + self.n * self.widths.record()]
     }
 
     fn table_bytes(&self) -> &[u8] {
-        let at = 8 + self.n * RECORD;
+        let at = 8 + self.n * self.widths.record();
         &self.map[at..at + ((1usize << self.bits) + 1) * 8]
     }
 
@@ -262,28 +293,49 @@ impl Run {
         super::prefetch(t[bucket_of(key, self.bits) * 8..].as_ptr());
     }
 
-    /// The records of `key` (whole records, [`RECORD`] bytes each; empty when none).
-    pub fn records_of(&self, key: u64) -> &[u8] {
+    /// Appends the entries of `key` to `out`, at most `max` of them; returns how many.
+    pub fn entries_of(&self, key: u64, out: &mut Vec<u8>, max: usize) -> usize {
         let b = bucket_of(key, self.bits);
         let (mut i, end) = (self.slot(b), self.slot(b + 1));
+        let (w, size) = (self.widths, self.widths.record());
+        let want = low_bits(key, self.bits);
         let records = self.records();
-        while i < end && key_at(records, i) < key {
+        let low = |i: usize| be(&records[i * size..i * size + w.key]);
+        while i < end && low(i) < want {
             i += 1;
         }
-        let start = i;
-        while i < end && key_at(records, i) == key {
+        let mut n = 0;
+        while i < end && n < max && low(i) == want {
+            out.extend_from_slice(&self.entry_at(i));
             i += 1;
+            n += 1;
         }
-        &records[start * RECORD..i * RECORD]
+        n
+    }
+
+    /// The entry of record `i`.
+    #[inline]
+    fn entry_at(&self, i: usize) -> [u8; ENTRY] {
+        let (w, size) = (self.widths, self.widths.record());
+        let r = &self.records()[i * size..(i + 1) * size];
+        let doc = self.first + be(&r[w.key..w.key + w.doc]);
+        entry(doc, r[size - 2], r[size - 1] as u16)
     }
 
     /// Every record, in order: (key, entry).
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
-        self.records().chunks_exact(RECORD).map(|r| {
-            (
-                posting_key_of_bytes(r[..POSTING_KEY_BYTES].try_into().expect("6")),
-                &r[POSTING_KEY_BYTES..],
-            )
+    pub fn iter(&self) -> impl Iterator<Item = (u64, [u8; ENTRY])> + '_ {
+        let (w, size, shift) = (self.widths, self.widths.record(), KEY_BITS - self.bits);
+        let records = self.records();
+        (0..1usize << self.bits).flat_map(move |b| {
+            (self.slot(b)..self.slot(b + 1)).map(move |i| {
+                let low = be(&records[i * size..i * size + w.key]);
+                let high = if self.bits == 0 {
+                    0
+                } else {
+                    (b as u64) << shift
+                };
+                (high | low, self.entry_at(i))
+            })
         })
     }
 }
@@ -302,6 +354,7 @@ pub struct RunWriter {
     last: Option<u64>,
     crc: crc32fast::Hasher,
     docs: std::ops::Range<u64>,
+    widths: Widths,
 }
 
 impl RunWriter {
@@ -323,15 +376,17 @@ impl RunWriter {
             table: Vec::with_capacity((1usize << bits) + 1),
             last: None,
             crc: crc32fast::Hasher::new(),
+            widths: Widths::of(bits, &docs),
             docs,
         })
     }
 
     /// Appends one record; keys must not decrease.
     pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
-        if self.last.is_some_and(|l| l > key) || e.len() != ENTRY {
+        let (doc, level, count) = entry_fields(e);
+        if self.last.is_some_and(|l| l > key) || !self.docs.contains(&doc) || key >> KEY_BITS != 0 {
             return Err(IndexError::Invalid(format!(
-                "postings run {}: records out of order (a bug)",
+                "postings run {}: a record out of order or range (a bug)",
                 self.path.display()
             )));
         }
@@ -340,8 +395,12 @@ impl RunWriter {
         while self.table.len() <= b {
             self.table.push(self.n);
         }
-        self.buf.extend_from_slice(&posting_key_bytes(key));
-        self.buf.extend_from_slice(e);
+        let w = self.widths;
+        let low = low_bits(key, self.bits).to_be_bytes();
+        self.buf.extend_from_slice(&low[8 - w.key..]);
+        let offset = (doc - self.docs.start).to_be_bytes();
+        self.buf.extend_from_slice(&offset[8 - w.doc..]);
+        self.buf.extend_from_slice(&[level, count as u8]);
         self.n += 1;
         if self.buf.len() >= BUF {
             self.drain()?;
@@ -428,31 +487,21 @@ pub fn merge(runs: &[&Run], path: &Path, limit: usize) -> Result<Run> {
     }
     let total = runs.iter().map(|r| r.len()).sum();
     let mut out = RunWriter::create(path, total, a.first..z.end)?;
-    let recs: Vec<&[u8]> = runs.iter().map(|r| r.records()).collect();
-    let mut at = vec![0usize; runs.len()];
+    let mut its: Vec<_> = runs.iter().map(|r| r.iter().peekable()).collect();
     let max_entries = limit / ENTRY;
     loop {
-        // The smallest key among the runs' next records; ties go to the older run.
-        let mut best: Option<(u64, usize)> = None;
-        for (k, r) in recs.iter().enumerate() {
-            if at[k] < r.len() / RECORD {
-                let key = key_at(r, at[k]);
-                if best.is_none_or(|(b, _)| key < b) {
-                    best = Some((key, k));
-                }
-            }
-        }
-        let Some((key, _)) = best else { break };
-        // All of this key's entries, run by run.
+        // The smallest key among the runs' next records; its entries run by run (the
+        // older run's docs first).
+        let Some(key) = its.iter_mut().filter_map(|i| i.peek().map(|r| r.0)).min() else {
+            break;
+        };
         let mut kept = 0;
-        for (k, r) in recs.iter().enumerate() {
-            while at[k] < r.len() / RECORD && key_at(r, at[k]) == key {
+        for it in its.iter_mut() {
+            while let Some((_, e)) = it.next_if(|r| r.0 == key) {
                 if kept < max_entries {
-                    let rec = &r[at[k] * RECORD..(at[k] + 1) * RECORD];
-                    out.push(key, &rec[POSTING_KEY_BYTES..])?;
+                    out.push(key, &e)?;
                     kept += 1;
                 }
-                at[k] += 1;
             }
         }
     }
@@ -471,10 +520,10 @@ mod tests {
         w.finish().unwrap()
     }
 
-    fn docs_of(r: &[u8]) -> Vec<u64> {
-        r.chunks_exact(RECORD)
-            .map(|x| entry_doc(&x[POSTING_KEY_BYTES..]))
-            .collect()
+    fn docs_of(run: &Run, key: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        run.entries_of(key, &mut out, usize::MAX);
+        out.chunks_exact(ENTRY).map(entry_doc).collect()
     }
 
     #[test]
@@ -494,10 +543,55 @@ mod tests {
         assert_eq!(run.len(), recs.len());
         for (k, _) in &recs {
             let want: Vec<u64> = recs.iter().filter(|r| r.0 == *k).map(|r| r.1).collect();
-            assert_eq!(docs_of(run.records_of(*k)), want);
+            assert_eq!(docs_of(&run, *k), want);
         }
-        assert!(run.records_of(recs[0].0 + 1).is_empty() || recs[1].0 == recs[0].0 + 1);
-        assert!(run.records_of((1 << 48) - 1).is_empty());
+        assert!(docs_of(&run, recs[0].0 + 1).is_empty() || recs[1].0 == recs[0].0 + 1);
+        assert!(docs_of(&run, (1 << 48) - 1).is_empty());
+        let all: Vec<(u64, u64)> = run.iter().map(|(k, e)| (k, entry_doc(&e))).collect();
+        assert_eq!(all, recs);
+        let mut two = Vec::new();
+        assert_eq!(run.entries_of(recs[10].0, &mut two, 1), 1);
+    }
+
+    #[test]
+    fn records_keep_keys_docs_levels_and_counts_at_every_width() {
+        let d = tempfile::tempdir().unwrap();
+        // Doc ranges of 1, 2^8 + 1, 2^24 and 2^39 ids; 1 to 100,000 records.
+        for (k, (first, span, n)) in [
+            (5u64, 1u64, 1usize),
+            (7, 257, 40),
+            (1 << 30, 1 << 24, 100_000),
+            (1, 1 << 39, 3000),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut recs: Vec<(u64, u64, u8)> = (0..n as u64)
+                .map(|i| {
+                    let key = (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16) & ((1 << 48) - 1);
+                    (key, first + i.wrapping_mul(7919) % span, (i % 5) as u8)
+                })
+                .collect();
+            recs.sort_unstable();
+            let path = d.path().join(format!("{k}.run"));
+            let mut w = RunWriter::create(&path, n, first..first + span).unwrap();
+            for (key, doc, level) in &recs {
+                w.push(*key, &entry(*doc, *level, 200)).unwrap();
+            }
+            let run = w.finish().unwrap();
+            let got: Vec<(u64, u64, u8)> = run
+                .iter()
+                .map(|(key, e)| {
+                    let (doc, level, count) = entry_fields(&e);
+                    assert_eq!(count, 200);
+                    (key, doc, level)
+                })
+                .collect();
+            assert_eq!(got, recs, "run {k}");
+            // A doc outside the run's range is refused, not stored wrong.
+            let mut w = RunWriter::create(&d.path().join("x.run"), 1, first..first + span).unwrap();
+            assert!(w.push(1, &entry(first + span, 0, 1)).is_err());
+        }
     }
 
     #[test]
@@ -507,9 +601,9 @@ mod tests {
         let b = write(d.path(), "b.run", 3..5, &[(1, 4), (5, 3), (5, 4)]);
         let m = merge(&[&a, &b], &d.path().join("m.run"), 3 * ENTRY).unwrap();
         assert_eq!(m.docs(), 1..5);
-        assert_eq!(docs_of(m.records_of(5)), vec![1, 2, 3]);
-        assert_eq!(docs_of(m.records_of(1)), vec![4]);
-        assert_eq!(docs_of(m.records_of(7)), vec![1]);
+        assert_eq!(docs_of(&m, 5), vec![1, 2, 3]);
+        assert_eq!(docs_of(&m, 1), vec![4]);
+        assert_eq!(docs_of(&m, 7), vec![1]);
         let c = write(d.path(), "c.run", 4..7, &[(1, 6)]);
         assert!(merge(&[&b, &c], &d.path().join("x.run"), 99).is_err());
     }
