@@ -28,8 +28,6 @@ pub(super) struct Pending {
     pub holds: Holds,
     /// Files whose resume point it advances.
     files: BTreeSet<usize>,
-    /// Records it was made from, dropped after the write ([`super::write::Writes::send`]).
-    pub spent: super::write::Spent,
 }
 
 /// What a batch not written yet holds that records may read.
@@ -209,7 +207,7 @@ impl Writer<'_> {
         if counters.next_doc != p.holds.first_doc {
             self.index.meta().put_counters(&mut p.batch, &counters);
         }
-        self.writes.send(p.batch, counters.next_doc, p.spent)?;
+        self.writes.send(p.batch, counters.next_doc)?;
         self.sent += 1;
         self.staged.write = self.sent + 1;
         self.in_writing = Some(p.holds);

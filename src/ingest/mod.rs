@@ -649,8 +649,7 @@ impl Writer<'_> {
         for (item, content) in f.items.into_iter().zip(f.contents) {
             match item {
                 Item::Record(file, sc) => {
-                    self.record(file, &sc.record, &sc.capture, sc.prepared, content)?;
-                    self.pending.spent.push((sc.record, sc.capture));
+                    self.record(file, &sc.record, &sc.capture, sc.prepared, content)?
                 }
                 Item::End(file, bytes, damage) => {
                     self.summary.bytes += bytes;

@@ -76,13 +76,10 @@ fn poisoned() -> IndexError {
 
 /// The handle of the writing thread.
 pub struct Writes {
-    to_write: Sender<(Batch, u64, Spent)>,
+    to_write: Sender<(Batch, u64)>,
     /// Shared with the thread and the pair step.
     pub written: Arc<Written>,
 }
-
-/// What the committing thread is done with, for the writing thread to drop.
-pub type Spent = Vec<(crate::read::Record, crate::capture::Capture)>;
 
 impl Writes {
     /// Starts the writing thread in `scope`, for an index holding the docs under `docs`.
@@ -96,7 +93,7 @@ impl Writes {
         if let Ok(mut st) = written.state.lock() {
             st.docs = docs;
         }
-        let (to_write, batches) = bounded::<(Batch, u64, Spent)>(1);
+        let (to_write, batches) = bounded::<(Batch, u64)>(1);
         let shared = Arc::clone(&written);
         // A pause before each write, for the tests that check that readers wait for
         // the write they need (unset in normal use).
@@ -118,7 +115,7 @@ impl Writes {
                 }
             }
             let _guard = Guard(&shared);
-            for (batch, docs, spent) in batches {
+            for (batch, docs) in batches {
                 if let Some(d) = delay {
                     std::thread::sleep(d);
                 }
@@ -141,18 +138,15 @@ impl Writes {
                 }
                 drop(st);
                 shared.changed.notify_all();
-                drop(spent);
             }
         });
         Writes { to_write, written }
     }
 
-    /// Hands `batch` over; with it, the docs under `docs` are in the index. `spent`
-    /// (the batch's records, done with) is dropped on the writing thread, after the
-    /// write: freeing a batch's records and payloads was ~5% of the committing thread.
-    pub fn send(&self, batch: Batch, docs: u64, spent: Spent) -> Result<()> {
+    /// Hands `batch` over; with it, the docs under `docs` are in the index.
+    pub fn send(&self, batch: Batch, docs: u64) -> Result<()> {
         self.to_write
-            .send((batch, docs, spent))
+            .send((batch, docs))
             .map_err(|_| IndexError::Invalid("the batch writer stopped".into()))
     }
 }
