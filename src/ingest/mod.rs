@@ -670,8 +670,7 @@ impl Writer<'_> {
     }
 
     /// The postings and sketches the committed batch leaves for the next ones: its new
-    /// docs' posting entries into the buffer (each list as the docs before left it),
-    /// the sketches it compared or made kept.
+    /// docs' posting entries into the buffer, the sketches it compared or made kept.
     fn settle(&mut self) -> Result<()> {
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
         let planned = std::mem::take(&mut self.planned);

@@ -115,9 +115,9 @@ impl Writer<'_> {
         }
         let unions = unionfind::join(self.index, &mut self.staged, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
-        // Values whose lists are over the cap take no more entries (the merge would drop
-        // them anyway): same index, less to store. Added when the batch ends, each list
-        // from the stored one the pair step read.
+        // Values whose lists are over the cap take no more entries (lookups would stop
+        // before them anyway): same index, less to store. Added to the postings buffer
+        // when the batch ends.
         let values = stored
             .posting
             .iter()
