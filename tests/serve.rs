@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::server::{enc, free_port, no_follow, python, request, Pywb, Server};
-use common::{generate, ingest_generated, sweep_files, tidemark};
+use common::{generate, ingest_generated, sweep_files, tidemark, tidemark_ok};
 use serde_json::Value;
 
 const SWEEPS: usize = 3;
@@ -716,19 +716,8 @@ fn replay_streams_plain_payloads_and_refuses_coded_ones_over_the_cap() {
     let warc_path = dir.path().join("files.warc.gz");
     std::fs::write(&warc_path, file).unwrap();
     let db = dir.path().join("db");
-    let out = tidemark(&[
-        "--db",
-        db.to_str().unwrap(),
-        "ingest",
-        "--sweep",
-        "s1",
-        warc_path.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (db_s, warc_s) = (db.to_str().unwrap(), warc_path.to_str().unwrap());
+    tidemark_ok(&["--db", db_s, "ingest", "--sweep", "s1", warc_s]);
     let cfg = dir.path().join("replay-cap.toml");
     std::fs::write(&cfg, "[serve]\nmax_replay_bytes = 10000\n").unwrap();
     let srv = Server::start(&db, &["--config", cfg.to_str().unwrap()], &[]);

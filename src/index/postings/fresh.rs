@@ -39,6 +39,8 @@ struct Shard {
     lists: U64Map<FreshList>,
     /// Bytes of fresh entries in lists grown out of their slot (on the heap).
     heap_bytes: usize,
+    /// Entries held (sizes the spilled run's table without a pass over the lists).
+    entries: usize,
 }
 
 impl Shard {
@@ -47,6 +49,7 @@ impl Shard {
         let list = self.lists.entry(v).or_default();
         let inline = !list.spilled();
         list.extend_from_slice(e);
+        self.entries += 1;
         if list.spilled() {
             // On the heap from now on: all of it the first time, then each entry.
             self.heap_bytes += if inline { list.len() } else { e.len() };
@@ -197,12 +200,8 @@ impl Fresh {
         // resumed run must never find postings of docs it is about to create again.
         index.db().flush_wal(false)?;
         let limit = list_limit(index.params().common_shingle_cap as usize);
-        let expect = self
-            .shards
-            .iter()
-            .flat_map(|s| s.lists.values())
-            .map(|l| l.len().min(limit) / ENTRY)
-            .sum();
+        // Lists past the cap are cut: at most this many records.
+        let expect = self.shards.iter().map(|s| s.entries).sum();
         let written = store.with_run(next_doc, expect, limit, |w| {
             // In key order, read from the map in place: the table keeps its size for the
             // next lists. The slots are taken in table order and sorted, and each slot
@@ -233,6 +232,7 @@ impl Fresh {
         for s in &mut self.shards {
             s.lists.clear();
             s.heap_bytes = 0;
+            s.entries = 0;
         }
         self.spilled.0 += 1;
         self.spilled.1 += bytes;

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::run::{self, Run, RunWriter};
+use super::run::{self, io, Run, RunWriter};
 use crate::index::{IndexError, Result};
 
 /// The folder of the runs, inside the index (and inside each snapshot).
@@ -34,10 +34,6 @@ pub struct Store {
     mark: u64,
     /// Number of the next run file.
     next: u64,
-}
-
-fn io(path: &Path, e: std::io::Error) -> IndexError {
-    super::run::io(path, e)
 }
 
 fn damaged(path: &Path, line: usize, what: &str) -> IndexError {
