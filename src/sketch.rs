@@ -256,31 +256,58 @@ pub fn common_sorted(a: &[u32], b: &[u32]) -> u32 {
 /// [`common_sorted`] eight values at a time: each block of `a` is compared with all
 /// eight rotations of the current block of `b`, and the block with the smaller last
 /// value moves on (Lemire, Boytsov and Kurz, "SIMD compression and the intersection of
-/// sorted integers", 2016). A scalar merge needs a dependent load per step; this one
-/// per eight values. Every pair of blocks whose ranges overlap meets once, so each
-/// common value is counted once; the tails are merged as scalars.
+/// sorted integers", 2016). Every pair of blocks whose ranges overlap meets once, so
+/// each common value is counted once; the tails are merged as scalars.
+///
+/// The loop's only dependency from one step to the next is which blocks come next, so
+/// that is all it waits for: the two last values are loaded as scalars (volatile reads,
+/// else the compiler takes them out of the vectors: two more shuffles, ~6 cycles, on
+/// every step), and matches are summed in a vector, not counted per step. Half the time
+/// of extracting and counting per step (1.2 → 0.57 µs for two samples of 500–1,000).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn common_avx2(a: &[u32], b: &[u32]) -> u32 {
     use std::arch::x86_64::*;
     let (na, nb) = (a.len() & !7, b.len() & !7);
-    let (mut i, mut j, mut common) = (0usize, 0usize, 0u32);
-    let rotate = _mm256_set_epi32(0, 7, 6, 5, 4, 3, 2, 1);
+    let (mut i, mut j) = (0usize, 0usize);
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut matches = _mm256_setzero_si256();
     while i < na && j < nb {
         // SAFETY: i + 8 <= a.len() and j + 8 <= b.len(); unaligned loads.
-        let va = unsafe { _mm256_loadu_si256(a.as_ptr().add(i) as *const __m256i) };
-        let mut vb = unsafe { _mm256_loadu_si256(b.as_ptr().add(j) as *const __m256i) };
-        let mut eq = _mm256_cmpeq_epi32(va, vb);
-        for _ in 0..7 {
-            vb = _mm256_permutevar8x32_epi32(vb, rotate);
-            eq = _mm256_or_si256(eq, _mm256_cmpeq_epi32(va, vb));
-        }
-        common += (_mm256_movemask_ps(_mm256_castsi256_ps(eq)) as u32).count_ones();
-        let (last_a, last_b) = (a[i + 7], b[j + 7]);
-        i += if last_a <= last_b { 8 } else { 0 };
-        j += if last_b <= last_a { 8 } else { 0 };
+        let (last_a, last_b, va, vb) = unsafe {
+            (
+                std::ptr::read_volatile(pa.add(i + 7)),
+                std::ptr::read_volatile(pb.add(j + 7)),
+                _mm256_loadu_si256(pa.add(i) as *const __m256i),
+                _mm256_loadu_si256(pb.add(j) as *const __m256i),
+            )
+        };
+        // The eight rotations: three within each 128-bit lane, then the lanes swapped.
+        let swapped = _mm256_permute2x128_si256(vb, vb, 1);
+        let eq = |x: __m256i| _mm256_cmpeq_epi32(va, x);
+        let within = _mm256_or_si256(
+            _mm256_or_si256(eq(vb), eq(_mm256_shuffle_epi32(vb, 0x39))),
+            _mm256_or_si256(
+                eq(_mm256_shuffle_epi32(vb, 0x4e)),
+                eq(_mm256_shuffle_epi32(vb, 0x93)),
+            ),
+        );
+        let across = _mm256_or_si256(
+            _mm256_or_si256(eq(swapped), eq(_mm256_shuffle_epi32(swapped, 0x39))),
+            _mm256_or_si256(
+                eq(_mm256_shuffle_epi32(swapped, 0x4e)),
+                eq(_mm256_shuffle_epi32(swapped, 0x93)),
+            ),
+        );
+        // A match is -1 in its lane.
+        matches = _mm256_sub_epi32(matches, _mm256_or_si256(within, across));
+        i += ((last_a <= last_b) as usize) << 3;
+        j += ((last_b <= last_a) as usize) << 3;
     }
-    common + common_by(a.len() - i, |k| a[i + k], &b[j..])
+    let mut lanes = [0u32; 8];
+    // SAFETY: 32 bytes into an array of eight u32.
+    unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, matches) };
+    lanes.iter().sum::<u32>() + common_by(a.len() - i, |k| a[i + k], &b[j..])
 }
 
 /// [`common_sorted`] with the first sample's `n` values given by `a(i)` (e.g. read in

@@ -33,6 +33,11 @@ use crate::sketch::{posting_key_tz, within_reach, Estimate};
 /// measurable there or on the generated sweeps.
 pub const PREFILTER_SIGMAS: f64 = 3.0;
 
+/// Bits of a batch doc's index in a (older doc, batch doc) pair packed in a u64: older
+/// docs are under 2⁴⁰ ([`crate::index::postings::MAX_DOCS`]).
+const BATCH_BITS: u32 = 24;
+const BATCH_MASK: u64 = (1 << BATCH_BITS) - 1;
+
 /// A new doc of the batch, as the pair step needs it.
 pub struct NewDoc<'a> {
     /// Its posting level.
@@ -111,6 +116,12 @@ pub fn find(
     from: usize,
     s: Settings,
 ) -> Result<BatchPairs> {
+    if docs.len() as u64 > BATCH_MASK {
+        return Err(IndexError::Invalid(format!(
+            "a pair-step batch of {} docs; at most {BATCH_MASK}",
+            docs.len()
+        )));
+    }
     let clock = std::time::Instant::now();
     // The ⟨value, doc⟩ pairs, by value then doc; cut where values change.
     let mut keys: Vec<(u64, u32)> = Vec::new();
@@ -204,20 +215,39 @@ pub fn find(
         }
     };
     let cut = Some((s.floor, PREFILTER_SIGMAS));
-    let estimates = parallel(s.threads, &idx, |&i| {
-        let (_, compare_with) = &counted[i - from];
-        let mut out = Vec::with_capacity(compare_with.len());
-        for c in compare_with {
+    // The comparisons by older doc, then new doc: each older sketch comes from memory
+    // once for all the batch's docs it is compared with (theirs stay in the caches),
+    // not once a pair. A sketch is ~3 KB and a redesign sweep makes ~60 comparisons a
+    // new doc: the estimates waited on memory, not on the comparing.
+    let mut by_older: Vec<u64> = counted
+        .iter()
+        .enumerate()
+        .flat_map(|(k, (_, compare_with))| {
+            compare_with.iter().map(move |c| c << BATCH_BITS | (from + k) as u64)
+        })
+        .collect();
+    by_older.sort_unstable();
+    let chunks: Vec<&[u64]> = by_older.chunks(4096).collect();
+    let found = parallel(s.threads, &chunks, |chunk| {
+        let mut out = Vec::with_capacity(chunk.len());
+        for pair in *chunk {
+            let (c, i) = (pair >> BATCH_BITS, (pair & BATCH_MASK) as usize);
             // A doc without a stored sketch is left out, as everywhere.
-            let Some(theirs) = sketch_of(*c) else {
+            let Some(theirs) = sketch_of(c) else {
                 continue;
             };
             if let Some(e) = compare(docs[i].compact, theirs, cut) {
-                out.push((*c, e, (*c < first).then_some(theirs.against)));
+                out.push((i, c, e, (c < first).then_some(theirs.against)));
             }
         }
         Ok(out)
     })?;
+    // Back to new docs, each one's older docs ascending (the order they were found in).
+    let mut estimates: Vec<Vec<(u64, Estimate, Option<bool>)>> =
+        (from..docs.len()).map(|_| Vec::new()).collect();
+    for (i, c, e, against) in found.into_iter().flatten() {
+        estimates[i - from].push((c, e, against));
+    }
     let docs = counted
         .into_iter()
         .zip(estimates)
