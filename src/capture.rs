@@ -43,8 +43,10 @@ pub struct Capture {
     pub truncated: bool,
     /// Things that could not be undone (bad chunking, unknown content coding).
     pub warnings: Vec<String>,
-    /// The payload digest was already in the index: not canonicalized or sketched.
-    pub payload_known: bool,
+    /// The doc the index held for the payload digest when a worker read the record
+    /// (the record was then not canonicalized or sketched). Digests are never removed
+    /// nor remapped, so the commit takes it as read, not with a lookup of its own.
+    pub payload_doc: Option<u64>,
 }
 
 /// Reusable buffers for [`analyze`], one per worker.
@@ -83,7 +85,7 @@ impl Capture {
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
             warnings: Vec::new(),
-            payload_known: false,
+            payload_doc: None,
         }
     }
 }
@@ -95,18 +97,18 @@ pub fn is_capture_kind(kind: &str) -> bool {
 
 /// Analyzes one record. Records that are not captures get only their URL and date.
 pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Scratch) -> Capture {
-    analyze_unless_known(rec, params, cap, scratch, &|_| false)
+    analyze_unless_known(rec, params, cap, scratch, &|_| None)
 }
 
 /// As [`analyze`], but a response whose `WARC-Payload-Digest` `known` recognizes is not
 /// canonicalized or sketched: identical bytes have the content already indexed
-/// (`payload_known` is set; status, type and redirect are still read).
+/// (`payload_doc` is set; status, type and redirect are still read).
 pub fn analyze_unless_known(
     rec: &Record,
     params: &SketchParams,
     cap: usize,
     scratch: &mut Scratch,
-    known: &dyn Fn(&str) -> bool,
+    known: &dyn Fn(&str) -> Option<u64>,
 ) -> Capture {
     let mut cap_ = Capture::basic(rec);
     if !is_capture_kind(&rec.kind) {
@@ -152,14 +154,14 @@ pub fn analyze_unless_known(
     cap_.payload_len = payload.len() as u64;
     if rec.kind != "revisit" {
         if let Some(d) = &cap_.payload_digest {
-            cap_.payload_known = known(d);
+            cap_.payload_doc = known(d);
         }
     }
     if cap_.payload_digest.is_none() && rec.kind != "revisit" {
         cap_.payload_digest = Some(sha1_base32(&payload));
     }
     // A revisit's block holds headers only: its content is the record it refers to.
-    if rec.kind == "revisit" || (cap_.payload_known && !cap_.truncated) {
+    if rec.kind == "revisit" || (cap_.payload_doc.is_some() && !cap_.truncated) {
         cap_.mime = mime;
         return cap_;
     }

@@ -171,7 +171,7 @@ pub fn scan_files(
     opts: &ScanOptions,
     on_event: impl FnMut(ScanEvent<Scanned>) -> bool,
 ) {
-    scan_files_with_skip(files, &[], opts, &|_| false, &|_, _| None::<()>, on_event)
+    scan_files_with_skip(files, &[], opts, &|_| None, &|_, _| None::<()>, on_event)
 }
 
 /// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
@@ -183,7 +183,7 @@ pub fn scan_files_with_skip<P: Send>(
     files: &[PathBuf],
     skip: &[u64],
     opts: &ScanOptions,
-    known: &(dyn Fn(&str) -> bool + Sync),
+    known: &(dyn Fn(&str) -> Option<u64> + Sync),
     prepare: &(dyn Fn(&Capture, &Canon) -> Option<P> + Sync),
     on_event: impl FnMut(ScanEvent<Scanned<P>>) -> bool,
 ) {

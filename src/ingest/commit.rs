@@ -4,10 +4,10 @@
 //! prefix of the records with the resume points that say so, so a killed ingest resumes
 //! exactly; and the compactions an ingest settles before it returns.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use super::sequence::Content;
-use super::{cf, Capture, Index, Prepared, Record, Result, Writer};
+use super::{cf, Capture, FastSet, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
@@ -34,9 +34,9 @@ pub(super) struct Pending {
 #[derive(Default)]
 pub(super) struct Holds {
     /// URLs (SURT keys) whose captures or latest capture it puts.
-    urls: HashSet<String>,
+    urls: FastSet<String>,
     /// Payload digests it stores.
-    pub payloads: HashSet<String>,
+    pub payloads: FastSet<String>,
     /// Docs from this id on are in it (or in a later batch), not in the index.
     pub first_doc: u64,
 }
@@ -192,7 +192,9 @@ impl Writer<'_> {
     /// before it is done.
     pub(super) fn write_pending(&mut self) -> Result<()> {
         let counters = self.index.counters();
-        let mut p = std::mem::replace(&mut self.pending, Pending::new(counters.next_doc));
+        let mut next = Pending::new(counters.next_doc);
+        next.batch = Batch::sized_like(&self.pending.batch);
+        let mut p = std::mem::replace(&mut self.pending, next);
         if p.batch.is_empty() && p.files.is_empty() {
             return Ok(());
         }

@@ -3,9 +3,8 @@
 //! previous capture.
 
 use super::sequence::Content;
-use std::collections::HashMap;
 
-use super::{Capture, DocSketch, Index, Prepared, Record, Result, Writer};
+use super::{Capture, DocSketch, FastMap, Index, Prepared, Record, Result, Writer};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
@@ -280,7 +279,7 @@ impl Writer<'_> {
 /// changed since: the commit reads those again ([`Writer::prefetched_latest`]).
 #[derive(Default)]
 pub(super) struct Latest {
-    by_url: HashMap<String, Option<Last>>,
+    by_url: FastMap<String, Option<Last>>,
     /// The first write that may not have been in the index when it was read.
     pub from_write: u64,
 }

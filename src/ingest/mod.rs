@@ -59,6 +59,11 @@ use crate::scan::{ScanEvent, ScanOptions, Scanned};
 use commit::{auto_compactions, settle_compactions};
 use pairs::DocPairs;
 use sequence::{Content, Overlay};
+
+/// Hash sets and maps of the committing thread (URLs, digests, fingerprints): aHash,
+/// randomly seeded as std's SipHash is, several times faster on these keys.
+type FastSet<T> = std::collections::HashSet<T, ahash::RandomState>;
+type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 
 /// What to ingest.
@@ -316,7 +321,7 @@ struct Writer<'a> {
     staged: unionfind::Staged,
     /// The URLs of the writes done since the pair step of the batch being committed
     /// began, by write number ([`known::Latest`]).
-    recent_urls: std::collections::VecDeque<(u64, std::collections::HashSet<String>)>,
+    recent_urls: std::collections::VecDeque<(u64, FastSet<String>)>,
 }
 
 /// Records committed together (the pair step's batch): at most this many, or the
@@ -941,7 +946,8 @@ fn ingest_files<'scope>(
     // content): the writer then takes the doc from `payloads`. Docs are never removed,
     // so what a worker saw is still there when the writer gets the record.
     let payloads = index.payloads();
-    let known = |digest: &str| matches!(payloads.contains_raw(digest.as_bytes()), Ok(true));
+    // (A read error counts as not known: the commit looks the digest up again.)
+    let known = |digest: &str| payloads.get_raw(digest.as_bytes()).ok().flatten();
     // Workers compress the canonical text of content not indexed yet, when texts are
     // stored.
     let fingerprints = index.fingerprints();

@@ -223,7 +223,9 @@ pub fn find(
         .iter()
         .enumerate()
         .flat_map(|(k, (_, compare_with))| {
-            compare_with.iter().map(move |c| c << BATCH_BITS | (from + k) as u64)
+            compare_with
+                .iter()
+                .map(move |c| c << BATCH_BITS | (from + k) as u64)
         })
         .collect();
     by_older.sort_unstable();

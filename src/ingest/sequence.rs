@@ -6,9 +6,7 @@
 //! digests and texts they add. A lookup or two per record, on the committing thread; the commit
 //! then follows these decisions, and the pair step works on the new docs.
 
-use std::collections::HashMap;
-
-use super::{cf, Capture, IndexError, Record, Result, Writer};
+use super::{Capture, FastMap, Record, Result, Writer};
 
 /// A record's content, as the commit stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +48,8 @@ pub struct Overlay {
 
 #[derive(Default)]
 struct Added {
-    payloads: HashMap<String, u64>,
-    texts: HashMap<u128, u64>,
+    payloads: FastMap<String, u64>,
+    texts: FastMap<u128, u64>,
 }
 
 impl Overlay {
@@ -98,22 +96,18 @@ impl Writer<'_> {
         // The digest decides here, not by what a worker saw when it skipped a known
         // payload (that depends on timing): identical bytes are one doc whatever the
         // thread count, and whether the record came from a WARC file or a shard.
+        // A doc a worker found for the digest is the doc (digests are never removed
+        // nor remapped): no second lookup on this thread (0.3 s of a steady sweep's
+        // 2.3 serial seconds on rd100k).
         let by_payload = match &cap.payload_digest {
-            Some(dig) if rec.kind != "revisit" && !cap.truncated => match overlay.payload(dig) {
-                Some(d) => Some(d),
-                None => self.index.payloads().get(dig)?,
-            },
+            Some(dig) if rec.kind != "revisit" && !cap.truncated => {
+                match cap.payload_doc.or_else(|| overlay.payload(dig)) {
+                    Some(d) => Some(d),
+                    None => self.index.payloads().get(dig)?,
+                }
+            }
             _ => None,
         };
-        if cap.payload_known && !cap.truncated && by_payload.is_none() {
-            return Err(IndexError::Corruption {
-                cf: cf::PAYLOADS,
-                comment: format!(
-                    "digest {} vanished",
-                    cap.payload_digest.clone().unwrap_or_default()
-                ),
-            });
-        }
         if let Some(d) = by_payload {
             return Ok(Content::Payload(d));
         }

@@ -33,8 +33,8 @@ pub struct SourceContext<'a> {
     pub threads: usize,
     /// How the scan reads and sketches.
     pub scan: &'a ScanOptions,
-    /// Whether a payload digest is indexed already (its record need not be read).
-    pub known: &'a (dyn Fn(&str) -> bool + Sync),
+    /// The doc of a payload digest indexed already (its record need not be read).
+    pub known: &'a (dyn Fn(&str) -> Option<u64> + Sync),
     /// Whether a canonical text's fingerprint is not indexed yet.
     pub is_new: &'a (dyn Fn(u128) -> bool + Sync),
     /// What a worker prepares for new content (its text, compressed when stored).

@@ -341,7 +341,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             payload_len: payload_length.value(i),
             truncated: truncated.value(i),
             warnings: row_warnings,
-            payload_known: false,
+            payload_doc: None,
         };
         let record = Record {
             offset: offset.value(i),

@@ -165,7 +165,7 @@ pub fn sketch_files(
     let mut open: Option<Open> = None;
     let mut failure: Option<ShardError> = None;
     let (mut done, mut base) = (0u64, 0u64);
-    let never = |_: &str| false;
+    let never = |_: &str| None;
     scan_files_with_skip(files, &[], &scan, &never, &prepare, |ev| {
         let r = match ev {
             ScanEvent::FileStart { file } => {

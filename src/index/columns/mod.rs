@@ -219,6 +219,15 @@ struct Op {
 }
 
 impl Batch {
+    /// Empty, with room for `like`'s bytes and operations (batches of one ingest are
+    /// alike: growing each from empty copied it over and over on the committing thread).
+    pub fn sized_like(like: &Batch) -> Batch {
+        Batch {
+            bytes: Vec::with_capacity(like.bytes.len()),
+            ops: Vec::with_capacity(like.ops.len()),
+        }
+    }
+
     /// Puts `value` at `key` in family `C`.
     pub fn put<C: Column>(&mut self, index: &Index, key: &C::Key, value: &C::Value) {
         self.put_raw::<C>(index, &C::key(key), &C::value(value));
