@@ -328,13 +328,13 @@ fn join(
     let cap_bytes = s.cap * ENTRY;
     let mut part = Part::default();
     let mut k = 0;
-    for (v, stored) in values.iter().zip(lookup.lists) {
+    let fresh_lists = view.fresh.entries_all(&values);
+    for ((v, stored), fresh) in values.iter().zip(lookup.lists).zip(fresh_lists) {
         let start = k;
         while k < keys.len() && keys[k].0 == *v {
             k += 1;
         }
         let group = &keys[start..k];
-        let fresh = view.fresh.entries(*v);
         match &stored {
             Stored::Over(head) => {
                 for (_, i) in group.iter().filter(|(_, i)| *i as usize >= from) {

@@ -3,7 +3,7 @@
 
 use super::run::{entry, list_limit, ENTRY};
 use super::store::Store;
-use super::{prefetch, U64Map};
+use super::{hash_u64, prefetch, U64Map};
 use crate::index::{Index, Result};
 
 /// A fresh list: its entries, in doc order. Most values are in one doc's sample only,
@@ -54,6 +54,12 @@ impl Shard {
             // On the heap from now on: all of it the first time, then each entry.
             self.heap_bytes += if inline { list.len() } else { e.len() };
         }
+    }
+
+    /// The slots of its table, less one: a key's first slot is its hash's low bits
+    /// (hashbrown's layout; only an order for walking the table, never for answers).
+    fn slot_mask(&self) -> u64 {
+        (self.lists.capacity() * 8 / 7).next_power_of_two() as u64 - 1
     }
 
     /// See [`Fresh::memory`].
@@ -135,6 +141,26 @@ impl Fresh {
         }
     }
 
+    /// [`Fresh::entries`] of each of `values`, in their order, looked up in the order of
+    /// their slots in the tables: one walk over each table, not a cache miss at nearly
+    /// every value (rd100k first sweep, perf: 3.4 → 1.5% of the ingest's CPU with the
+    /// sort).
+    pub fn entries_all(&self, values: &[u64]) -> Vec<&[u8]> {
+        let slots: Vec<u64> = self.shards.iter().map(Shard::slot_mask).collect();
+        let mut order: Vec<(u64, u32)> = (values.iter().enumerate())
+            .map(|(i, v)| {
+                let s = shard_of(*v);
+                ((s as u64) << 56 | (hash_u64(*v) & slots[s]), i as u32)
+            })
+            .collect();
+        order.sort_unstable();
+        let mut out: Vec<&[u8]> = vec![&[]; values.len()];
+        for (_, i) in order {
+            out[i as usize] = self.entries(values[i as usize]);
+        }
+        out
+    }
+
     /// Adds `doc`, whose posting sample has `count` values, under `values` (a subset).
     pub fn add(&mut self, doc: u64, level: u8, count: usize, values: impl Iterator<Item = u64>) {
         let e = entry(doc, level, count.min(u16::MAX as usize) as u16);
@@ -147,18 +173,35 @@ impl Fresh {
     /// `threads` threads: each takes a range of shards and adds the values that fall in
     /// it, doc by doc, so every list gets its entries in the same order. The adds were a
     /// serial pass over a table too large for the cache (rd100k steady sweep: 0.6 s of
-    /// the commit).
+    /// the commit). Each shard takes its values in the order of their slots in its
+    /// table (a value's entries still in doc order), so the inserts walk the table
+    /// once instead of missing the cache at nearly every one (rd100k first sweep, perf:
+    /// `Shard::add` 5.7 → 3.6% of the ingest's CPU, the sorts 0.7% more).
     pub fn add_batch(&mut self, adds: &[(u64, u8, usize, Vec<u64>)], threads: usize) {
         let per = SHARDS.div_ceil(threads.clamp(1, SHARDS));
         let work = |group: &mut [Shard], first: usize| {
             let range = first..first + group.len();
-            for (d, level, count, values) in adds {
-                let e = entry(*d, *level, (*count).min(u16::MAX as usize) as u16);
+            let mut mine: Vec<Vec<(u64, u32)>> = vec![Vec::new(); group.len()];
+            for (k, (_, _, _, values)) in adds.iter().enumerate() {
                 for v in values {
                     let s = shard_of(*v);
                     if range.contains(&s) {
-                        group[s - first].add(*v, &e);
+                        mine[s - first].push((*v, k as u32));
                     }
+                }
+            }
+            for (shard, values) in group.iter_mut().zip(mine) {
+                // Slot, then position: a value's entries keep their (doc) order.
+                let mask = shard.slot_mask();
+                let mut order: Vec<u64> = (values.iter().enumerate())
+                    .map(|(i, (v, _))| (hash_u64(*v) & mask) << 32 | i as u64)
+                    .collect();
+                order.sort_unstable();
+                for o in order {
+                    let (v, k) = values[(o & 0xffff_ffff) as usize];
+                    let (d, level, count, _) = &adds[k as usize];
+                    let e = entry(*d, *level, (*count).min(u16::MAX as usize) as u16);
+                    shard.add(v, &e);
                 }
             }
         };

@@ -54,8 +54,14 @@ impl Hasher for U64Hasher {
     }
 
     fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = hash_u64(v);
     }
+}
+
+/// [`U64Hasher`]'s hash of a u64 key (where its slot in a [`U64Map`] is).
+#[inline]
+pub(crate) fn hash_u64(v: u64) -> u64 {
+    (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// A map keyed by u64 with [`U64Hasher`].
