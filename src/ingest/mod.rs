@@ -568,6 +568,7 @@ impl Writer<'_> {
                     level: s.posting_level,
                     values: &s.posting,
                     compact: c,
+                    stored: s,
                 })
                 .collect();
             let from = before.as_ref().map_or(0, |b| b.compact.len());

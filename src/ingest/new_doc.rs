@@ -30,7 +30,7 @@ impl Writer<'_> {
                 "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
             )));
         }
-        let (sketches, k, pairs) = self.planned.take(d, counters.next_doc)?;
+        let (sketches, k, mut pairs) = self.planned.take(d, counters.next_doc)?;
         // Stored with the pending batch ([`Writer::write_pending`]).
         self.index.set_counters(Counters {
             next_doc: d + 1,
@@ -84,7 +84,10 @@ impl Writer<'_> {
                 compact.against = true;
                 self.planned.set_stored_against(d);
             }
-            None => batch.put::<Sketches>(self.index, &d, stored),
+            None => match pairs.full.take() {
+                Some(value) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), &value),
+                None => batch.put::<Sketches>(self.index, &d, stored),
+            },
         }
         // Later docs of its host are compared with it first (kept when the batch ends).
         self.made.push((d, compact));

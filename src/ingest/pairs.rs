@@ -21,7 +21,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::index::candidates::{with_heads, Shared};
-use crate::index::columns::sketches::{compare, CompactSketch, SketchCache};
+use crate::index::columns::sketches::{
+    compare, CompactSketch, SketchCache, Sketches, StoredSketch,
+};
+use crate::index::columns::Column;
 use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
 use crate::index::postings::{entry, entry_fields, ENTRY};
 use crate::index::{Index, IndexError, Result};
@@ -46,6 +49,8 @@ pub struct NewDoc<'a> {
     pub values: &'a [u64],
     /// Its sketch, compact.
     pub compact: &'a CompactSketch,
+    /// Its sketch as stored in full.
+    pub stored: &'a StoredSketch,
 }
 
 /// What the index holds as of the batch's start, read-only.
@@ -88,6 +93,10 @@ pub struct DocPairs {
     /// Estimates that passed the coarse check, in doc order, with whether the older doc
     /// is stored against a base (`None`: a doc of this batch, known only at commit).
     pub estimates: Vec<(u64, Estimate, Option<bool>)>,
+    /// Its sketch's stored value in full, encoded here when no doc it was compared with
+    /// can be its base (none holds half its shingles): most docs of a first sweep,
+    /// whose encoding was a fifth of the commit.
+    pub full: Option<Vec<u8>>,
 }
 
 /// The pairs of a batch's new docs (numbered from `first`), and what was read for them.
@@ -250,12 +259,22 @@ pub fn find(
     for (i, c, e, against) in found.into_iter().flatten() {
         estimates[i - from].push((c, e, against));
     }
+    // Docs that no base can be found for are stored in full: encoded here, on every
+    // core (the rule is the commit's, [`crate::ingest`]'s `new_doc`).
+    let full = parallel(s.threads, &idx, |&i| {
+        let no_base = !estimates[i - from]
+            .iter()
+            .any(|(_, e, _)| 2.0 * e.containment_a_in_b >= 1.0);
+        Ok(no_base.then(|| Sketches::value(docs[i].stored)))
+    })?;
     let docs = counted
         .into_iter()
         .zip(estimates)
-        .map(|((mut p, compare_with), estimates)| {
+        .zip(full)
+        .map(|(((mut p, compare_with), estimates), full)| {
             p.compared = compare_with.len() as u64;
             p.estimates = estimates;
+            p.full = full;
             p
         })
         .collect();
