@@ -147,14 +147,21 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
     let store = index.postings_store()?;
     let cap = index.params().common_shingle_cap as usize;
     let runs = store.runs();
-    // The table slots a few values on, asked for ahead: each is a cache miss.
+    // A lookup misses the cache twice in each run, at its table slot and at its records:
+    // the slots are asked for 16 values ahead, the records (found through the slot,
+    // loaded by then) 8 ahead.
     const AHEAD: usize = 8;
     let mut lists = Vec::with_capacity(values.len());
     let mut entries: Vec<u8> = Vec::new();
     for (i, v) in values.iter().enumerate() {
-        if let Some(next) = values.get(i + AHEAD) {
+        if let Some(next) = values.get(i + 2 * AHEAD) {
             for r in runs {
                 r.prefetch(*next);
+            }
+        }
+        if let Some(next) = values.get(i + AHEAD) {
+            for r in runs {
+                r.prefetch_records(*next);
             }
         }
         if let Some(head) = over.get(*v) {

@@ -293,6 +293,15 @@ impl Run {
         super::prefetch(t[bucket_of(key, self.bits) * 8..].as_ptr());
     }
 
+    /// Asks the CPU to load the first records of `key`'s bucket: the second miss of a
+    /// lookup, once its table slot is in the cache ([`Run::prefetch`] a few keys
+    /// earlier).
+    #[inline]
+    pub fn prefetch_records(&self, key: u64) {
+        let at = self.slot(bucket_of(key, self.bits)).min(self.n) * self.widths.record();
+        super::prefetch(self.records()[at..].as_ptr());
+    }
+
     /// Appends the entries of `key` to `out`, at most `max` of them; returns how many.
     pub fn entries_of(&self, key: u64, out: &mut Vec<u8>, max: usize) -> usize {
         let b = bucket_of(key, self.bits);
