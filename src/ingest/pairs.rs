@@ -366,14 +366,15 @@ fn join(
                     Stored::List(l) => l,
                     _ => &[],
                 };
-                let old = list
-                    .chunks_exact(ENTRY)
+                // Unpacked once for the whole group (its docs each expand it).
+                let old: Vec<u64> = (list.chunks_exact(ENTRY))
                     .chain(fresh.chunks_exact(ENTRY))
-                    .map(packed);
+                    .map(packed)
+                    .collect();
                 // The batch's docs that took an entry so far, as entries.
                 let mut added: Vec<u64> = Vec::new();
                 for (_, i) in group {
-                    let all = old.clone().chain(added.iter().copied());
+                    let all = old.iter().chain(&added).copied();
                     let kept = *i as usize >= from;
                     if list.len() + fresh.len() + added.len() * ENTRY > cap_bytes {
                         if kept {
