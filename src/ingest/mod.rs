@@ -59,12 +59,12 @@ use crate::scan::{ScanEvent, ScanOptions, Scanned};
 use commit::{auto_compactions, settle_compactions};
 use pairs::DocPairs;
 use sequence::{Content, Overlay};
+pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 
 /// Hash sets and maps of the committing thread (URLs, digests, fingerprints): aHash,
 /// randomly seeded as std's SipHash is, several times faster on these keys.
 type FastSet<T> = std::collections::HashSet<T, ahash::RandomState>;
 type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
-pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 
 /// What to ingest.
 #[derive(Debug, Clone)]

@@ -68,7 +68,7 @@ impl Writer<'_> {
         for (b, e, against) in &pairs.estimates {
             let against = against.unwrap_or_else(|| self.planned.stored_against(*b));
             let better = best.is_none_or(|(n, x)| e.common > n || (e.common == n && *b < x));
-            if !against && 2.0 * e.containment_a_in_b >= 1.0 && better {
+            if !against && super::pairs::may_be_base(e) && better {
                 best = Some((e.common, *b));
             }
         }

@@ -41,6 +41,13 @@ pub const PREFILTER_SIGMAS: f64 = 3.0;
 const BATCH_BITS: u32 = 24;
 const BATCH_MASK: u64 = (1 << BATCH_BITS) - 1;
 
+/// Whether the older doc of estimate `e` (a = older, b = new) holds at least half of the
+/// new doc's shingles: only such a doc may be the base the new doc's sketch is stored
+/// against (chosen at commit, [`crate::ingest`]'s `new_doc`).
+pub fn may_be_base(e: &Estimate) -> bool {
+    2.0 * e.containment_a_in_b >= 1.0
+}
+
 /// A new doc of the batch, as the pair step needs it.
 pub struct NewDoc<'a> {
     /// Its posting level.
@@ -262,9 +269,7 @@ pub fn find(
     // Docs that no base can be found for are stored in full: encoded here, on every
     // core (the rule is the commit's, [`crate::ingest`]'s `new_doc`).
     let full = parallel(s.threads, &idx, |&i| {
-        let no_base = !estimates[i - from]
-            .iter()
-            .any(|(_, e, _)| 2.0 * e.containment_a_in_b >= 1.0);
+        let no_base = !estimates[i - from].iter().any(|(_, e, _)| may_be_base(e));
         Ok(no_base.then(|| Sketches::value(docs[i].stored)))
     })?;
     let docs = counted

@@ -93,12 +93,11 @@ impl Writer<'_> {
         if !stored_as_capture(rec, cap) || cap.status.is_some_and(|s| !(200..300).contains(&s)) {
             return Ok(Content::Nothing);
         }
-        // The digest decides here, not by what a worker saw when it skipped a known
-        // payload (that depends on timing): identical bytes are one doc whatever the
-        // thread count, and whether the record came from a WARC file or a shard.
-        // A doc a worker found for the digest is the doc (digests are never removed
-        // nor remapped): no second lookup on this thread (0.3 s of a steady sweep's
-        // 2.3 serial seconds on rd100k).
+        // The digest decides here: identical bytes are one doc whatever the thread
+        // count, and whether the record came from a WARC file or a shard. Whether a
+        // worker found the digest depends on timing, but what it found is the answer
+        // (digests are never removed nor remapped), so only a miss is looked up again
+        // on this thread (0.3 s of a steady sweep's 2.3 serial seconds on rd100k).
         let by_payload = match &cap.payload_digest {
             Some(dig) if rec.kind != "revisit" && !cap.truncated => {
                 match cap.payload_doc.or_else(|| overlay.payload(dig)) {
