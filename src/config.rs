@@ -20,6 +20,8 @@ pub struct Config {
     pub sketch: SketchConfig,
     /// Edges and clusters.
     pub cluster: ClusterConfig,
+    /// Hosts' templates.
+    pub template: crate::template::TemplateParams,
     /// Reading and workers.
     pub ingest: IngestConfig,
     /// Queries.

@@ -38,4 +38,5 @@ pub mod serve;
 pub mod shard;
 pub mod sketch;
 pub mod synth;
+pub mod template;
 pub mod url;

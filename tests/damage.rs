@@ -470,8 +470,8 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     }
 }
 
-/// An index of the previous layout (schema 9: postings in a RocksDB family) is refused with the
-/// version found and what to do, not misread.
+/// An index of the previous layout (schema 10: no templates) is refused with the version
+/// found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -483,13 +483,8 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 9u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 10u32.to_be_bytes())
             .unwrap();
-        // Schema 9 kept postings in a family of that name.
-        let mut rdb = rdb;
-        rdb.create_cf("postings", &Options::default()).unwrap();
-        let h = rdb.cf_handle("postings").unwrap();
-        rdb.put_cf(h, [0xff; 9], 1u64.to_be_bytes()).unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
     for cmd in [&["stats"][..], &["ingest", "--sweep", "x", &more][..]] {
@@ -499,7 +494,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 9; this tidemark reads version 10")
+            err.contains("has schema version 10; this tidemark reads version 11")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -105,6 +105,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             postings_buffer_mb: g.config.ingest.postings_buffer_mb,
             sketch_cache_mb: g.config.ingest.sketch_cache_mb,
             pair_partitions: g.config.ingest.pair_partitions,
+            template: g.config.template,
             // The demo keeps texts so `history --diff` has something to show.
             store_texts: true,
         };

@@ -106,6 +106,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         postings_buffer_mb: g.config.ingest.postings_buffer_mb,
         sketch_cache_mb: g.config.ingest.sketch_cache_mb,
         pair_partitions: g.config.ingest.pair_partitions,
+        template: g.config.template,
         store_texts: g.config.index.store_texts,
     };
     let bar = byte_bar(a.json);

@@ -174,9 +174,11 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
     for v in &h.captures {
         let mut change = v.change.to_string();
         if v.change == "changed" {
-            if let Some(r) = v.resemblance_to_previous {
-                change = format!("changed (resemblance {r:.2})");
-            }
+            change = match (v.resemblance_to_previous, v.content_resemblance_to_previous) {
+                (Some(r), Some(c)) => format!("changed (resemblance {r:.2}, content {c:.2})"),
+                (Some(r), None) => format!("changed (resemblance {r:.2})"),
+                _ => change,
+            };
         }
         if let Some(t) = &v.redirect_to {
             change = format!("redirect -> {t}");

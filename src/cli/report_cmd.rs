@@ -99,6 +99,13 @@ fn csv_field(s: &str) -> String {
 
 fn table(r: &Report) -> String {
     let mut s = String::new();
+    for line in tidemark::report::headlines(r) {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    if !s.is_empty() {
+        s.push('\n');
+    }
     s.push_str(&format!(
         "{:<14} {:<15} {:>9} {:>9} {:>8} {:>8}\n",
         "sweep", "date", "live URLs", "docs", "births", "deaths"
@@ -137,6 +144,21 @@ fn table(r: &Report) -> String {
             c[6],
             format!("{}/{}", c[7], c[8]),
             c[9]
+        ));
+    }
+    s.push_str(&format!(
+        "\n{:<29} {:>9} {:>7} {:>7} {:>9}   (the hosts' templates left out)\n",
+        "by content", "unchanged", ">=0.9", "0.5-0.9", "rewritten"
+    ));
+    for t in &r.transitions {
+        let c = &t.content;
+        s.push_str(&format!(
+            "{:<29} {:>9} {:>7} {:>7} {:>9}\n",
+            format!("{} -> {}", t.from, t.to),
+            c.unchanged,
+            c.changed_minor,
+            c.changed_major,
+            c.rewritten
         ));
     }
     let l = &r.lifetimes.days;

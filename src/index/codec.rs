@@ -156,6 +156,11 @@ pub struct CaptureInfo {
     pub r_prev: Option<f32>,
     /// The record was cut at the cap.
     pub truncated: bool,
+    /// Estimated content resemblance to that capture: with the templates of the host in
+    /// both sweeps left out ([`crate::template`]); written at the end of the ingest of
+    /// the sweep, when its templates are known. `None` as `r_prev` is, and where neither
+    /// page holds anything but template.
+    pub cr_prev: Option<f32>,
 }
 
 /// An edge in the `edges` column family.

@@ -163,6 +163,7 @@ fn capture_schema() -> Arc<Schema> {
         Field::new("cluster", Int64, true),
         Field::new("resemblance_to_previous", Float32, true),
         s("redirect"),
+        Field::new("content_resemblance_to_previous", Float32, true),
     ]))
 }
 
@@ -185,6 +186,7 @@ struct CaptureRows {
     cluster: Int64Builder,
     r_prev: Float32Builder,
     redirect: StringBuilder,
+    cr_prev: Float32Builder,
 }
 
 impl CaptureRows {
@@ -208,6 +210,7 @@ impl CaptureRows {
             Arc::new(self.cluster.finish()),
             Arc::new(self.r_prev.finish()),
             Arc::new(self.redirect.finish()),
+            Arc::new(self.cr_prev.finish()),
         ]
     }
 }
@@ -296,6 +299,7 @@ pub fn export_parquet(
         rows.cluster.append_option(cluster.map(signed));
         rows.r_prev.append_option(c.r_prev);
         rows.redirect.append_option(c.redirect.as_deref());
+        rows.cr_prev.append_option(c.cr_prev);
         report.captures += 1;
         if rows.len >= ROWS {
             if let Err(e) = out.write_columns(rows.columns()) {

@@ -28,12 +28,13 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 10: postings in runs of
+/// Version of the on-disk layout this build reads and writes. 11: hosts' templates per
+/// sweep and content resemblance to the previous capture; 10: postings in runs of
 /// their own beside RocksDB (`postings/`); 9: sketches stored
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -68,6 +69,10 @@ pub mod cf {
     pub const MEMBERS: &str = members::Members::NAME;
     /// `host_sweeps`.
     pub const HOST_SWEEPS: &str = host_sweeps::HostSweeps::NAME;
+    /// `templates`.
+    pub const TEMPLATES: &str = templates::Templates::NAME;
+    /// `sweep_pages`.
+    pub const SWEEP_PAGES: &str = sweep_pages::SweepPages::NAME;
     /// `texts`.
     pub const TEXTS: &str = texts::Texts::NAME;
 }
@@ -497,6 +502,16 @@ impl Index {
 
     /// `doc_captures`: doc ‖ capture key tail → SURT.
     pub fn doc_captures(&self) -> Col<'_, columns::doc_captures::DocCaptures> {
+        Col::new(self)
+    }
+
+    /// `templates`: host ‖ sweep → the host's template in that sweep.
+    pub fn templates(&self) -> Col<'_, columns::templates::Templates> {
+        Col::new(self)
+    }
+
+    /// `sweep_pages`: sweep ‖ host ‖ URL hash ‖ timestamp → a sampled or changed page.
+    pub fn sweep_pages(&self) -> Col<'_, columns::sweep_pages::SweepPages> {
         Col::new(self)
     }
 

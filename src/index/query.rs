@@ -81,6 +81,9 @@ fn write_capture(
             if let Some(r) = c.r_prev {
                 m.insert("resemblance_to_previous".into(), json!(r));
             }
+            if let Some(r) = c.cr_prev {
+                m.insert("content_resemblance_to_previous".into(), json!(r));
+            }
             serde_json::to_writer(&mut *out, &m)?;
             out.write_all(b"\n")?;
         }

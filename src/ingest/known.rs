@@ -12,9 +12,12 @@ use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
 use crate::index::columns::sketches::{compare, CompactSketch};
-use crate::index::columns::url_last::{Last, UrlLast};
+use crate::index::columns::url_last::{self, Last, UrlLast};
 use crate::index::columns::{Batch, Column};
 use crate::url::{host_of_surt, resolve, surt};
+
+/// The doc and sweep of a URL's previous capture with content, when its doc is another.
+type Previous = Option<(u64, u32)>;
 
 impl Writer<'_> {
     /// Stores one capture (`content`: what sequencing found it to be).
@@ -90,9 +93,9 @@ impl Writer<'_> {
                 }
             }
         }
-        let r_prev = match doc {
+        let (r_prev, previous) = match doc {
             Some(d) => self.previous_and_remember(batch, &key_surt, &ts, d, current)?,
-            None => None,
+            None => (None, None),
         };
         let info = CaptureInfo {
             url: url.clone(),
@@ -112,6 +115,8 @@ impl Writer<'_> {
             length: rec.length,
             r_prev,
             truncated: cap.truncated,
+            // Same doc, same content; otherwise known once the sweep's templates are.
+            cr_prev: r_prev.filter(|_| previous.is_none()),
         };
         let key = CaptureKey {
             surt: key_surt,
@@ -125,6 +130,18 @@ impl Writer<'_> {
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
         self.pending.holds.url(&key.surt);
         if let Some(d) = doc {
+            let host = host_of_surt(&key.surt);
+            self.pages.note(
+                self.index,
+                batch,
+                self.sweep_id,
+                host,
+                &key.surt,
+                &key.timestamp,
+                d,
+                previous,
+                &ck,
+            );
             let mut dk = Vec::with_capacity(8 + captures::TAIL);
             dk.extend_from_slice(&d.to_be_bytes());
             dk.extend_from_slice(&ck[ck.len() - captures::TAIL..]);
@@ -161,9 +178,10 @@ impl Writer<'_> {
     }
 
     /// Estimated resemblance to the latest earlier capture of the same URL with content,
-    /// and records this capture as the URL's latest. The common case (captures arrive in
-    /// time order) is one point lookup in `url_last`; otherwise a reverse scan of
-    /// `captures` finds the previous one.
+    /// and that capture's doc and sweep when its doc is another; records this capture as
+    /// the URL's latest. The common case (captures arrive in time order) is one point
+    /// lookup in `url_last`; otherwise a reverse scan of `captures` finds the previous
+    /// one.
     pub(super) fn previous_and_remember(
         &mut self,
         batch: &mut Batch,
@@ -171,24 +189,29 @@ impl Writer<'_> {
         ts: &str,
         doc: u64,
         current: Option<DocSketch>,
-    ) -> Result<Option<f32>> {
+    ) -> Result<(Option<f32>, Previous)> {
         // Raw keys and values here: this runs for every capture with content.
         let last = match self.prefetched_latest(key_surt) {
             Some(last) => last,
             None => self.index.url_last().get_raw(key_surt.as_bytes())?,
         };
-        let r = match &last {
+        let previous = match &last {
             None => None,
-            Some(l) if l.timestamp.as_str() < ts => Some(self.resemblance(l.doc, doc, current)?),
-            Some(_) => self.resemblance_to_previous(key_surt, ts, doc, current)?,
+            Some(l) if l.timestamp.as_str() < ts => Some((l.doc, l.sweep)),
+            Some(_) => self.previous_capture(key_surt, ts)?,
+        };
+        let r = match previous {
+            Some((p, _)) => self.resemblance(p, doc, current)?,
+            None => None,
         };
         if last.as_ref().is_none_or(|l| l.timestamp.as_str() <= ts) {
-            let mut now = [0u8; 22];
+            let mut now = [0u8; url_last::LEN];
             now[..14].copy_from_slice(&ts.as_bytes()[..14]);
-            now[14..].copy_from_slice(&doc.to_be_bytes());
+            now[14..22].copy_from_slice(&doc.to_be_bytes());
+            now[22..].copy_from_slice(&self.sweep_id.to_be_bytes());
             batch.put_raw::<UrlLast>(self.index, key_surt.as_bytes(), &now);
         }
-        Ok(r.flatten())
+        Ok((r, previous.filter(|(p, _)| *p != doc)))
     }
 
     /// `url_last` of `key_surt` as the pair step read it, unless a batch written since
@@ -246,29 +269,21 @@ impl Writer<'_> {
         Ok(e.first().map(|(_, e)| e.resemblance as f32))
     }
 
-    pub(super) fn resemblance_to_previous(
-        &mut self,
-        key_surt: &str,
-        ts: &str,
-        doc: u64,
-        current: Option<DocSketch>,
-    ) -> Result<Option<Option<f32>>> {
+    /// The doc and sweep of the latest capture with content before `ts` of a URL,
+    /// among the 65 before it.
+    fn previous_capture(&self, key_surt: &str, ts: &str) -> Result<Option<(u64, u32)>> {
         let prefix = captures::url_prefix(key_surt);
         let mut upper = prefix.clone();
         upper.extend_from_slice(ts.as_bytes());
-        // The latest earlier capture with content, among the 65 before this one.
         let (mut n, mut prev) = (0, None);
         self.index
             .captures()
             .scan_range(&upper, &prefix, true, |_, (_, _, c)| {
                 n += 1;
-                prev = c.doc;
+                prev = c.doc.map(|d| (d, c.sweep));
                 Ok(prev.is_none() && n <= 64)
             })?;
-        match prev {
-            Some(p) => Ok(Some(self.resemblance(p, doc, current)?)),
-            None => Ok(None),
-        }
+        Ok(prev)
     }
 }
 

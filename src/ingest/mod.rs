@@ -40,6 +40,7 @@ mod new_doc;
 pub mod pairs;
 mod sequence;
 mod source;
+mod templates;
 mod write;
 
 use serde::Serialize;
@@ -60,6 +61,7 @@ use commit::{auto_compactions, settle_compactions};
 use pairs::DocPairs;
 use sequence::{Content, Overlay};
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
+pub use templates::TemplateCounts;
 
 /// Hash sets and maps of the committing thread (URLs, digests, fingerprints): aHash,
 /// randomly seeded as std's SipHash is, several times faster on these keys.
@@ -86,6 +88,8 @@ pub struct IngestOptions {
     /// Key ranges the pair step's join is cut into per batch (0: four per thread). Any
     /// number gives the same index.
     pub pair_partitions: usize,
+    /// How hosts' templates are learned.
+    pub template: crate::template::TemplateParams,
 }
 
 /// What a worker prepares for the writer about new content.
@@ -173,6 +177,8 @@ pub struct IngestSummary {
     pub pairs_s: f64,
     /// Where the writer's time went, and what new content cost it.
     pub writer: WriterTimes,
+    /// The sweep's templates learned at the end, and content resemblances computed.
+    pub templates: templates::TemplateCounts,
 }
 
 /// The committing thread's time by step and stage, in seconds, and the work behind the
@@ -283,6 +289,8 @@ struct Writer<'a> {
     fresh_budget: usize,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
+    /// Each host's sample of pages in this sweep, and its changed pages.
+    pages: templates::Pages,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
     /// between a commit and the next pair step.
     sketch_cache: Arc<SketchCache>,
@@ -904,6 +912,7 @@ fn ingest_files<'scope>(
         fresh,
         fresh_budget,
         hosts_seen: Default::default(),
+        pages: templates::Pages::load(index, sweep_id, &opts.template)?,
         sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
         forest: forest::Forest::default(),
         clock: std::time::Instant::now(),
@@ -1057,6 +1066,12 @@ fn ingest_files<'scope>(
         input_total,
         finishing: true,
     });
+    // The sweep's templates, now that all its pages are in, and the content resemblance
+    // of its changed pages.
+    let t0 = std::time::Instant::now();
+    w.summary.templates =
+        templates::finish(index, sweep_id, &opts.template, &w.sketch_cache, w.threads)?;
+    w.summary.templates.seconds = t0.elapsed().as_secs_f64();
     // The last spill and the memtable flush add sorted runs and level-0 files; merges
     // they make due start with the next ingest, beside its reading and sketching, which
     // leave CPU to spare — not now, when this ingest would wait for them alone, or have
@@ -1084,7 +1099,7 @@ fn ingest_files<'scope>(
     }
     settle_compactions(index)?;
     // What this ingest completed becomes visible to servers as one whole state.
-    if !todo.is_empty() || snapshots::list(index.path()).is_empty() {
+    if !todo.is_empty() || w.summary.templates.wrote || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;
     }
     (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();

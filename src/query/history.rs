@@ -93,6 +93,9 @@ pub struct Version {
     pub change: &'static str,
     /// Estimated resemblance to the previous capture with content (`changed`, `identical`).
     pub resemblance_to_previous: Option<f64>,
+    /// The same with the templates of the URL's host in both sweeps left out
+    /// ([`crate::template`]): how much the page's own content changed.
+    pub content_resemblance_to_previous: Option<f64>,
     /// Target of a redirect.
     pub redirect_to: Option<String>,
     /// Where the content went, on the capture after which the URL stopped carrying it.
@@ -128,22 +131,23 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
     for c in &caps {
         let i = &c.info;
         // A 3xx is a redirect whether or not its target may be named (access rules).
-        let (change, r) = if i.status.is_some_and(|st| (300..400).contains(&st)) {
-            ("redirect", None)
+        let (change, r, cr) = if i.status.is_some_and(|st| (300..400).contains(&st)) {
+            ("redirect", None, None)
         } else if !c.ok() {
-            ("gone", None)
+            ("gone", None, None)
         } else if !seen_content {
-            ("new", None)
+            ("new", None, None)
         } else if let Some(d) = i.doc {
             if Some(d) == prev_doc {
-                ("identical", Some(1.0))
+                ("identical", Some(1.0), Some(1.0))
             } else {
-                ("changed", i.r_prev.map(|r| round3(r as f64)))
+                let r3 = |r: Option<f32>| r.map(|r| round3(r as f64));
+                ("changed", r3(i.r_prev), r3(i.cr_prev))
             }
         } else if i.digest.is_some() && i.digest == prev_digest {
-            ("identical", None)
+            ("identical", None, None)
         } else {
-            ("changed", None)
+            ("changed", None, None)
         };
         let mut words = None;
         if let (Some(t), "changed", Some(old), Some(new)) = (&texts, change, prev_doc, i.doc) {
@@ -166,6 +170,7 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
             doc: i.doc,
             change,
             resemblance_to_previous: r,
+            content_resemblance_to_previous: cr,
             redirect_to: c.redirect().map(str::to_string),
             moved_to: None,
             diff: words,

@@ -222,6 +222,14 @@ td.l, th.l { text-align: left; }
 <h1>tidemark report</h1>
 "#,
     );
+    let news = super::headlines(r);
+    if !news.is_empty() {
+        h.push_str("<ul class=\"news\">\n");
+        for line in &news {
+            h.push_str(&format!("<li>{}</li>\n", esc(line)));
+        }
+        h.push_str("</ul>\n");
+    }
     h.push_str("<div class=\"charts\">\n");
     h.push_str(&changes);
     h.push_str(&moves);
@@ -246,6 +254,23 @@ td.l, th.l { text-align: left; }
             h.push_str(&format!("<td>{c}</td>"));
         }
         h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n<h2>Pairs of sweeps by content</h2>\n<p>The same URLs classed with the templates of their hosts left out: a redesign changes every page's text, not its content.</p>\n<table><tr><th class=\"l\">sweeps</th><th>unchanged</th><th>changed ≥ 0.9</th><th>changed 0.5–0.9</th><th>rewritten</th><th>hosts that changed their template</th></tr>\n");
+    for (t, l) in r.transitions.iter().zip(&labels) {
+        let c = &t.content;
+        let hosts = t
+            .template_changes
+            .iter()
+            .filter(|c| c.is_redesign())
+            .count();
+        h.push_str(&format!(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{hosts}</td></tr>\n",
+            esc(l),
+            c.unchanged,
+            c.changed_minor,
+            c.changed_major,
+            c.rewritten
+        ));
     }
     h.push_str("</table>\n<h2>Distributions</h2>\n<table><tr><th class=\"l\"></th><th>URLs</th><th>min</th><th>p25</th><th>median</th><th>p75</th><th>max</th><th>mean</th></tr>\n");
     h.push_str(&dist_row("lifetime (days)", &r.lifetimes.days));

@@ -17,7 +17,7 @@
 
 pub mod html;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -126,7 +126,61 @@ pub struct Transition {
     pub moves: Moves,
     /// Clusters live at two or more URLs in the later sweep.
     pub mirrored: u64,
+    /// The URLs live in both, classed by *content* resemblance: with the templates of
+    /// their host in both sweeps left out ([`crate::template`]), so that a redesign does
+    /// not make every page "rewritten".
+    pub content: ContentCounts,
+    /// Hosts whose template changed, or whose pages changed only in their template:
+    /// most pages first.
+    pub template_changes: Vec<TemplateChange>,
 }
+
+/// URLs live in both sweeps of a transition, by content resemblance.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ContentCounts {
+    /// Same canonical text.
+    pub unchanged: u64,
+    /// Content resemblance ≥ the minor bound.
+    pub changed_minor: u64,
+    /// Content resemblance in [major, minor).
+    pub changed_major: u64,
+    /// Content resemblance < the major bound.
+    pub rewritten: u64,
+}
+
+/// A host's template change in a transition.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TemplateChange {
+    /// Host name.
+    pub host: String,
+    /// Share of the two templates' values that one of them lacks (0: the same template,
+    /// 1: all new); absent when the host has a template in only one of the sweeps.
+    pub template_changed_share: Option<f64>,
+    /// Pages whose content did not change past the minor bound (content resemblance
+    /// ≥ `report.minor`) while their full text did (resemblance < `report.minor`): the
+    /// change was their template's. (Not exactly 1: the shingles that span a template's
+    /// edge and a page's own words change with the template.)
+    pub pages_changed_only_in_template: u64,
+    /// The host's URLs live in both sweeps.
+    pub pages_in_both: u64,
+}
+
+impl TemplateChange {
+    /// Whether the report says in words that the host changed its template: its template
+    /// changed (a share of at least 0.2 of its values) and a tenth of its pages (ten at
+    /// least) changed only in template.
+    pub fn is_redesign(&self) -> bool {
+        let only = self.pages_changed_only_in_template;
+        self.template_changed_share
+            .is_some_and(|s| s >= LISTED_SHARE)
+            && only >= 10
+            && only * 10 >= self.pages_in_both
+    }
+}
+
+/// Template changes listed: a changed share at least this (samples move a template a
+/// little from sweep to sweep), or pages changed only in template.
+const LISTED_SHARE: f64 = 0.2;
 
 impl Transition {
     /// Names of [`Transition::counts`], as CSV and HTML columns.
@@ -287,6 +341,7 @@ enum State {
         doc: Option<u64>,
         digest: Option<String>,
         r_prev: Option<f32>,
+        cr_prev: Option<f32>,
         ts: String,
     },
     Redirect(Option<String>),
@@ -582,6 +637,8 @@ fn transitions(
             urls: counts[i].clone(),
             moves,
             mirrored: per_cluster.values().filter(|c| **c >= 2).count() as u64,
+            content: ContentCounts::default(),
+            template_changes: Vec::new(),
         });
     }
     Ok((transitions, host_moves))
@@ -604,6 +661,9 @@ struct Tally {
     /// The doc of each URL's last 2xx capture, per sweep (for mirrors).
     live_docs: Vec<Vec<u64>>,
     counts: Vec<UrlCounts>,
+    content: Vec<ContentCounts>,
+    /// Per transition: host → (pages changed only in template, URLs live in both).
+    template_only: Vec<BTreeMap<String, (u64, u64)>>,
     left: Vec<Vec<Left>>,
     arrived: Vec<Vec<Arrived>>,
     lifetimes: Vec<f64>,
@@ -648,6 +708,8 @@ impl Tally {
             docs_in: vec![HashSet::new(); n],
             live_docs: vec![Vec::new(); n],
             counts: vec![UrlCounts::default(); n.saturating_sub(1)],
+            content: vec![ContentCounts::default(); n.saturating_sub(1)],
+            template_only: vec![BTreeMap::new(); n.saturating_sub(1)],
             left: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
             arrived: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
             lifetimes: Vec::new(),
@@ -720,9 +782,12 @@ impl Tally {
                         doc: db,
                         digest: gb,
                         r_prev,
+                        cr_prev,
                         ..
                     }),
                 ) => {
+                    let content = &mut self.content[i];
+                    self.template_only[i].entry(host.to_string()).or_default().1 += 1;
                     let same = match (da, db) {
                         (Some(a), Some(b)) => a == b,
                         (None, None) => ga.is_some() && ga == gb,
@@ -730,6 +795,7 @@ impl Tally {
                     };
                     if same {
                         c.unchanged += 1;
+                        content.unchanged += 1;
                     } else {
                         let r = match (da, db, r_prev) {
                             (Some(_), Some(_), Some(r)) => Some(*r as f64),
@@ -744,6 +810,23 @@ impl Tally {
                             Some(r) if r >= self.major => c.changed_major += 1,
                             // Changed bytes without text to compare count as rewritten.
                             _ => c.rewritten += 1,
+                        }
+                        // By content where the ingest compared it, else as above.
+                        let cr = match (da, db, cr_prev) {
+                            (Some(_), Some(_), Some(cr)) => Some(*cr as f64),
+                            _ => r,
+                        };
+                        match cr {
+                            Some(cr) if cr >= self.minor => {
+                                content.changed_minor += 1;
+                                // Its text changed past the minor bound, its content not.
+                                if cr_prev.is_some() && r.is_some_and(|r| r < self.minor) {
+                                    self.template_only[i].entry(host.to_string()).or_default().0 +=
+                                        1;
+                                }
+                            }
+                            Some(cr) if cr >= self.major => content.changed_major += 1,
+                            _ => content.rewritten += 1,
                         }
                     }
                 }
@@ -816,6 +899,99 @@ impl Tally {
     }
 }
 
+/// What happened, in sentences (the table's and the HTML page's first lines): each host
+/// that changed its template in a transition, with its pages changed only in template.
+pub fn headlines(r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &r.transitions {
+        let redesigns: Vec<&TemplateChange> = t
+            .template_changes
+            .iter()
+            .filter(|c| c.is_redesign())
+            .collect();
+        for c in redesigns.iter().take(HEADLINE_HOSTS) {
+            out.push(format!(
+                "{} changed its template between {} and {}: {} pages changed only in template",
+                c.host,
+                t.from,
+                t.to,
+                thousands(c.pages_changed_only_in_template)
+            ));
+        }
+        if redesigns.len() > HEADLINE_HOSTS {
+            let rest = &redesigns[HEADLINE_HOSTS..];
+            let pages: u64 = rest.iter().map(|c| c.pages_changed_only_in_template).sum();
+            out.push(format!(
+                "{} more hosts changed their template between {} and {}: {} pages changed only in template",
+                thousands(rest.len() as u64),
+                t.from,
+                t.to,
+                thousands(pages)
+            ));
+        }
+    }
+    out
+}
+
+/// Hosts named one by one per transition in [`headlines`] (the rest in one line).
+const HEADLINE_HOSTS: usize = 5;
+
+/// `24500` as `24,500`.
+pub fn thousands(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, ch) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Per transition of `range`, the hosts whose template changed (from `templates`) or
+/// whose pages changed only in template (`template_only`).
+fn template_changes(
+    index: &Index,
+    range: &[SweepDates],
+    template_only: &[BTreeMap<String, (u64, u64)>],
+    host_filter: Option<&str>,
+) -> Result<Vec<Vec<TemplateChange>>> {
+    let mut by_host: BTreeMap<String, HashMap<u32, Vec<u32>>> = BTreeMap::new();
+    index.templates().for_each(|(host, sweep), t| {
+        if host_filter.is_none_or(|h| h == host) {
+            by_host.entry(host).or_default().insert(sweep, t.values);
+        }
+        Ok(true)
+    })?;
+    let mut out = Vec::new();
+    for (i, only) in template_only.iter().enumerate() {
+        let (a, b) = (range[i].0, range[i + 1].0);
+        let mut changes = Vec::new();
+        let hosts: BTreeSet<&String> = by_host.keys().chain(only.keys()).collect();
+        for host in hosts {
+            let share = by_host
+                .get(host)
+                .and_then(|t| Some(crate::template::changed_share(t.get(&a)?, t.get(&b)?)));
+            let (pages, both) = only.get(host).copied().unwrap_or((0, 0));
+            if pages > 0 || share.is_some_and(|s| s >= LISTED_SHARE) {
+                changes.push(TemplateChange {
+                    host: host_name(host),
+                    template_changed_share: share.map(round3),
+                    pages_changed_only_in_template: pages,
+                    pages_in_both: both,
+                });
+            }
+        }
+        changes.sort_by(|x, y| {
+            (y.pages_changed_only_in_template, &x.host)
+                .cmp(&(x.pages_changed_only_in_template, &y.host))
+        });
+        out.push(changes);
+    }
+    Ok(out)
+}
+
 /// Builds the report.
 pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     let s = Searcher::new(index)?;
@@ -862,6 +1038,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
                     doc: c.doc,
                     digest: c.digest.clone(),
                     r_prev: c.r_prev,
+                    cr_prev: c.cr_prev,
                     ts: ts.to_string(),
                 },
             };
@@ -873,7 +1050,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     }
 
     // Moves and mirrors per transition.
-    let (transitions, host_moves) = transitions(
+    let (mut transitions, host_moves) = transitions(
         &s,
         opts.move_floor,
         &tally.sweeps,
@@ -882,6 +1059,16 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
         &tally.arrived,
         &tally.live_docs,
     )?;
+    let templates = template_changes(
+        index,
+        range,
+        &tally.template_only,
+        tally.host_filter.as_deref(),
+    )?;
+    for ((t, changes), content) in transitions.iter_mut().zip(templates).zip(tally.content) {
+        t.content = content;
+        t.template_changes = changes;
+    }
     let mut sweeps = tally.sweeps;
     for (i, row) in sweeps.iter_mut().enumerate() {
         row.docs = tally.docs_in[i].len() as u64;

@@ -269,6 +269,7 @@ impl Fields {
             "doc" => c.doc.map(|d| d.to_string()),
             "cluster" => self.cluster.map(|d| d.to_string()),
             "resemblance_to_previous" => c.r_prev.map(|r| format!("{:.3}", r)),
+            "content_resemblance_to_previous" => c.cr_prev.map(|r| format!("{:.3}", r)),
             "type" => Some(c.kind.clone()),
             _ => None,
         }
@@ -284,6 +285,12 @@ impl Fields {
         if let Some(r) = self.row.info.r_prev {
             m.insert(
                 "resemblance_to_previous".into(),
+                json!(crate::query::round3(r as f64)),
+            );
+        }
+        if let Some(r) = self.row.info.cr_prev {
+            m.insert(
+                "content_resemblance_to_previous".into(),
                 json!(crate::query::round3(r as f64)),
             );
         }
@@ -322,6 +329,7 @@ pub(crate) fn field_list(
 const PYWB_FIELDS: &[&str] = &[
     "urlkey", "timestamp", "url", "mime", "status", "digest", "length", "offset", "filename",
     "redirect", "doc", "cluster", "resemblance_to_previous", "type",
+    "content_resemblance_to_previous",
 ];
 const TEXT_DEFAULT: &[&str] = PYWB_FIELDS.split_at(9).0;
 

@@ -159,8 +159,11 @@ fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, Ap
                 change: match (v.change, &v.redirect_to, &v.moved_to) {
                     (_, Some(t), _) => format!("redirect → {t}"),
                     ("changed", _, m) => format!(
-                        "changed (resemblance {}){}",
+                        "changed (resemblance {}{}){}",
                         r2(v.resemblance_to_previous),
+                        v.content_resemblance_to_previous
+                            .map(|c| format!(", content {}", r2(Some(c))))
+                            .unwrap_or_default(),
                         m.as_ref()
                             .map(|m| format!("; content moved to {m}"))
                             .unwrap_or_default()

@@ -36,6 +36,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
 const KNOWN: &[&str] = &[
     "urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length",
     "offset", "filename", "redirect", "doc", "cluster", "resemblance_to_previous",
+    "content_resemblance_to_previous",
 ];
 const FIELDS: &[&str] = KNOWN.split_at(7).0;
 /// Captures per page unless `pageSize` says otherwise.

@@ -235,7 +235,7 @@ impl Vocabulary {
 }
 
 /// One page's content: title and sentences grouped in paragraphs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Content {
     title: Vec<u32>,
     /// (paragraph number, sentence).
@@ -297,6 +297,8 @@ pub struct Move {
     pub across_hosts: bool,
     /// Exact Jaccard resemblance of the shingle sets before and after (1.0 when not edited).
     pub resemblance: f64,
+    /// The same without the shingles of both hosts' templates.
+    pub content_resemblance: f64,
     /// Distinct shingles of the smaller version.
     pub min_shingles: usize,
 }
@@ -311,6 +313,8 @@ pub struct Edit {
     pub kind: &'static str,
     /// Exact Jaccard resemblance of the shingle sets before and after.
     pub resemblance: f64,
+    /// The same without the shingles of the host's templates before and after.
+    pub content_resemblance: f64,
     /// Distinct shingles of the smaller version.
     pub min_shingles: usize,
 }
@@ -831,15 +835,41 @@ impl Web {
 
     /// Exact Jaccard of the two versions' shingle sets, and the smaller set's size; `a`
     /// as it was rendered before this sweep's redesign, if any.
-    fn jaccard(&mut self, a: &Page, b: &Page) -> (f64, usize) {
-        let html = match &self.before {
-            Some(hosts) => self.render_with(hosts, a),
-            None => self.render(a),
+    ///
+    /// Also the exact *content* Jaccard: both sets without the shingles of the templates
+    /// of both pages' hosts (before and now), a template's shingles being those of a page
+    /// of its host with nothing of its own (no title, path or text). Shingles that span
+    /// a template's edge and a page's own words stay content: they are on one page.
+    fn jaccard(&mut self, a: &Page, b: &Page) -> (f64, usize, f64) {
+        let bare = |host: usize| Page {
+            id: 0,
+            host,
+            path: String::new(),
+            content: Content::default(),
+            last_full: None,
         };
-        let sa = self.shingle_set(&html);
-        let html = self.render(b);
-        let sb = self.shingle_set(&html);
-        exact_jaccard(&sa, &sb)
+        let [ha, hb, ta, tb] = {
+            let old = self.before.as_deref().unwrap_or(&self.hosts);
+            [
+                self.render_with(old, a),
+                self.render(b),
+                self.render_with(old, &bare(a.host)),
+                self.render(&bare(b.host)),
+            ]
+        };
+        let (sa, sb) = (self.shingle_set(&ha), self.shingle_set(&hb));
+        let (r, min) = exact_jaccard(&sa, &sb);
+        let mut template = self.shingle_set(&ta);
+        template.extend(self.shingle_set(&tb));
+        template.sort_unstable();
+        let without = |s: &[u64]| -> Vec<u64> {
+            s.iter()
+                .copied()
+                .filter(|v| template.binary_search(v).is_err())
+                .collect()
+        };
+        let (content, _) = exact_jaccard(&without(&sa), &without(&sb));
+        (r, min, content)
     }
 
     fn shingle_set(&mut self, html: &str) -> Vec<u64> {
@@ -919,7 +949,7 @@ impl Web {
                     self.edit(&mut c, 0.03, 1);
                     moved.content = c;
                 }
-                let (res, min_sh) = self.jaccard(&page, &moved);
+                let (res, min_sh, content_res) = self.jaccard(&page, &moved);
                 let to = self.url(&moved);
                 let old_status = match self.rng.below(10) {
                     0..=3 => Some(301),
@@ -943,6 +973,7 @@ impl Web {
                     old_status,
                     across_hosts: moved.host != page.host,
                     resemblance: res,
+                    content_resemblance: content_res,
                     min_shingles: min_sh,
                 });
                 caps.push(Planned::Page {
@@ -994,11 +1025,12 @@ impl Web {
             };
             match changed {
                 Some(kind) => {
-                    let (res, min_sh) = self.jaccard(&page, &edited);
+                    let (res, min_sh, content_res) = self.jaccard(&page, &edited);
                     truth.edits.push(Edit {
                         url: url.clone(),
                         kind,
                         resemblance: res,
+                        content_resemblance: content_res,
                         min_shingles: min_sh,
                     });
                     edited.last_full = None;

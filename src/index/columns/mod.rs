@@ -22,7 +22,9 @@ pub mod meta;
 pub mod parents;
 pub mod payloads;
 pub mod sketches;
+pub mod sweep_pages;
 pub mod sweeps;
+pub mod templates;
 pub mod texts;
 pub mod url_last;
 
@@ -76,6 +78,8 @@ macro_rules! with_columns {
             parents::Parents,
             members::Members,
             host_sweeps::HostSweeps,
+            templates::Templates,
+            sweep_pages::SweepPages,
             texts::Texts
         )
     };

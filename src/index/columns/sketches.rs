@@ -539,6 +539,11 @@ fn group_of(lm: u32) -> u32 {
     lm >> KEPT
 }
 
+/// The trailing zeros of a level-major value (as [`CompactSketch::values`] hold them).
+pub fn tz_of(lm: u32) -> u32 {
+    MAX_TZ - group_of(lm)
+}
+
 /// The compact value of a level-major one ([`level_major`] undone).
 fn compact_of(lm: u32) -> u32 {
     ((lm & ((1 << KEPT) - 1)) << 5) | (MAX_TZ - group_of(lm))
@@ -610,8 +615,19 @@ impl CompactSketch {
         }
     }
 
-    /// The sample at level `tz` (at least the sketch's own).
-    fn at(&self, tz: u32) -> &[u32] {
+    /// The level of the sample (values ≡ 0 mod 2^level).
+    pub fn level(&self) -> u8 {
+        self.level
+    }
+
+    /// Every sampled value, in [`level_major`] order ([`tz_of`] gives each one's
+    /// trailing zeros).
+    pub fn values(&self) -> &[u32] {
+        &self.values
+    }
+
+    /// The sample at level `tz` (at least the sketch's own): a prefix of [`Self::values`].
+    pub fn at(&self, tz: u32) -> &[u32] {
         match tz.checked_sub(self.level as u32) {
             None | Some(0) => &self.values,
             Some(k) if k as usize <= KNOWN_LEVELS => {

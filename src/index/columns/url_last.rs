@@ -1,5 +1,5 @@
-//! `url_last`: SURT → the timestamp (14 ASCII digits) and doc id (u64 BE) of the URL's
-//! latest capture with content (22 bytes). The previous capture of a URL is then one
+//! `url_last`: SURT → the timestamp (14 ASCII digits), doc id (u64 BE) and sweep id (u32
+//! BE) of the URL's latest capture with content (26 bytes). The previous capture of a URL is then one
 //! point lookup when captures arrive in time order (a reverse scan of `captures` when
 //! they do not).
 //!
@@ -19,7 +19,12 @@ pub struct Last {
     pub timestamp: String,
     /// Its doc.
     pub doc: u64,
+    /// Its sweep.
+    pub sweep: u32,
 }
+
+/// Bytes of a value.
+pub const LEN: usize = 26;
 
 impl Column for UrlLast {
     const NAME: &'static str = "url_last";
@@ -35,19 +40,24 @@ impl Column for UrlLast {
     }
 
     fn value(v: &Last) -> Vec<u8> {
-        let mut out = Vec::with_capacity(22);
+        let mut out = Vec::with_capacity(LEN);
         out.extend_from_slice(v.timestamp.as_bytes());
         out.extend_from_slice(&v.doc.to_be_bytes());
+        out.extend_from_slice(&v.sweep.to_be_bytes());
         out
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<Last, String> {
-        if b.len() != 22 || !b[..14].iter().all(|c| c.is_ascii_digit()) {
-            return Err(format!("not a timestamp and a doc id ({} bytes)", b.len()));
+        if b.len() != LEN || !b[..14].iter().all(|c| c.is_ascii_digit()) {
+            return Err(format!(
+                "not a timestamp, doc id and sweep id ({} bytes)",
+                b.len()
+            ));
         }
         Ok(Last {
             timestamp: String::from_utf8(b[..14].to_vec()).expect("digits"),
-            doc: super::be_u64(&b[14..])?,
+            doc: super::be_u64(&b[14..22])?,
+            sweep: super::be_u32(&b[22..])?,
         })
     }
 

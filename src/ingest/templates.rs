@@ -1,0 +1,313 @@
+//! The sweep's templates, and content resemblance to the previous capture.
+//!
+//! While records are committed, [`Pages`] keeps each host's sample (the pages whose URL
+//! hash is among its `sample_pages` lowest so far) and writes to `sweep_pages` every page
+//! that enters it, and every page whose doc differs from its URL's previous capture's.
+//! At the end of the ingest ([`finish`]) each host the sweep captured learns its template
+//! from its sample's sketches (`templates`), and each changed page gets its content
+//! resemblance, written into its capture (`cr_prev`). An ingest that adds files to a
+//! sweep learns the sweep's templates again; a host whose template changed has its
+//! pages' content resemblance computed again, so the index is the one a single ingest of
+//! all the sweep's files makes.
+
+use std::collections::BTreeSet;
+
+use super::FastMap;
+use crate::index::codec::CaptureInfo;
+use crate::index::columns::captures::Captures;
+use crate::index::columns::sketches::{CompactSketch, SketchCache};
+use crate::index::columns::sweep_pages::{url_hash, SweepPage, SweepPageKey, SweepPages};
+use crate::index::columns::templates::Templates;
+use crate::index::columns::{Batch, Column};
+use crate::index::{Index, IndexError, Result};
+use crate::template::{content_estimate, learn, union, Template, TemplateParams};
+
+/// Each host's sample so far: the lowest URL hashes of its pages in this sweep.
+pub(super) struct Pages {
+    keep: usize,
+    hosts: FastMap<String, BTreeSet<u64>>,
+}
+
+impl Pages {
+    /// The samples of the sweep's pages committed by earlier runs (none for a new sweep).
+    pub(super) fn load(index: &Index, sweep: u32, p: &TemplateParams) -> Result<Pages> {
+        let mut pages = Pages {
+            keep: p.sample_pages.max(1) as usize,
+            hosts: Default::default(),
+        };
+        index.sweep_pages().of_sweep(sweep, |k, _| {
+            pages.sampled(&k.host, k.hash);
+            Ok(true)
+        })?;
+        Ok(pages)
+    }
+
+    /// Whether a page of `host` with URL hash `hash` is in its sample now.
+    fn sampled(&mut self, host: &str, hash: u64) -> bool {
+        let set = match self.hosts.get_mut(host) {
+            Some(s) => s,
+            None => self.hosts.entry(host.to_string()).or_default(),
+        };
+        if set.contains(&hash) {
+            return true;
+        }
+        if set.len() < self.keep {
+            set.insert(hash);
+            return true;
+        }
+        match set.last() {
+            Some(&max) if hash < max => {
+                set.pop_last();
+                set.insert(hash);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A page of the sweep (a capture with a doc): kept when it enters its host's
+    /// sample or its doc is not its URL's `previous` (doc, sweep).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn note(
+        &mut self,
+        index: &Index,
+        batch: &mut Batch,
+        sweep: u32,
+        host: &str,
+        surt: &str,
+        timestamp: &str,
+        doc: u64,
+        previous: Option<(u64, u32)>,
+        capture: &[u8],
+    ) {
+        let hash = url_hash(surt);
+        if self.sampled(host, hash) || previous.is_some() {
+            let key = SweepPageKey {
+                sweep,
+                host: host.to_string(),
+                hash,
+                timestamp: timestamp.to_string(),
+            };
+            let page = SweepPage {
+                doc,
+                previous,
+                content_r: None,
+                capture: capture.to_vec(),
+            };
+            batch.put::<SweepPages>(index, &key, &page);
+        }
+    }
+}
+
+/// What [`finish`] did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct TemplateCounts {
+    /// Hosts of the sweep with a template.
+    pub hosts_with_template: u64,
+    /// Pages whose content resemblance to their previous capture was computed.
+    pub content_compared: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Whether anything was written.
+    #[serde(skip)]
+    pub wrote: bool,
+}
+
+/// Learns the templates of sweep `sweep`'s hosts and writes the content resemblance of
+/// its changed pages not computed yet (all of a host's when its template changed), on
+/// `threads` threads, a host each.
+pub(super) fn finish(
+    index: &Index,
+    sweep: u32,
+    p: &TemplateParams,
+    cache: &SketchCache,
+    threads: usize,
+) -> Result<TemplateCounts> {
+    let mut counts = TemplateCounts::default();
+    // The sweep's pages by host (they come in host order), a group of hosts at a time.
+    let mut hosts: Vec<(String, Vec<(SweepPageKey, SweepPage)>)> = Vec::new();
+    let mut held = 0usize;
+    let mut run = |hosts: &mut Vec<(String, Vec<(SweepPageKey, SweepPage)>)>| {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done: Vec<Result<(Batch, TemplateCounts)>> = std::thread::scope(|s| {
+            let work = || {
+                let mut out = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((host, entries)) = hosts.get(i) else {
+                        return out;
+                    };
+                    out.push((i, one_host(index, sweep, host, entries, p, cache)));
+                }
+            };
+            let spawned: Vec<_> = (1..threads.max(1)).map(|_| s.spawn(work)).collect();
+            let mut all = work();
+            for h in spawned {
+                all.extend(h.join().unwrap_or_default());
+            }
+            all.sort_by_key(|(i, _)| *i);
+            all.into_iter().map(|(_, r)| r).collect()
+        });
+        hosts.clear();
+        for r in done {
+            let (batch, c) = r?;
+            counts.hosts_with_template += c.hosts_with_template;
+            counts.content_compared += c.content_compared;
+            if !batch.is_empty() {
+                counts.wrote = true;
+                index.write(batch)?;
+            }
+        }
+        Ok::<(), IndexError>(())
+    };
+    index.sweep_pages().of_sweep(sweep, |k, v| {
+        if hosts.last().is_none_or(|(h, _)| *h != k.host) {
+            if held >= GROUP_PAGES {
+                run(&mut hosts)?;
+                held = 0;
+            }
+            hosts.push((k.host.clone(), Vec::new()));
+        }
+        held += 1;
+        hosts.last_mut().expect("pushed").1.push((k, v));
+        Ok(true)
+    })?;
+    run(&mut hosts)?;
+    Ok(counts)
+}
+
+/// Pages [`finish`] holds at once (by whole hosts).
+const GROUP_PAGES: usize = 1 << 16;
+
+/// [`finish`] for one host: `entries` are its pages in `sweep_pages`, by URL hash.
+fn one_host(
+    index: &Index,
+    sweep: u32,
+    host: &str,
+    entries: &[(SweepPageKey, SweepPage)],
+    p: &TemplateParams,
+    cache: &SketchCache,
+) -> Result<(Batch, TemplateCounts)> {
+    let mut counts = TemplateCounts::default();
+    // The sample: the lowest hashes, one page (its latest capture) per URL.
+    let mut sample: Vec<u64> = Vec::new();
+    let mut i = 0;
+    while i < entries.len() && sample.len() < p.sample_pages as usize {
+        let mut j = i;
+        while j + 1 < entries.len() && entries[j + 1].0.hash == entries[i].0.hash {
+            j += 1;
+        }
+        sample.push(entries[j].1.doc);
+        i = j + 1;
+    }
+    let mut docs = sample.clone();
+    docs.sort_unstable();
+    docs.dedup();
+    let sketches = compacts(index, cache, &docs)?;
+    let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
+    let learned = learn(&pages, p);
+    let key = (host.to_string(), sweep);
+    let before = index.templates().get(&key)?;
+    let changed = before != learned;
+    let mut batch = Batch::default();
+    match &learned {
+        Some(t) => {
+            counts.hosts_with_template += 1;
+            if changed {
+                batch.put::<Templates>(index, &key, t);
+            }
+        }
+        None if changed => batch.delete::<Templates>(index, &key),
+        None => {}
+    }
+    // Pages to compare: those not compared yet, or all when the template changed.
+    let todo: Vec<usize> = (0..entries.len())
+        .filter(|&i| {
+            let page = &entries[i].1;
+            page.previous.is_some() && (changed || page.content_r.is_none())
+        })
+        .collect();
+    if !todo.is_empty() {
+        let mut templates: FastMap<u32, Option<Template>> = Default::default();
+        templates.insert(sweep, learned.clone());
+        let mut wanted: Vec<u64> = Vec::new();
+        for &i in &todo {
+            let (d, (pd, ps)) = (entries[i].1.doc, entries[i].1.previous.expect("filtered"));
+            wanted.extend([d, pd]);
+            if let std::collections::hash_map::Entry::Vacant(e) = templates.entry(ps) {
+                e.insert(index.templates().get(&(host.to_string(), ps))?);
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let sketches = compacts(index, cache, &wanted)?;
+        let mut keys: Vec<&[u8]> = todo
+            .iter()
+            .map(|&i| entries[i].1.capture.as_slice())
+            .collect();
+        keys.sort_unstable();
+        let got = index.captures().get_sorted_raw(&keys)?;
+        let mut captures: FastMap<Vec<u8>, CaptureInfo> = keys
+            .iter()
+            .zip(got)
+            .filter_map(|(k, v)| Some((k.to_vec(), v?)))
+            .collect();
+        // What is left out of the pages compared with each earlier sweep's.
+        let own = learned.as_ref().map(|t| t.values.as_slice()).unwrap_or(&[]);
+        let removed: FastMap<u32, Vec<u32>> = templates
+            .iter()
+            .map(|(s, t)| {
+                (
+                    *s,
+                    union(t.as_ref().map(|t| t.values.as_slice()).unwrap_or(&[]), own),
+                )
+            })
+            .collect();
+        for &i in &todo {
+            let (k, page) = &entries[i];
+            let (pd, ps) = page.previous.expect("filtered");
+            let r = match (sketches.get(&pd), sketches.get(&page.doc)) {
+                (Some(a), Some(b)) => {
+                    content_estimate(a, b, &removed[&ps]).map(|e| e.resemblance as f32)
+                }
+                _ => None,
+            };
+            let done = SweepPage {
+                content_r: Some(r),
+                ..page.clone()
+            };
+            batch.put::<SweepPages>(index, k, &done);
+            let Some(c) = captures.get_mut(page.capture.as_slice()) else {
+                return Err(IndexError::Invalid(format!(
+                    "sweep_pages names a capture the index does not hold ({})",
+                    String::from_utf8_lossy(&page.capture)
+                )));
+            };
+            c.cr_prev = r;
+            batch.put_raw::<Captures>(index, &page.capture, &Captures::value(c));
+            counts.content_compared += 1;
+        }
+    }
+    Ok((batch, counts))
+}
+
+/// The compact sketches of `docs` (ascending): from the writer's cache where it keeps
+/// them (most of a sweep's new docs and the docs they were compared with), else read.
+fn compacts(
+    index: &Index,
+    cache: &SketchCache,
+    docs: &[u64],
+) -> Result<FastMap<u64, CompactSketch>> {
+    let mut out: FastMap<u64, CompactSketch> = Default::default();
+    let mut missed = Vec::new();
+    for d in docs {
+        match cache.get(*d) {
+            Some(c) => {
+                out.insert(*d, c.clone());
+            }
+            None => missed.push(*d),
+        }
+    }
+    out.extend(index.sketches().read_compact(&missed, Some(cache))?);
+    Ok(out)
+}

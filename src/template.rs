@@ -1,0 +1,250 @@
+//! A host's template, and the resemblance of two pages without it.
+//!
+//! When a site changes its page template every page's text changes, and resemblance
+//! over all shingles calls a quarter of a documentation site "rewritten" (issue 30).
+//! Broder et al. drop "very common shingles" for that reason; here they are learned per
+//! host and sweep: the sample values found in at least `share` of the host's pages.
+//! The sketches are a consistent sample (a value is kept by every doc whose level it
+//! reaches), so the share of sampled pages holding a value estimates the share of all
+//! the host's pages holding its shingle, counted among the pages whose level keeps it.
+//!
+//! The *content resemblance* of two pages is their resemblance with the template
+//! values of the hosts and sweeps involved removed from both samples: the same
+//! consistent sample, of the shingle sets without the template's.
+//!
+//! Pure functions of sketches: ingest learns and stores templates (`templates` column
+//! family), the queries, exports and the report compare with them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::index::columns::sketches::{tz_of, CompactSketch};
+use crate::sketch::{Estimate, MAX_TZ};
+
+/// How templates are learned (`[template]` in `config.toml`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateParams {
+    /// A value in at least this share of a host's sampled pages is template.
+    pub share: f64,
+    /// Hosts with fewer sampled pages (with text) in a sweep have no template; likewise
+    /// a value is judged only among at least this many pages whose level keeps it.
+    pub min_pages: u32,
+    /// Pages sampled per host and sweep (a consistent sample: the lowest hashes of
+    /// their URLs), whose sketches are counted.
+    pub sample_pages: u32,
+}
+
+impl Default for TemplateParams {
+    fn default() -> TemplateParams {
+        TemplateParams {
+            share: 0.5,
+            min_pages: 20,
+            sample_pages: 512,
+        }
+    }
+}
+
+/// A host's template in one sweep, as stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Template {
+    /// Pages with text sampled to learn it.
+    pub sampled: u32,
+    /// Its sample values: compact, in level-major order ([`CompactSketch::values`]),
+    /// ascending.
+    pub values: Vec<u32>,
+}
+
+/// The template of a host from the sketches of its sampled pages (one per page: a doc
+/// captured at two URLs counts twice), or `None` below `min_pages` pages.
+pub fn learn(pages: &[&CompactSketch], p: &TemplateParams) -> Option<Template> {
+    if (pages.len() as u64) < p.min_pages as u64 {
+        return None;
+    }
+    // Pages whose sample reaches each number of trailing zeros: a value with `t` of
+    // them is kept by every page of level ≤ t that holds its shingle.
+    let mut at_level = [0u32; MAX_TZ as usize + 2];
+    for s in pages {
+        at_level[(s.level() as usize).min(MAX_TZ as usize)] += 1;
+    }
+    for t in 1..at_level.len() {
+        at_level[t] += at_level[t - 1];
+    }
+    let mut all: Vec<u32> = pages
+        .iter()
+        .flat_map(|s| s.values().iter().copied())
+        .collect();
+    all.sort_unstable();
+    let mut values = Vec::new();
+    for run in all.chunk_by(|a, b| a == b) {
+        let v = run[0];
+        let eligible = at_level[tz_of(v) as usize];
+        if eligible >= p.min_pages && run.len() as f64 >= p.share * eligible as f64 {
+            values.push(v);
+        }
+    }
+    Some(Template {
+        sampled: pages.len() as u32,
+        values,
+    })
+}
+
+/// The values of both templates (each ascending), ascending.
+pub fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// Share of the two templates' values that one of them lacks (at the coarser of their
+/// levels, so pages of other sizes do not count as change): 0 when the host kept its
+/// template, 1 when it changed all of it.
+pub fn changed_share(old: &[u32], new: &[u32]) -> f64 {
+    let level = |t: &[u32]| t.iter().map(|v| tz_of(*v)).min().unwrap_or(0);
+    let l = level(old).max(level(new));
+    let (a, b) = (at_least(old, l), at_least(new, l));
+    let e = Estimate::from_counts(common(a, b), a.len() as u32, b.len() as u32);
+    if e.union == 0 {
+        0.0
+    } else {
+        1.0 - e.resemblance
+    }
+}
+
+/// The estimate of `a` against `b` with the `removed` values (ascending, level-major)
+/// left out of both samples, at the larger of their levels: the content resemblance
+/// and containments. `None` when neither keeps a value outside `removed` (pages of
+/// template only: no content to compare).
+pub fn content_estimate(a: &CompactSketch, b: &CompactSketch, removed: &[u32]) -> Option<Estimate> {
+    let level = (a.level().max(b.level()) as u32).min(MAX_TZ);
+    let (sa, sb) = (a.at(level), b.at(level));
+    let removed = at_least(removed, level);
+    let na = sa.len() as u32 - common(sa, removed);
+    let nb = sb.len() as u32 - common(sb, removed);
+    if na == 0 && nb == 0 {
+        return None;
+    }
+    // Values both keep, less those of the template.
+    let (mut i, mut j, mut k, mut shared) = (0, 0, 0, 0u32);
+    while i < sa.len() && j < sb.len() {
+        match sa[i].cmp(&sb[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                while k < removed.len() && removed[k] < sa[i] {
+                    k += 1;
+                }
+                if k >= removed.len() || removed[k] != sa[i] {
+                    shared += 1;
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    Some(Estimate::from_counts(shared, na, nb))
+}
+
+/// The prefix of level-major values with at least `tz` trailing zeros.
+fn at_least(values: &[u32], tz: u32) -> &[u32] {
+    &values[..values.partition_point(|v| tz_of(*v) >= tz)]
+}
+
+/// Values two ascending lists share.
+fn common(a: &[u32], b: &[u32]) -> u32 {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sketch::{Sketch, SketchParams};
+
+    fn page(words: &[String]) -> CompactSketch {
+        let p = SketchParams::default();
+        let mut scratch = Vec::new();
+        CompactSketch::of(
+            &Sketch::of_tokens(words.iter().map(|s| s.as_str()), &p, &mut scratch).reduced(),
+        )
+    }
+
+    fn words(prefix: &str, n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    /// `n` pages: a 300-word frame (`frame`) around 300 words of their own.
+    fn site(frame: &str, n: usize) -> Vec<CompactSketch> {
+        let f = words(frame, 300);
+        (0..n)
+            .map(|i| {
+                let mut w = f[..150].to_vec();
+                w.extend(words(&format!("p{i}w"), 300));
+                w.extend_from_slice(&f[150..]);
+                page(&w)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_shared_frame_is_learned_and_left_out() {
+        let old = site("nav", 40);
+        let refs: Vec<&CompactSketch> = old.iter().collect();
+        let t = learn(&refs, &TemplateParams::default()).expect("40 pages");
+        assert_eq!(t.sampled, 40);
+        // The frame's ~290 shingles, not the pages' own.
+        assert!((250..=300).contains(&t.values.len()), "{}", t.values.len());
+        // Two pages share the frame only: about a third in full, nothing in content.
+        let full = content_estimate(&old[0], &old[1], &[]).unwrap();
+        assert!(full.resemblance > 0.25, "{full:?}");
+        let content = content_estimate(&old[0], &old[1], &t.values).unwrap();
+        assert_eq!(content.common, 0);
+        // The same pages in another frame: half changed in full, unchanged in content
+        // but for the 36 of ~330 shingles that span a frame edge (w = 10).
+        let new = site("chrome", 40);
+        let e = content_estimate(&old[0], &new[0], &[]).unwrap();
+        assert!(e.resemblance < 0.6, "{e:?}");
+        let refs: Vec<&CompactSketch> = new.iter().collect();
+        let t2 = learn(&refs, &TemplateParams::default()).unwrap();
+        let both = union(&t.values, &t2.values);
+        let e = content_estimate(&old[0], &new[0], &both).unwrap();
+        assert!(e.resemblance > 0.85, "{e:?}");
+        assert_eq!(changed_share(&t.values, &t.values), 0.0);
+        assert!(changed_share(&t.values, &t2.values) > 0.9);
+    }
+
+    #[test]
+    fn too_few_pages_learn_nothing() {
+        let p = page(&words("a", 50));
+        assert!(learn(&[&p; 19], &TemplateParams::default()).is_none());
+    }
+}

@@ -1,0 +1,255 @@
+//! Hosts' templates and content resemblance, against the generator's ground truth: a
+//! redesign sweep (every host's template changes, most bodies stay) must read as a
+//! template change, not as every page rewritten.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::{generate_redesign, ingest_generated, sweep_files, tidemark_ok, truth};
+use serde_json::Value;
+
+/// Three steady sweeps of 3,000 pages, the third a redesign, ingested once.
+fn corpus() -> &'static (PathBuf, PathBuf) {
+    static CORPUS: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        generate_redesign(&dir, 3000, 30);
+        let db = dir.join("db");
+        ingest_generated(&dir, &db, 3, &[]);
+        (dir, db)
+    })
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn export_jsonl(db: &Path) -> Vec<u8> {
+    tidemark_ok(&["--db", &s(db), "export", "--format", "jsonl"]).stdout
+}
+
+/// ≥ 0.9, 0.5–0.9, < 0.5 (the report's bands).
+fn band(r: f64) -> u8 {
+    if r >= 0.9 {
+        2
+    } else if r >= 0.5 {
+        1
+    } else {
+        0
+    }
+}
+
+/// Each URL's captures in the export: (fetch time, row).
+fn rows(db: &Path) -> HashMap<String, Vec<(String, Value)>> {
+    let mut by_url: HashMap<String, Vec<(String, Value)>> = HashMap::new();
+    for line in String::from_utf8(export_jsonl(db)).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let url = v["url"].as_str().unwrap().to_string();
+        let t = v["fetch_time"].as_str().unwrap().to_string();
+        by_url.entry(url).or_default().push((t, v));
+    }
+    by_url
+}
+
+#[test]
+fn content_resemblance_lands_in_the_exact_content_band() {
+    let (dir, db) = corpus();
+    let by_url = rows(db);
+    let date = |k: usize| truth(dir, k)["date"].as_str().unwrap()[..10].replace('-', "");
+    for k in 2..=3 {
+        let (from, to) = (date(k), if k < 3 { date(k + 1) } else { "9".into() });
+        let t = truth(dir, k);
+        // Edited URLs; in the content band of the exact content Jaccard; whose exact
+        // content band is above their full one, and of those, whose estimate is too.
+        let (mut n, mut same, mut higher, mut found_higher) = (0, 0, 0, 0);
+        for e in t["edits"].as_array().unwrap() {
+            let url = e["url"].as_str().unwrap();
+            // The URL's capture in sweep k.
+            let Some((_, row)) = by_url[url]
+                .iter()
+                .filter(|(ts, _)| ts[..8] >= *from && ts[..8] < *to)
+                .max_by_key(|(ts, _)| ts.clone())
+            else {
+                panic!("{url} not captured in sweep {k}");
+            };
+            let full = row["resemblance_to_previous"].as_f64().unwrap();
+            let content = row["content_resemblance_to_previous"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{url}: no content resemblance in {row}"));
+            assert!((0.0..=1.0).contains(&content));
+            let exact = e["content_resemblance"].as_f64().unwrap();
+            n += 1;
+            same += (band(content) == band(exact)) as usize;
+            if band(exact) > band(e["resemblance"].as_f64().unwrap()) {
+                higher += 1;
+                found_higher += (band(content) > band(full)) as usize;
+            }
+        }
+        let share = same as f64 / n as f64;
+        println!("sweep {k}: {n} edited URLs, content band as exact for {share:.4}");
+        assert!(n > 100, "sweep {k}: {n} edits");
+        assert!(
+            share >= 0.98,
+            "sweep {k}: {same} of {n} in the exact content band"
+        );
+        if k == 3 {
+            // The redesign: most pages' content changed less than their text, and the
+            // estimates say so where the exact measures do.
+            assert!(
+                higher > n / 2,
+                "{higher} of {n} rank higher by exact content"
+            );
+            assert!(
+                found_higher * 100 >= higher * 97,
+                "{found_higher} of {higher} rank higher by estimated content"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_report_names_the_redesign() {
+    let (dir, db) = corpus();
+    let r: Value = serde_json::from_slice(
+        &tidemark_ok(&["--db", &s(db), "report", "--format", "json"]).stdout,
+    )
+    .unwrap();
+    let t = r["transitions"].as_array().unwrap();
+    let redesigns = |t: &Value| -> Vec<Value> {
+        t["template_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["template_changed_share"].as_f64().unwrap_or(0.0) >= 0.5)
+            .cloned()
+            .collect()
+    };
+    assert!(
+        redesigns(&t[0]).is_empty(),
+        "no redesign in sweep 2: {}",
+        t[0]
+    );
+    let hosts = redesigns(&t[1]);
+    let truth_hosts: std::collections::HashSet<String> = truth(dir, 3)["urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            u["url"]
+                .as_str()
+                .unwrap()
+                .split('/')
+                .nth(2)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        hosts.len(),
+        truth_hosts.len(),
+        "every host redesigned: {hosts:?}"
+    );
+    let only: u64 = hosts
+        .iter()
+        .map(|c| c["pages_changed_only_in_template"].as_u64().unwrap())
+        .sum();
+    // The truth's: edited pages whose exact content resemblance is at least 0.9 and
+    // whose full one is below.
+    let expected = truth(dir, 3)["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["content_resemblance"].as_f64().unwrap() >= 0.9
+                && e["resemblance"].as_f64().unwrap() < 0.9
+        })
+        .count() as u64;
+    assert!(expected > 1000, "{expected}");
+    assert!(
+        only.abs_diff(expected) * 20 <= expected,
+        "{only} pages changed only in template, {expected} by the exact measures"
+    );
+    // By content the redesign is mostly small changes; in full, not.
+    let (content, urls) = (&t[1]["content"], &t[1]["urls"]);
+    assert!(content["changed_minor"].as_u64() > urls["changed_minor"].as_u64());
+    assert!(content["changed_minor"].as_u64().unwrap() > content["rewritten"].as_u64().unwrap());
+    // And says so in words, first.
+    let table = String::from_utf8(tidemark_ok(&["--db", &s(db), "report"]).stdout).unwrap();
+    assert!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .contains("changed its template between sweep-2 and sweep-3"),
+        "{table}"
+    );
+    let html =
+        String::from_utf8(tidemark_ok(&["--db", &s(db), "report", "--format", "html"]).stdout)
+            .unwrap();
+    let news = html
+        .find("changed its template")
+        .expect("the HTML report says it");
+    assert!(news < html.find("<h2>").unwrap(), "before the first table");
+}
+
+#[test]
+fn a_sweep_ingested_in_two_runs_equals_one() {
+    let (dir, db) = corpus();
+    // Sweep 3's file cut in two at a gzip member boundary, ingested by two runs into the
+    // same sweep: the templates learned after the first half are learned again after
+    // the second, and the content resemblances made with them are made again.
+    let files = sweep_files(dir, 3);
+    assert_eq!(files.len(), 1);
+    let whole = std::fs::read(&files[0]).unwrap();
+    let members: Vec<usize> = (0..whole.len() - 2)
+        .filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole[i + 2] == 8)
+        .collect();
+    let cut = members[members.len() / 2];
+    let work = tempfile::tempdir().unwrap();
+    let (a, b) = (work.path().join("a.warc.gz"), work.path().join("b.warc.gz"));
+    std::fs::write(&a, &whole[..cut]).unwrap();
+    std::fs::write(&b, &whole[cut..]).unwrap();
+    let two = work.path().join("two");
+    let one = work.path().join("one");
+    for db in [&two, &one] {
+        for k in 1..=2 {
+            let mut args = vec!["--db".to_string(), s(db), "ingest".into(), "--sweep".into()];
+            args.push(format!("sweep-{k}"));
+            args.extend(sweep_files(dir, k).iter().map(|f| s(f)));
+            tidemark_ok(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>());
+        }
+    }
+    tidemark_ok(&["--db", &s(&two), "ingest", "--sweep", "sweep-3", &s(&a)]);
+    tidemark_ok(&["--db", &s(&two), "ingest", "--sweep", "sweep-3", &s(&b)]);
+    tidemark_ok(&[
+        "--db",
+        &s(&one),
+        "ingest",
+        "--sweep",
+        "sweep-3",
+        &s(&a),
+        &s(&b),
+    ]);
+    assert_eq!(export_jsonl(&two), export_jsonl(&one));
+    let report = |db: &Path| tidemark_ok(&["--db", &s(db), "report", "--format", "json"]).stdout;
+    assert_eq!(report(&two), report(&one));
+    // And the one-run index is the corpus's own (the same records, in two files).
+    let first: Vec<Value> = String::from_utf8(export_jsonl(&one))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let corpus: Vec<Value> = String::from_utf8(export_jsonl(db))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    let content = |v: &[Value]| -> Vec<Option<f64>> {
+        v.iter()
+            .map(|r| r["content_resemblance_to_previous"].as_f64())
+            .collect()
+    };
+    assert_eq!(content(&first), content(&corpus));
+}
