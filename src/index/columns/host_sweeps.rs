@@ -17,21 +17,11 @@ impl Column for HostSweeps {
     type Value = ();
 
     fn key((host, sweep): &(String, u32)) -> Vec<u8> {
-        let mut k = Vec::with_capacity(host.len() + 5);
-        k.extend_from_slice(host.as_bytes());
-        k.push(0);
-        k.extend_from_slice(&sweep.to_be_bytes());
-        k
+        super::host_sweep_key(host, *sweep)
     }
 
     fn decode_key(b: &[u8]) -> std::result::Result<(String, u32), String> {
-        let n = b.len();
-        if n < 5 || b[n - 5] != 0 {
-            return Err(format!("not host ‖ 0 ‖ sweep ({n} bytes)"));
-        }
-        let host =
-            String::from_utf8(b[..n - 5].to_vec()).map_err(|_| "a host that is not UTF-8")?;
-        Ok((host, super::be_u32(&b[n - 4..])?))
+        super::decode_host_sweep_key(b)
     }
 
     fn value(_: &()) -> Vec<u8> {

@@ -182,6 +182,25 @@ pub(crate) fn be_u64(b: &[u8]) -> std::result::Result<u64, String> {
         .map_err(|_| format!("{} bytes where 8 were expected", b.len()))
 }
 
+/// A key of host SURT ‖ 0x00 ‖ sweep id u32 BE (`host_sweeps`, `templates`).
+pub(crate) fn host_sweep_key(host: &str, sweep: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(host.len() + 5);
+    k.extend_from_slice(host.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&sweep.to_be_bytes());
+    k
+}
+
+/// The host and sweep of a [`host_sweep_key`].
+pub(crate) fn decode_host_sweep_key(b: &[u8]) -> std::result::Result<(String, u32), String> {
+    let n = b.len();
+    if n < 5 || b[n - 5] != 0 {
+        return Err(format!("not host ‖ 0 ‖ sweep ({n} bytes)"));
+    }
+    let host = String::from_utf8(b[..n - 5].to_vec()).map_err(|_| "a host that is not UTF-8")?;
+    Ok((host, be_u32(&b[n - 4..])?))
+}
+
 /// A big-endian u32 of exactly 4 bytes.
 pub(crate) fn be_u32(b: &[u8]) -> std::result::Result<u32, String> {
     <[u8; 4]>::try_from(b)
