@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::columns::sketches::{tz_of, CompactSketch};
-use crate::sketch::{Estimate, MAX_TZ};
+use crate::index::columns::sketches::{at_least, tz_of, CompactSketch};
+use crate::sketch::{common_sorted as common, Estimate, MAX_TZ};
 
 /// How templates are learned (`[template]` in `config.toml`).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
@@ -161,28 +161,6 @@ pub fn content_estimate(a: &CompactSketch, b: &CompactSketch, removed: &[u32]) -
         }
     }
     Some(Estimate::from_counts(shared, na, nb))
-}
-
-/// The prefix of level-major values with at least `tz` trailing zeros.
-fn at_least(values: &[u32], tz: u32) -> &[u32] {
-    &values[..values.partition_point(|v| tz_of(*v) >= tz)]
-}
-
-/// Values two ascending lists share.
-fn common(a: &[u32], b: &[u32]) -> u32 {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
 }
 
 #[cfg(test)]

@@ -550,7 +550,7 @@ fn compact_of(lm: u32) -> u32 {
 }
 
 /// The prefix of level-major `values` with at least `tz` trailing zeros.
-fn at_least(values: &[u32], tz: u32) -> &[u32] {
+pub fn at_least(values: &[u32], tz: u32) -> &[u32] {
     if tz == 0 {
         return values;
     }
