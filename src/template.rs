@@ -39,7 +39,7 @@ impl Default for TemplateParams {
         TemplateParams {
             share: 0.5,
             min_pages: 20,
-            sample_pages: 512,
+            sample_pages: 128,
         }
     }
 }
