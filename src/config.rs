@@ -172,6 +172,22 @@ pub struct ClusterConfig {
     pub common_shingle_cap: u32,
     /// Posting sample target P.
     pub posting_target: u32,
+    /// What edges and clusters compare: `full` (all shingles) or `content` (without
+    /// the templates of the docs' hosts, [`crate::template`]).
+    #[serde(default)]
+    pub resemblance: Resemblance,
+}
+
+/// What the pair step compares (`cluster.resemblance`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resemblance {
+    /// All shingles.
+    #[default]
+    Full,
+    /// Without the shingles of the hosts' templates: candidates are not searched
+    /// through template values, and edges are taken on content resemblance.
+    Content,
 }
 
 /// `[ingest]`

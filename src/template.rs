@@ -52,6 +52,91 @@ pub struct Template {
     /// Its sample values: compact, in level-major order ([`CompactSketch::values`]),
     /// ascending.
     pub values: Vec<u32>,
+    /// Its number in `template_values`, which docs compared by content name
+    /// ([`crate::index::columns::sketches::StoredSketch::template`]); a template learned
+    /// again with other values gets a new one (the old one stays for the docs naming it).
+    pub id: u32,
+}
+
+impl Template {
+    /// The same template, ids aside.
+    pub fn same_as(&self, other: &Template) -> bool {
+        self.sampled == other.sampled && self.values == other.values
+    }
+}
+
+/// Templates by id, as the pair step leaves them out (`cluster.resemblance = "content"`).
+#[derive(Debug, Default, Clone)]
+pub struct TemplateSet {
+    values: std::collections::HashMap<u32, Vec<u32>>,
+}
+
+impl TemplateSet {
+    /// Adds template `id`.
+    pub fn insert(&mut self, id: u32, values: Vec<u32>) {
+        self.values.insert(id, values);
+    }
+
+    /// The values of template `id` (none for 0 or an unknown id).
+    pub fn get(&self, id: u32) -> &[u32] {
+        self.values.get(&id).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// Templates held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+}
+
+/// Whether the posting key `k` is a value of `template` (level-major compact values,
+/// ascending).
+pub fn holds_posting_key(template: &[u32], k: u64) -> bool {
+    !template.is_empty()
+        && template
+            .binary_search(&crate::index::columns::sketches::level_major(
+                crate::sketch::compact_of_posting_key(k),
+            ))
+            .is_ok()
+}
+
+/// `values` (level-major, ascending) without those of `removed` (likewise): a
+/// consistent sample of the shingles outside `removed`'s.
+pub fn without(values: &[u32], removed: &[u32]) -> Vec<u32> {
+    if removed.is_empty() {
+        return values.to_vec();
+    }
+    let mut out = Vec::with_capacity(values.len());
+    let mut k = 0;
+    for v in values {
+        while k < removed.len() && removed[k] < *v {
+            k += 1;
+        }
+        if k >= removed.len() || removed[k] != *v {
+            out.push(*v);
+        }
+    }
+    out
+}
+
+/// The estimate of `a` (level `la`) against `b` (level `lb`), both samples without
+/// template values already ([`without`]), at the larger level; `None` when neither
+/// keeps a value there.
+pub fn estimate_without(a: &[u32], la: u8, b: &[u32], lb: u8) -> Option<Estimate> {
+    let level = (la.max(lb) as u32).min(MAX_TZ);
+    let (sa, sb) = (at_least(a, level), at_least(b, level));
+    if sa.is_empty() && sb.is_empty() {
+        return None;
+    }
+    Some(Estimate::from_counts(
+        common(sa, sb),
+        sa.len() as u32,
+        sb.len() as u32,
+    ))
 }
 
 /// The template of a host from the sketches of its sampled pages (one per page: a doc
@@ -85,6 +170,7 @@ pub fn learn(pages: &[&CompactSketch], p: &TemplateParams) -> Option<Template> {
     Some(Template {
         sampled: pages.len() as u32,
         values,
+        id: 0,
     })
 }
 

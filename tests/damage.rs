@@ -470,7 +470,7 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     }
 }
 
-/// An index of the previous layout (schema 10: no templates) is refused with the version
+/// An index of the previous layout (schema 11: sketches without a template id) is refused with the version
 /// found and what to do, not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
@@ -483,7 +483,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 10u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 11u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -494,7 +494,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 10; this tidemark reads version 11")
+            err.contains("has schema version 11; this tidemark reads version 12")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

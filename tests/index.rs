@@ -1069,3 +1069,108 @@ fn records_read_what_came_before(pad: usize) {
     assert_eq!(rows[4].2["type"], "revisit", "{:?}", rows[4]);
     assert_eq!(doc(4), doc(1));
 }
+
+/// Every pair of docs of the index at `db` (built with edges on content) whose content
+/// resemblance reaches `least`: each doc's sample without the templates both name.
+fn all_pairs_on_content(db: &Path, config: &Config, least: f64) -> (u64, Vec<(f64, u64, u64)>) {
+    use tidemark::template::{estimate_without, union, without};
+    let index = Index::open_read_only(db, config).unwrap();
+    let n = index.doc_count();
+    let docs: Vec<u64> = (1..=n).collect();
+    let sketches = index.sketches().read_compact(&docs, None).unwrap();
+    assert_eq!(sketches.len() as u64, n);
+    let set = index.template_values().all().unwrap();
+    assert!(
+        !set.is_empty(),
+        "no template learned: the oracle would test nothing"
+    );
+    let named = sketches.iter().filter(|(_, c)| c.template != 0).count();
+    assert!(
+        named * 2 > sketches.len(),
+        "{named} of {n} docs name a template"
+    );
+    let mut pairs = Vec::new();
+    for (i, (da, a)) in sketches.iter().enumerate() {
+        for (db_, b) in &sketches[i + 1..] {
+            let removed = union(set.get(a.template), set.get(b.template));
+            let (sa, sb) = (without(a.values(), &removed), without(b.values(), &removed));
+            // As the pair step orients it: the older doc first.
+            if let Some(e) = estimate_without(&sa, a.level(), &sb, b.level()) {
+                if e.resemblance >= least {
+                    pairs.push((e.resemblance, *da, *db_));
+                }
+            }
+        }
+    }
+    (n, pairs)
+}
+
+#[test]
+fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
+    let corpus = tempfile::tempdir().unwrap();
+    common::generate_redesign(corpus.path(), 600, 41);
+    let work = tempfile::tempdir().unwrap();
+    let toml = work.path().join("content.toml");
+    std::fs::write(&toml, "[cluster]\nresemblance = \"content\"\n").unwrap();
+    let config = Config::parse(&std::fs::read_to_string(&toml).unwrap()).unwrap();
+    let (db, full_db) = (work.path().join("content"), work.path().join("full"));
+    let cfg = ["--config", toml.to_str().unwrap()];
+    ingest_all(&db, corpus.path(), 3, &cfg);
+    ingest_all(&full_db, corpus.path(), 3, &[]);
+    let run = |args: &[&str]| {
+        let mut all = vec![
+            "--db",
+            db.to_str().unwrap(),
+            "--config",
+            toml.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let out = tidemark(&all);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let check = |threshold: f64, pairs_above: &[(f64, u64, u64)], n: u64| {
+        let got = clusters_from_export(&run(&["export"]));
+        let pairs: Vec<(u64, u64)> = pairs_above
+            .iter()
+            .filter(|(r, _, _)| (*r as f32 as f64) >= threshold)
+            .map(|(_, a, b)| (*a, *b))
+            .collect();
+        let oracle = union_find_partition(n, &pairs);
+        let seen: BTreeMap<u64, u64> = got.keys().map(|d| (*d, oracle[d])).collect();
+        assert_eq!(
+            partition(&got),
+            partition(&seen),
+            "clusters on content at {threshold}: not the all-pairs ones ({} pairs)",
+            pairs.len()
+        );
+        partition(&got)
+    };
+    let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
+    let on_content = check(config.cluster.threshold, &pairs, n);
+    // recluster rebuilds finer partitions from the stored (content) edges.
+    run(&["recluster", "--threshold", "0.8"]);
+    let finer = check(0.8, &pairs, n);
+    assert!(finer.len() >= on_content.len());
+    // A page whose template changed under the same text stays in its predecessor's
+    // cluster on content, not on all shingles (the redesign sweep: its new template is
+    // a third of each page).
+    let clustered = |p: &[Vec<u64>]| {
+        p.iter()
+            .filter(|c| c.len() > 1)
+            .map(|c| c.len())
+            .sum::<usize>()
+    };
+    let full = partition(&clusters_from_export(&export(&full_db)));
+    assert!(
+        clustered(&on_content) > clustered(&full),
+        "docs in clusters: {} on content, {} on all shingles",
+        clustered(&on_content),
+        clustered(&full)
+    );
+}

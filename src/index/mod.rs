@@ -34,7 +34,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -71,6 +71,8 @@ pub mod cf {
     pub const HOST_SWEEPS: &str = host_sweeps::HostSweeps::NAME;
     /// `templates`.
     pub const TEMPLATES: &str = templates::Templates::NAME;
+    /// `template_values`.
+    pub const TEMPLATE_VALUES: &str = template_values::TemplateValues::NAME;
     /// `sweep_pages`.
     pub const SWEEP_PAGES: &str = sweep_pages::SweepPages::NAME;
     /// `texts`.
@@ -94,6 +96,8 @@ pub struct IndexParams {
     pub common_shingle_cap: u32,
     /// Smallest resemblance or containment stored as an edge.
     pub edge_floor: f64,
+    /// What edges compare: all shingles or content.
+    pub resemblance: crate::config::Resemblance,
 }
 
 impl IndexParams {
@@ -107,6 +111,7 @@ impl IndexParams {
             posting_target: c.cluster.posting_target,
             common_shingle_cap: c.cluster.common_shingle_cap,
             edge_floor: c.cluster.edge_floor,
+            resemblance: c.cluster.resemblance,
         }
     }
 
@@ -133,6 +138,7 @@ impl IndexParams {
         cmp!(posting_target, "cluster");
         cmp!(common_shingle_cap, "cluster");
         cmp!(edge_floor, "cluster");
+        cmp!(resemblance, "cluster");
         d
     }
 }
@@ -507,6 +513,11 @@ impl Index {
 
     /// `templates`: host ‖ sweep → the host's template in that sweep.
     pub fn templates(&self) -> Col<'_, columns::templates::Templates> {
+        Col::new(self)
+    }
+
+    /// `template_values`: template id → its values.
+    pub fn template_values(&self) -> Col<'_, columns::template_values::TemplateValues> {
         Col::new(self)
     }
 

@@ -291,6 +291,8 @@ struct Writer<'a> {
     hosts_seen: std::collections::HashSet<String>,
     /// Each host's sample of pages in this sweep, and its changed pages.
     pages: templates::Pages,
+    /// With edges on content: the templates new docs are compared without.
+    for_pairs: Option<Arc<templates::ForPairs>>,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
     /// between a commit and the next pair step.
     sketch_cache: Arc<SketchCache>,
@@ -499,11 +501,16 @@ impl Writer<'_> {
         lap(&mut self.clock, &mut self.summary.writer.sequence_s);
         // The new docs' sketches as stored, on every core.
         let target = self.index.params().posting_target;
+        let for_pairs = self.for_pairs.as_deref();
         let made = pairs::parallel(self.threads, &news, |sc| {
             let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
             let sketch = DocSketch::of(stored, sc.capture.sketch.as_ref())
                 .ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
-            let stored = sketch.stored(target);
+            let mut stored = sketch.stored(target);
+            // On content: compared, now and later, without its host's template.
+            if let Some(t) = for_pairs {
+                stored.template = t.of_url(sc.capture.url.as_deref());
+            }
             let compact = stored.compact();
             Ok((stored, compact))
         })?;
@@ -558,6 +565,7 @@ impl Writer<'_> {
         let (index, over_cap) = (self.index, self.over_cap);
         let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
         let written = Arc::clone(&self.writes.written);
+        let for_pairs = self.for_pairs.clone();
         let settings = pairs::Settings {
             threads: self.threads,
             partitions: self.partitions,
@@ -568,6 +576,7 @@ impl Writer<'_> {
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
             let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
+            let for_pairs = for_pairs;
             let docs: Vec<pairs::NewDoc> = before
                 .iter()
                 .flat_map(|b| b.stored.iter().zip(&b.compact))
@@ -587,6 +596,7 @@ impl Writer<'_> {
                 over_cap,
                 cache: &cache,
                 readable: &|docs| written.wait_docs(docs),
+                templates: for_pairs.as_ref().map(|t| &t.set),
             };
             let found = pairs::find(&view, start, &docs, from, settings);
             (found, known::Latest::read(index, &urls, from_write))
@@ -913,6 +923,12 @@ fn ingest_files<'scope>(
         fresh_budget,
         hosts_seen: Default::default(),
         pages: templates::Pages::load(index, sweep_id, &opts.template)?,
+        for_pairs: match index.params().resemblance {
+            crate::config::Resemblance::Content => {
+                Some(Arc::new(templates::ForPairs::load(index, sweep_id)?))
+            }
+            crate::config::Resemblance::Full => None,
+        },
         sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
         forest: forest::Forest::default(),
         clock: std::time::Instant::now(),

@@ -65,11 +65,14 @@ impl Writer<'_> {
         // decided here, in doc order, as a doc of this batch is a base only if it was
         // stored in full itself.
         let mut best: Option<(u32, u64)> = None;
-        for (b, e, against) in &pairs.estimates {
-            let against = against.unwrap_or_else(|| self.planned.stored_against(*b));
-            let better = best.is_none_or(|(n, x)| e.common > n || (e.common == n && *b < x));
-            if !against && super::pairs::may_be_base(e) && better {
-                best = Some((e.common, *b));
+        for e in &pairs.estimates {
+            let (b, Some(common)) = (e.doc, e.base) else {
+                continue;
+            };
+            let against = e.against.unwrap_or_else(|| self.planned.stored_against(b));
+            let better = best.is_none_or(|(n, x)| common > n || (common == n && b < x));
+            if !against && better {
+                best = Some((common, b));
             }
         }
         let against = match best {
@@ -95,7 +98,7 @@ impl Writer<'_> {
         let floor = p.edge_floor;
         let mut edges = Vec::new();
         let mut targets = Vec::new();
-        for (b, e, _) in &pairs.estimates {
+        for (b, e) in (pairs.estimates.iter()).filter_map(|e| Some((&e.doc, e.edge?))) {
             let (r, c_b_in_d, c_d_in_b) =
                 (e.resemblance, e.containment_a_in_b, e.containment_b_in_a);
             if r >= floor || c_b_in_d >= floor || c_d_in_b >= floor {
@@ -129,7 +132,7 @@ impl Writer<'_> {
             .map(|(v, _)| *v)
             .collect();
         self.adds
-            .push((d, stored.posting_level, stored.posting.len(), values));
+            .push((d, stored.posting_level, pairs.entry_count, values));
         lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
         Ok(())
     }

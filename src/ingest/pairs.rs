@@ -29,6 +29,7 @@ use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
 use crate::index::postings::{entry, entry_fields, ENTRY};
 use crate::index::{Index, IndexError, Result};
 use crate::sketch::{posting_key_tz, within_reach, Estimate};
+use crate::template::{estimate_without, holds_posting_key, union, without, TemplateSet};
 
 /// Standard deviations of the candidate prefilters ([`within_reach`]): on posting
 /// counts before a sketch is read, and on the coarse part of the sketches before the
@@ -46,6 +47,22 @@ const BATCH_MASK: u64 = (1 << BATCH_BITS) - 1;
 /// against (chosen at commit, [`crate::ingest`]'s `new_doc`).
 pub fn may_be_base(e: &Estimate) -> bool {
     2.0 * e.containment_a_in_b >= 1.0
+}
+
+/// A new doc's estimate against an older doc.
+#[derive(Debug, Clone)]
+pub struct PairEstimate {
+    /// The older doc.
+    pub doc: u64,
+    /// The estimate edges are decided on (content resemblance with edges on content),
+    /// `a` = the older doc; `None` when neither holds content.
+    pub edge: Option<Estimate>,
+    /// When the older doc holds at least half of the new doc's shingles ([`may_be_base`],
+    /// on all shingles): how many sample values they share.
+    pub base: Option<u32>,
+    /// Whether the older doc is stored against a base (`None`: a doc of this batch,
+    /// known only at commit).
+    pub against: Option<bool>,
 }
 
 /// A new doc of the batch, as the pair step needs it.
@@ -73,6 +90,10 @@ pub struct View<'a> {
     /// Waits until the docs under the given id are readable from the index (their
     /// batches may still be in the writing).
     pub readable: &'a (dyn Fn(u64) -> Result<()> + Sync),
+    /// With edges on content (`cluster.resemblance = "content"`): the templates docs
+    /// name ([`CompactSketch::template`]). A new doc's template values are not searched
+    /// through, and its estimates leave both docs' templates out.
+    pub templates: Option<&'a TemplateSet>,
 }
 
 /// How the step runs and what it keeps.
@@ -97,9 +118,11 @@ pub struct DocPairs {
     pub examined: u64,
     /// Candidates whose sketch was compared.
     pub compared: u64,
-    /// Estimates that passed the coarse check, in doc order, with whether the older doc
-    /// is stored against a base (`None`: a doc of this batch, known only at commit).
-    pub estimates: Vec<(u64, Estimate, Option<bool>)>,
+    /// Estimates that passed the coarse check (or may make a base), in doc order.
+    pub estimates: Vec<PairEstimate>,
+    /// The count its posting entries carry: its posting values (outside its template,
+    /// with edges on content).
+    pub entry_count: usize,
     /// Its sketch's stored value in full, encoded here when no doc it was compared with
     /// can be its base (none holds half its shingles): most docs of a first sweep,
     /// whose encoding was a fifth of the commit.
@@ -139,6 +162,25 @@ pub fn find(
         )));
     }
     let clock = std::time::Instant::now();
+    // Each doc's template (empty with edges on all shingles), and the count its entries
+    // carry.
+    let tmpl: Vec<&[u32]> = docs
+        .iter()
+        .map(|d| {
+            view.templates
+                .map_or(&[][..], |t| t.get(d.compact.template))
+        })
+        .collect();
+    let entry_counts: Vec<usize> = docs
+        .iter()
+        .zip(&tmpl)
+        .map(|(d, t)| {
+            d.values
+                .iter()
+                .filter(|v| !holds_posting_key(t, **v))
+                .count()
+        })
+        .collect();
     // The ⟨value, doc⟩ pairs, by value then doc; cut where values change.
     let mut keys: Vec<(u64, u32)> = Vec::new();
     for (i, d) in docs.iter().enumerate() {
@@ -164,7 +206,15 @@ pub fn find(
     }
     let ranges = key_ranges(&keys, s.partitions.max(1));
     let parts = parallel(s.threads, &ranges, |r| {
-        join(view, first, docs, from, &keys[r.clone()], s)
+        join(
+            view,
+            first,
+            docs,
+            from,
+            &keys[r.clone()],
+            s,
+            (&tmpl, &entry_counts),
+        )
     })?;
     // Shares and heads by doc (counting sort on the doc), then counted per doc.
     let mut per_doc = vec![0usize; docs.len() + 1];
@@ -195,7 +245,9 @@ pub fn find(
     let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
         let mut mine = shares[per_doc[i]..per_doc[i + 1]].to_vec();
-        Ok(counts(&docs[i], &mut mine, &overs[i], &heads[i], s.floor))
+        Ok(counts(
+            &docs[i], tmpl[i], &mut mine, &overs[i], &heads[i], s.floor,
+        ))
     })?;
     let candidates_s = clock.elapsed().as_secs_f64();
     // Each sketch compared is read once for the batch: those not in it nor kept.
@@ -231,6 +283,15 @@ pub fn find(
         }
     };
     let cut = Some((s.floor, PREFILTER_SIGMAS));
+    // With edges on content: each new doc's sample without its template.
+    let own_content: Vec<Vec<u32>> = match view.templates {
+        None => Vec::new(),
+        Some(_) => docs
+            .iter()
+            .zip(&tmpl)
+            .map(|(d, t)| without(d.compact.values(), t))
+            .collect(),
+    };
     // The comparisons by older doc, then new doc: each older sketch comes from memory
     // once for all the batch's docs it is compared with (theirs stay in the caches),
     // not once a pair. A sketch is ~3 KB and a redesign sweep makes ~60 comparisons a
@@ -248,35 +309,92 @@ pub fn find(
     let chunks: Vec<&[u64]> = by_older.chunks(4096).collect();
     let found = parallel(s.threads, &chunks, |chunk| {
         let mut out = Vec::with_capacity(chunk.len());
+        // The older doc's sample without the templates, for the new docs after it.
+        let mut theirs_content: Option<(u64, u32, Vec<u32>)> = None;
         for pair in *chunk {
             let (c, i) = (pair >> BATCH_BITS, (pair & BATCH_MASK) as usize);
             // A doc without a stored sketch is left out, as everywhere.
             let Some(theirs) = sketch_of(c) else {
                 continue;
             };
-            if let Some(e) = compare(docs[i].compact, theirs, cut) {
-                out.push((i, c, e, (c < first).then_some(theirs.against)));
+            let against = (c < first).then_some(theirs.against);
+            let none =
+                |set: &TemplateSet| tmpl[i].is_empty() && set.get(theirs.template).is_empty();
+            let Some(set) = view.templates.filter(|set| !none(set)) else {
+                // On all shingles, or neither doc has a template: the one estimate.
+                if let Some(e) = compare(docs[i].compact, theirs, cut) {
+                    let base = may_be_base(&e).then_some(e.common);
+                    out.push((
+                        i,
+                        PairEstimate {
+                            doc: c,
+                            edge: Some(e),
+                            base,
+                            against,
+                        },
+                    ));
+                }
+                continue;
+            };
+            // On content: the templates of both left out of both samples; the base
+            // still on all shingles (it is how the sketch is stored).
+            let full = compare(docs[i].compact, theirs, None).expect("no cut");
+            let mine_t = docs[i].compact.template;
+            let same = theirs.template == mine_t || set.get(theirs.template).is_empty();
+            let fresh = theirs_content
+                .as_ref()
+                .is_none_or(|(d, t, _)| *d != c || *t != mine_t);
+            if fresh {
+                let removed = union(tmpl[i], set.get(theirs.template));
+                theirs_content = Some((c, mine_t, without(theirs.values(), &removed)));
+            }
+            let b = &theirs_content.as_ref().expect("made").2;
+            let a = if same {
+                std::borrow::Cow::Borrowed(&own_content[i])
+            } else {
+                let removed = union(tmpl[i], set.get(theirs.template));
+                std::borrow::Cow::Owned(without(docs[i].compact.values(), &removed))
+            };
+            let edge = estimate_without(b, theirs.level(), &a, docs[i].compact.level());
+            let base = may_be_base(&full).then_some(full.common);
+            // Kept when it makes an edge (decided at commit) or may make the base.
+            let reach = edge.is_some_and(|e| {
+                e.resemblance >= s.floor
+                    || e.containment_a_in_b >= s.floor
+                    || e.containment_b_in_a >= s.floor
+            });
+            if reach || base.is_some() {
+                out.push((
+                    i,
+                    PairEstimate {
+                        doc: c,
+                        edge,
+                        base,
+                        against,
+                    },
+                ));
             }
         }
         Ok(out)
     })?;
     // Back to new docs, each one's older docs ascending (the order they were found in).
-    let mut estimates: Vec<Vec<(u64, Estimate, Option<bool>)>> =
-        (from..docs.len()).map(|_| Vec::new()).collect();
-    for (i, c, e, against) in found.into_iter().flatten() {
-        estimates[i - from].push((c, e, against));
+    let mut estimates: Vec<Vec<PairEstimate>> = (from..docs.len()).map(|_| Vec::new()).collect();
+    for (i, e) in found.into_iter().flatten() {
+        estimates[i - from].push(e);
     }
     // Docs that no base can be found for are stored in full: encoded here, on every
     // core (the rule is the commit's, [`crate::ingest`]'s `new_doc`).
     let full = parallel(s.threads, &idx, |&i| {
-        let no_base = !estimates[i - from].iter().any(|(_, e, _)| may_be_base(e));
+        let no_base = !estimates[i - from].iter().any(|e| e.base.is_some());
         Ok(no_base.then(|| Sketches::value(docs[i].stored)))
     })?;
     let docs = counted
         .into_iter()
         .zip(estimates)
         .zip(full)
-        .map(|(((mut p, compare_with), estimates), full)| {
+        .zip(from..docs.len())
+        .map(|((((mut p, compare_with), estimates), full), i)| {
+            p.entry_count = entry_counts[i];
             p.compared = compare_with.len() as u64;
             p.estimates = estimates;
             p.full = full;
@@ -338,6 +456,7 @@ fn join(
     from: usize,
     keys: &[(u64, u32)],
     s: Settings,
+    (tmpl, entry_counts): (&[&[u32]], &[usize]),
 ) -> Result<Part> {
     let mut values: Vec<u64> = keys.iter().map(|k| k.0).collect();
     values.dedup();
@@ -363,7 +482,9 @@ fn join(
             Stored::Over(head) => {
                 for (_, i) in group.iter().filter(|(_, i)| *i as usize >= from) {
                     part.overs.push((*i, *v));
-                    part.heads.extend(head.iter().map(|h| (*i, *h)));
+                    if !holds_posting_key(tmpl[*i as usize], *v) {
+                        part.heads.extend(head.iter().map(|h| (*i, *h)));
+                    }
                 }
             }
             Stored::Absent | Stored::List(_) => {
@@ -381,19 +502,23 @@ fn join(
                 for (_, i) in group {
                     let all = old.iter().chain(&added).copied();
                     let kept = *i as usize >= from;
+                    // A template value is no lead to the doc's content.
+                    let searched = kept && !holds_posting_key(tmpl[*i as usize], *v);
                     if list.len() + fresh.len() + added.len() * ENTRY > cap_bytes {
                         if kept {
                             part.overs.push((*i, *v));
+                        }
+                        if searched {
                             part.heads
                                 .extend(all.take(COMMON_HEAD).map(|e| (*i, e >> 16)));
                         }
                         continue;
                     }
-                    if kept {
+                    if searched {
                         part.shares.extend(all.map(|e| (*i, e)));
                     }
                     let d = &docs[*i as usize];
-                    let n = d.values.len().min(u16::MAX as usize) as u16;
+                    let n = entry_counts[*i as usize].min(u16::MAX as usize) as u16;
                     added.push(packed(&entry(first + *i as u64, d.level, n)));
                 }
             }
@@ -408,6 +533,7 @@ fn join(
 /// estimates) and the docs to compare, ascending.
 fn counts(
     doc: &NewDoc,
+    tmpl: &[u32],
     shares: &mut [u64],
     overs: &[u64],
     heads: &[u64],
@@ -435,10 +561,10 @@ fn counts(
             over[k] = true;
         }
     }
-    // Its posting values at each coarser level.
+    // Its posting values at each coarser level (its content's, on content).
     let plevel = doc.level;
     let mut at_level = [0u32; 65];
-    for v in doc.values {
+    for v in doc.values.iter().filter(|v| !holds_posting_key(tmpl, **v)) {
         let tz = posting_key_tz(*v) as usize;
         for slot in at_level.iter_mut().take(tz + 1).skip(plevel as usize) {
             *slot += 1;
@@ -466,7 +592,15 @@ fn counts(
         .map(|c| c.doc)
         .collect();
     // Mostly over-cap content: also the heads of those lists (see COMMON_HEAD).
-    let compare_with = with_heads(kept, &over, heads);
+    let compare_with = if tmpl.is_empty() {
+        with_heads(kept, &over, heads)
+    } else {
+        let content: Vec<bool> = (doc.values.iter().zip(&over))
+            .filter(|(v, _)| !holds_posting_key(tmpl, **v))
+            .map(|(_, o)| *o)
+            .collect();
+        with_heads(kept, &content, heads)
+    };
     let pairs = DocPairs {
         over,
         examined: (shared.len() + heads.len()) as u64,

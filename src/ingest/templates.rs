@@ -17,6 +17,7 @@ use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::Captures;
 use crate::index::columns::sketches::{CompactSketch, SketchCache};
 use crate::index::columns::sweep_pages::{url_hash, SweepPage, SweepPageKey, SweepPages};
+use crate::index::columns::template_values::TemplateValues;
 use crate::index::columns::templates::Templates;
 use crate::index::columns::{Batch, Column};
 use crate::index::{Index, IndexError, Result};
@@ -124,12 +125,13 @@ pub(super) fn finish(
     threads: usize,
 ) -> Result<TemplateCounts> {
     let mut counts = TemplateCounts::default();
+    let mut next_id = index.template_values().next_id()?;
     // The sweep's pages by host (they come in host order), a group of hosts at a time.
     let mut hosts: Vec<(String, Vec<(SweepPageKey, SweepPage)>)> = Vec::new();
     let mut held = 0usize;
     let mut run = |hosts: &mut Vec<(String, Vec<(SweepPageKey, SweepPage)>)>| {
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let done: Vec<Result<(Batch, TemplateCounts)>> = std::thread::scope(|s| {
+        let done: Vec<Result<HostDone>> = std::thread::scope(|s| {
             let work = || {
                 let mut out = Vec::new();
                 loop {
@@ -150,7 +152,14 @@ pub(super) fn finish(
         });
         hosts.clear();
         for r in done {
-            let (batch, c) = r?;
+            let (mut batch, c, learned) = r?;
+            // Ids in host order, so that the same sweeps make the same index.
+            if let Some((host, mut t)) = learned {
+                t.id = next_id;
+                next_id += 1;
+                batch.put::<TemplateValues>(index, &t.id, &t.values);
+                batch.put::<Templates>(index, &(host, sweep), &t);
+            }
             counts.hosts_with_template += c.hosts_with_template;
             counts.content_compared += c.content_compared;
             if !batch.is_empty() {
@@ -176,6 +185,10 @@ pub(super) fn finish(
     Ok(counts)
 }
 
+/// What [`one_host`] leaves to write: its batch, its counts, and its template when it
+/// changed (given its id in host order by [`finish`]).
+type HostDone = (Batch, TemplateCounts, Option<(String, Template)>);
+
 /// Pages [`finish`] holds at once (by whole hosts).
 const GROUP_PAGES: usize = 1 << 16;
 
@@ -187,7 +200,7 @@ fn one_host(
     entries: &[(SweepPageKey, SweepPage)],
     p: &TemplateParams,
     cache: &SketchCache,
-) -> Result<(Batch, TemplateCounts)> {
+) -> Result<HostDone> {
     let mut counts = TemplateCounts::default();
     // The sample: the lowest hashes, one page (its latest capture) per URL.
     let mut sample: Vec<u64> = Vec::new();
@@ -208,13 +221,17 @@ fn one_host(
     let learned = learn(&pages, p);
     let key = (host.to_string(), sweep);
     let before = index.templates().get(&key)?;
-    let changed = before != learned;
+    let changed = match (&before, &learned) {
+        (Some(b), Some(l)) => !b.same_as(l),
+        (b, l) => b.is_some() != l.is_some(),
+    };
     let mut batch = Batch::default();
+    let mut store = None;
     match &learned {
         Some(t) => {
             counts.hosts_with_template += 1;
             if changed {
-                batch.put::<Templates>(index, &key, t);
+                store = Some((host.to_string(), t.clone()));
             }
         }
         None if changed => batch.delete::<Templates>(index, &key),
@@ -288,7 +305,7 @@ fn one_host(
             counts.content_compared += 1;
         }
     }
-    Ok((batch, counts))
+    Ok((batch, counts, store))
 }
 
 /// The compact sketches of `docs` (ascending): from the writer's cache where it keeps
@@ -310,4 +327,42 @@ fn compacts(
     }
     out.extend(index.sketches().read_compact(&missed, Some(cache))?);
     Ok(out)
+}
+
+/// The templates the pair step leaves out of a sweep's new docs when edges are taken on
+/// content (`cluster.resemblance = "content"`): each host's latest template from a sweep
+/// before `sweep` (a sweep's own is learned when its ingest ends), and every template by
+/// id, for the older docs compared with.
+pub(super) struct ForPairs {
+    /// Host SURT → template id.
+    pub by_host: FastMap<String, u32>,
+    /// Template id → values.
+    pub set: crate::template::TemplateSet,
+}
+
+impl ForPairs {
+    /// As the index holds them before sweep `sweep`.
+    pub(super) fn load(index: &Index, sweep: u32) -> Result<ForPairs> {
+        let mut by_host: FastMap<String, (u32, u32)> = Default::default();
+        index.templates().scan_prefix(&[], |(host, s), t| {
+            if s < sweep && by_host.get(&host).is_none_or(|(best, _)| s > *best) {
+                by_host.insert(host, (s, t.id));
+            }
+            Ok(true)
+        })?;
+        Ok(ForPairs {
+            by_host: by_host.into_iter().map(|(h, (_, id))| (h, id)).collect(),
+            set: index.template_values().all()?,
+        })
+    }
+
+    /// The template id of a new doc first captured at `url`.
+    pub(super) fn of_url(&self, url: Option<&str>) -> u32 {
+        let Some(url) = url else { return 0 };
+        let surt = crate::url::surt(url);
+        self.by_host
+            .get(crate::url::host_of_surt(&surt))
+            .copied()
+            .unwrap_or(0)
+    }
 }

@@ -24,6 +24,7 @@ pub mod payloads;
 pub mod sketches;
 pub mod sweep_pages;
 pub mod sweeps;
+pub mod template_values;
 pub mod templates;
 pub mod texts;
 pub mod url_last;
@@ -79,6 +80,7 @@ macro_rules! with_columns {
             members::Members,
             host_sweeps::HostSweeps,
             templates::Templates,
+            template_values::TemplateValues,
             sweep_pages::SweepPages,
             texts::Texts
         )

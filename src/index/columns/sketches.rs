@@ -75,6 +75,9 @@ pub struct StoredSketch {
     pub posting: Vec<u64>,
     /// The older doc whose values the compact part is stored against, if any.
     pub base: Option<Base>,
+    /// The template its content is compared without (a [`crate::template`] id; 0: none),
+    /// fixed when the doc is committed.
+    pub template: u32,
 }
 
 /// Where a sketch stored against a base finds the values it does not hold itself.
@@ -119,6 +122,7 @@ impl StoredSketch {
             low,
             posting: posting_keys(s.values.iter().copied().filter(|v| v & mask == 0)),
             base: None,
+            template: 0,
         }
     }
 
@@ -190,6 +194,7 @@ impl StoredSketch {
                 kept,
                 suffixes,
             }),
+            template: self.template,
         })
     }
 
@@ -197,7 +202,9 @@ impl StoredSketch {
     pub fn compact(&self) -> CompactSketch {
         let mut low = Vec::with_capacity(self.low.len());
         into_level_major(&self.low, &mut low);
-        CompactSketch::from_parts(self.level, self.posting.iter().copied(), low)
+        let mut c = CompactSketch::from_parts(self.level, self.posting.iter().copied(), low);
+        c.template = self.template;
+        c
     }
 
     /// The sketch every estimate uses: all values reduced ([`Sketch::reduced`]).
@@ -267,6 +274,7 @@ impl Column for Sketches {
             rice::parameter(s.posting.len(), POSTING_KEY_BITS),
         );
         w.finish();
+        leb128(&mut out, s.template as u64);
         if let Some(b) = &s.base {
             leb128(&mut out, b.doc);
             leb128(&mut out, b.range as u64);
@@ -299,6 +307,8 @@ struct Packed {
     posting: Vec<u64>,
     /// With a base: `low` holds only the values it lacks.
     base: Option<Base>,
+    /// Its template id.
+    template: u32,
 }
 
 /// `v` as LEB128: seven bits a byte, low first.
@@ -379,6 +389,9 @@ fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
         return Err(bad("a posting value under the posting level"));
     }
     at += r.byte_align();
+    let (template, n) = read_leb128(&b[at..]).map_err(|e| bad(&e))?;
+    at += n;
+    let template = u32::try_from(template).map_err(|_| bad("the template id"))?;
     let base = if b[0] == FORMAT_AGAINST {
         let mut number = || -> std::result::Result<u64, String> {
             let (v, n) = read_leb128(&b[at..]).map_err(|e| bad(&e))?;
@@ -416,6 +429,7 @@ fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
         low,
         posting,
         base,
+        template,
     })
 }
 
@@ -431,6 +445,7 @@ fn stored_of(p: Packed) -> StoredSketch {
         low,
         posting: p.posting,
         base: p.base,
+        template: p.template,
     }
 }
 
@@ -530,7 +545,7 @@ fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
 /// values of a sample at any coarser level (more trailing zeros) are a prefix, so a
 /// check takes any level's sample as a slice ([`at_least`]) and compares a coarse part
 /// first ([`Probe::estimate`]).
-fn level_major(c: u32) -> u32 {
+pub fn level_major(c: u32) -> u32 {
     ((MAX_TZ - (c & 31)) << KEPT) | (c >> 5)
 }
 
@@ -591,6 +606,8 @@ pub struct CompactSketch {
     values: Box<[u32]>,
     /// Stored against a base doc (so it cannot be a base itself).
     pub against: bool,
+    /// Its template id ([`StoredSketch::template`]).
+    pub template: u32,
 }
 
 impl CompactSketch {
@@ -612,6 +629,7 @@ impl CompactSketch {
             ends,
             values: values.into_boxed_slice(),
             against: false,
+            template: 0,
         }
     }
 
@@ -638,7 +656,9 @@ impl CompactSketch {
     }
 
     fn from_packed(p: Packed) -> CompactSketch {
-        CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low)
+        let mut c = CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low);
+        c.template = p.template;
+        c
     }
 
     /// From a stored sketch's parts: its posting keys (ascending) and the values under

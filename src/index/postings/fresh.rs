@@ -88,10 +88,24 @@ impl Fresh {
             mark,
             ..Fresh::default()
         };
+        // Entries count what the pair step counted: with edges on content, the values
+        // outside the doc's template.
+        let templates = match index.params().resemblance {
+            crate::config::Resemblance::Content => Some(index.template_values().all()?),
+            crate::config::Resemblance::Full => None,
+        };
         index.sketches().from_doc(mark, |doc, stored| {
             let (level, values) = (stored.posting_level, stored.posting);
+            let count = match &templates {
+                None => values.len(),
+                Some(t) => {
+                    let t = t.get(stored.template);
+                    let inside = |v: &&u64| crate::template::holds_posting_key(t, **v);
+                    values.len() - values.iter().filter(inside).count()
+                }
+            };
             if !values.is_empty() {
-                fresh.add(doc, level, values.len(), values.iter().copied());
+                fresh.add(doc, level, count, values.iter().copied());
             }
             Ok(())
         })?;
