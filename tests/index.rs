@@ -152,30 +152,45 @@ fn all_pairs(db: &Path, least: f64) -> (u64, Vec<(f64, u64, u64)>) {
     (n, pairs)
 }
 
+/// Checks clusters `got` (doc → cluster) against the all-pairs oracle at `t`: the
+/// components of the `scored` pairs (resemblance compared as stored, in f32) of the
+/// index's `n` docs; returns the partition.
+fn equals_all_pairs(
+    got: &BTreeMap<u64, u64>,
+    scored: &[(f64, u64, u64)],
+    n: u64,
+    t: f64,
+) -> Vec<Vec<u64>> {
+    let pairs: Vec<(u64, u64)> = scored
+        .iter()
+        .filter(|(r, _, _)| (*r as f32 as f64) >= t)
+        .map(|(_, a, b)| (*a, *b))
+        .collect();
+    let oracle = union_find_partition(n, &pairs);
+    let oracle_seen: BTreeMap<u64, u64> = got.keys().map(|d| (*d, oracle[d])).collect();
+    assert_eq!(
+        partition(got),
+        partition(&oracle_seen),
+        "clusters at {t}: not the all-pairs clusters ({} pairs)",
+        pairs.len()
+    );
+    partition(got)
+}
+
 /// Runs `recluster` at each threshold and checks its clusters against the all-pairs
-/// oracle over the stored sketches (resemblance compared as stored, in f32); returns
-/// the partitions.
+/// oracle over the stored sketches; returns the partitions.
 fn recluster_equals_all_pairs(db: &Path, thresholds: &[f64]) -> Vec<Vec<Vec<u64>>> {
     let (n, scored) = all_pairs(db, Config::default().cluster.edge_floor);
     let mut out = Vec::new();
     for t in thresholds {
         let o = tidemark(&["--db", &s(db), "recluster", "--threshold", &t.to_string()]);
         assert_eq!(o.status.code(), Some(0), "recluster {t}");
-        let got = clusters_from_export(&export(db));
-        let pairs: Vec<(u64, u64)> = scored
-            .iter()
-            .filter(|(r, _, _)| (*r as f32 as f64) >= *t)
-            .map(|(_, a, b)| (*a, *b))
-            .collect();
-        let oracle = union_find_partition(n, &pairs);
-        let oracle_seen: BTreeMap<u64, u64> = got.keys().map(|d| (*d, oracle[d])).collect();
-        assert_eq!(
-            partition(&got),
-            partition(&oracle_seen),
-            "recluster at {t}: not the all-pairs clusters ({} pairs)",
-            pairs.len()
-        );
-        out.push(partition(&got));
+        out.push(equals_all_pairs(
+            &clusters_from_export(&export(db)),
+            &scored,
+            n,
+            *t,
+        ));
     }
     out
 }
@@ -1134,22 +1149,8 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
-    let check = |threshold: f64, pairs_above: &[(f64, u64, u64)], n: u64| {
-        let got = clusters_from_export(&run(&["export"]));
-        let pairs: Vec<(u64, u64)> = pairs_above
-            .iter()
-            .filter(|(r, _, _)| (*r as f32 as f64) >= threshold)
-            .map(|(_, a, b)| (*a, *b))
-            .collect();
-        let oracle = union_find_partition(n, &pairs);
-        let seen: BTreeMap<u64, u64> = got.keys().map(|d| (*d, oracle[d])).collect();
-        assert_eq!(
-            partition(&got),
-            partition(&seen),
-            "clusters on content at {threshold}: not the all-pairs ones ({} pairs)",
-            pairs.len()
-        );
-        partition(&got)
+    let check = |t: f64, scored: &[(f64, u64, u64)], n: u64| {
+        equals_all_pairs(&clusters_from_export(&run(&["export"])), scored, n, t)
     };
     let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
     let on_content = check(config.cluster.threshold, &pairs, n);
