@@ -1140,14 +1140,7 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
             toml.to_str().unwrap(),
         ];
         all.extend_from_slice(args);
-        let out = tidemark(&all);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        String::from_utf8(common::tidemark_ok(&all).stdout).unwrap()
     };
     let check = |t: f64, scored: &[(f64, u64, u64)], n: u64| {
         equals_all_pairs(&clusters_from_export(&run(&["export"])), scored, n, t)

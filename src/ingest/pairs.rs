@@ -344,16 +344,16 @@ pub fn find(
             let fresh = theirs_content
                 .as_ref()
                 .is_none_or(|(d, t, _)| *d != c || *t != mine_t);
-            if fresh {
-                let removed = union(tmpl[i], set.get(theirs.template));
-                theirs_content = Some((c, mine_t, without(theirs.values(), &removed)));
+            let removed = (fresh || !same).then(|| union(tmpl[i], set.get(theirs.template)));
+            if let (true, Some(removed)) = (fresh, &removed) {
+                theirs_content = Some((c, mine_t, without(theirs.values(), removed)));
             }
             let b = &theirs_content.as_ref().expect("made").2;
-            let a = if same {
-                std::borrow::Cow::Borrowed(&own_content[i])
-            } else {
-                let removed = union(tmpl[i], set.get(theirs.template));
-                std::borrow::Cow::Owned(without(docs[i].compact.values(), &removed))
+            let a = match &removed {
+                Some(removed) if !same => {
+                    std::borrow::Cow::Owned(without(docs[i].compact.values(), removed))
+                }
+                _ => std::borrow::Cow::Borrowed(&own_content[i]),
             };
             let edge = estimate_without(b, theirs.level(), &a, docs[i].compact.level());
             let base = may_be_base(&full).then_some(full.common);
