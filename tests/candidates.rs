@@ -15,23 +15,24 @@ use tidemark::synth::warc;
 
 const FAMILY: usize = 24;
 
-/// A page of the family: the shared template and a few words of its own.
+/// A page of the family: the shared template and 60 words of its own.
 fn page(i: usize, edited: bool) -> String {
     let template: Vec<String> = (0..300).map(|w| format!("tmpl{}", w * 7 % 997)).collect();
-    let own: Vec<String> = (0..12).map(|w| format!("own{i}x{w}")).collect();
-    let mut words = template.join(" ");
-    words.push(' ');
-    words.push_str(&own.join(" "));
-    if edited {
-        // A rewrite of a third of the page: still recognisable (above the move floor),
-        // no longer a near-duplicate (below the clustering threshold).
-        let fresh: Vec<String> = (0..160).map(|w| format!("new{w}")).collect();
-        words = format!(
-            "{} {}",
-            words.split(' ').take(180).collect::<Vec<_>>().join(" "),
+    let own: Vec<String> = (0..60).map(|w| format!("own{i}x{w}")).collect();
+    let words = if edited {
+        // Moved with a new frame: most of the template cut, its own words kept and a few
+        // added. Still recognisable by its content (above the move floor, both templates
+        // left out), no longer a near-duplicate (below the clustering threshold).
+        let fresh: Vec<String> = (0..20).map(|w| format!("new{w}")).collect();
+        format!(
+            "{} {} {}",
+            template[..120].join(" "),
+            own.join(" "),
             fresh.join(" ")
-        );
-    }
+        )
+    } else {
+        format!("{} {}", template.join(" "), own.join(" "))
+    };
     format!("<html><head><title>page {i}</title></head><body><p>{words}</p></body></html>")
 }
 
@@ -107,7 +108,7 @@ fn ingest_similar_and_the_report_agree_on_a_family_larger_than_the_cap() {
         assert!(found >= 1, "similar from member {i} found nothing: {r}");
     }
     // The moved page: not in the cluster any more, but found by the report's move
-    // matching (resemblance above the move floor) and by `similar` at that floor.
+    // matching (content resemblance above the move floor) and by `similar` at that floor.
     let moved = "http://fam.example/moved/p3.html";
     let m = run(&db, &cfg, &["cluster", moved, "--json"]);
     assert_eq!(

@@ -194,6 +194,153 @@ fn the_report_names_the_redesign() {
     assert!(news < html.find("<h2>").unwrap(), "before the first table");
 }
 
+/// Moves across the redesign are decided on content (both hosts' templates left out),
+/// so a moved page resembles its old self as it did before the chrome changed. At a
+/// move floor of 0.7 the resemblance on all shingles found 19 of this corpus's 58 content
+/// moves into the redesign sweep (the chrome changed under them); on content whereis
+/// finds 56, and the report matches the truth's move count. A shared template fakes no
+/// move: deleted pages stay gone.
+#[test]
+fn moves_across_the_redesign_are_found_on_content() {
+    let (dir, db) = corpus();
+    let strict = dir.join("move-floor-0.7.toml");
+    std::fs::write(&strict, "[query]\nmove_floor = 0.7\n").unwrap();
+    let whereis = |config: &Path, url: &str| -> Value {
+        let out = tidemark_ok(&[
+            "--config",
+            &s(config),
+            "--db",
+            &s(db),
+            "whereis",
+            "--json",
+            url,
+        ]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let t3 = truth(dir, 3);
+    let moves: Vec<&Value> = t3["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["old_status"].as_u64() != Some(301))
+        .collect();
+    assert!(moves.len() > 40, "{}", moves.len());
+    let found = moves
+        .iter()
+        .filter(|m| {
+            let w = whereis(&strict, m["from"].as_str().unwrap());
+            let to = m["to"].as_str().unwrap().trim_end_matches('/');
+            w["newest_url"].as_str().map(|u| u.trim_end_matches('/')) == Some(to)
+                && w["evidence"][0]["content_resemblance"].as_f64().unwrap() >= 0.7
+        })
+        .count();
+    assert!(
+        found * 10 >= moves.len() * 9,
+        "{found} of {} content moves found at move floor 0.7",
+        moves.len()
+    );
+    // The report's move matching on content: the truth's moves, within and across hosts.
+    let r: Value = serde_json::from_slice(
+        &tidemark_ok(&[
+            "--config",
+            &s(&strict),
+            "--db",
+            &s(db),
+            "report",
+            "--format",
+            "json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let m = &r["transitions"][1]["moves"];
+    let got = m["within_host"].as_u64().unwrap() + m["across_hosts"].as_u64().unwrap();
+    let all = t3["moves"].as_array().unwrap();
+    let across = all.iter().filter(|m| m["across_hosts"] == true).count() as u64;
+    let want = all.len() as u64;
+    assert!(
+        got <= want && got * 20 >= want * 19,
+        "report: {m} moves; the truth: {want}"
+    );
+    assert!(
+        m["across_hosts"].as_u64().unwrap().abs_diff(across) <= 2,
+        "{m}"
+    );
+    // Deleted pages of the redesign sweep: their template-mates are no successor.
+    let default = dir.join("default.toml");
+    std::fs::write(&default, "").unwrap();
+    let deleted = t3["deleted"].as_array().unwrap();
+    let gone = deleted
+        .iter()
+        .filter(|d| whereis(&default, d["url"].as_str().unwrap())["status"] == "gone")
+        .count();
+    assert!(
+        gone * 20 >= deleted.len() * 19,
+        "{gone} of {} deleted pages gone",
+        deleted.len()
+    );
+}
+
+/// `similar` shows content resemblance beside the full one: a page the redesign changed
+/// only in its chrome resembles its old version by content as `history` says (the same
+/// templates left out), above its resemblance on all shingles.
+#[test]
+fn similar_shows_content_resemblance_beside_the_full_one() {
+    let (dir, db) = corpus();
+    let t3 = truth(dir, 3);
+    let pages: Vec<&str> = t3["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["content_resemblance"].as_f64().unwrap() >= 0.9
+                && e["resemblance"].as_f64().unwrap() < 0.9
+        })
+        .map(|e| e["url"].as_str().unwrap())
+        .take(10)
+        .collect();
+    assert_eq!(pages.len(), 10);
+    for url in pages {
+        let h: Value = serde_json::from_slice(
+            &tidemark_ok(&["--db", &s(db), "history", "--json", url]).stdout,
+        )
+        .unwrap();
+        let caps = h["captures"].as_array().unwrap();
+        let (old, new) = (&caps[caps.len() - 2], &caps[caps.len() - 1]);
+        let r: Value = serde_json::from_slice(
+            &tidemark_ok(&[
+                "--db",
+                &s(db),
+                "similar",
+                "--doc",
+                &old["doc"].to_string(),
+                "--threshold",
+                "0.3",
+                "--limit",
+                "1000",
+                "--json",
+            ])
+            .stdout,
+        )
+        .unwrap();
+        let row = r
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["doc"] == new["doc"])
+            .unwrap_or_else(|| panic!("{url}'s new version not similar to its old: {r}"));
+        let (full, content) = (
+            row["resemblance"].as_f64().unwrap(),
+            row["content_resemblance"].as_f64().unwrap(),
+        );
+        assert!(content >= 0.9 && full < content, "{url}: {row}");
+        assert_eq!(
+            row["content_resemblance"], new["content_resemblance_to_previous"],
+            "{url}: similar and history"
+        );
+    }
+}
+
 #[test]
 fn a_sweep_ingested_in_two_runs_equals_one() {
     let (dir, db) = corpus();

@@ -129,10 +129,11 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
         writeln!(out, "  {what}: {u}  ({})", opt(&w.newest_date))?;
     }
     for e in &w.evidence {
-        let r = e
-            .resemblance
-            .map(|r| format!("  resemblance {r:.2}"))
-            .unwrap_or_default();
+        let r = match (e.content_resemblance, e.resemblance) {
+            (Some(c), Some(r)) => format!("  content {c:.2} (resemblance {r:.2})"),
+            (None, Some(r)) => format!("  resemblance {r:.2}"),
+            _ => String::new(),
+        };
         writeln!(out, "  {:<9} -> {}  {}{r}", e.kind, e.url, e.date)?;
     }
     if let Some(m) = w.margin {
@@ -141,8 +142,8 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
     for alt in &w.alternatives {
         writeln!(
             out,
-            "  also: {}  {}  resemblance {:.2}",
-            alt.url, alt.date, alt.resemblance
+            "  also: {}  {}  content {:.2} (resemblance {:.2})",
+            alt.url, alt.date, alt.content_resemblance, alt.resemblance
         )?;
     }
     Ok(EXIT_OK)
@@ -253,14 +254,14 @@ pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
     )?;
     writeln!(
         out,
-        "{:>10} {:>11} {:>8}  {:<21} url",
-        "resemblance", "containment", "doc", "date"
+        "{:>11} {:>8} {:>11} {:>8}  {:<21} url",
+        "resemblance", "content", "containment", "doc", "date"
     )?;
     for p in &r.results {
         writeln!(
             out,
-            "{:>10.3} {:>11.3} {:>8}  {:<21} {}",
-            p.resemblance, p.containment, p.doc, p.date, p.url
+            "{:>11.3} {:>8.3} {:>11.3} {:>8}  {:<21} {}",
+            p.resemblance, p.content_resemblance, p.containment, p.doc, p.date, p.url
         )?;
     }
     Ok(EXIT_OK)

@@ -21,9 +21,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::index::codec::CaptureInfo;
+use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::postings::{Fresh, OverCap};
 use crate::index::{Index, Result};
-use crate::sketch::Sketch;
+use crate::sketch::{Estimate, Sketch};
+use crate::template::{content_estimate, holds_posting_key, union};
 use crate::url::host_of_surt;
 use crate::url::surt;
 
@@ -169,6 +171,58 @@ impl<'a> Searcher<'a> {
     pub fn sketch(&self, doc: u64) -> Result<Option<Sketch>> {
         self.index.sketch(doc)
     }
+
+    /// The template of the host of SURT key `key` in sweep `sweep` (its sample values,
+    /// ascending, as [`crate::template`] compares them); empty when none was learned.
+    pub fn template(&self, key: &str, sweep: u32) -> Result<Vec<u32>> {
+        let host = host_of_surt(key).to_string();
+        Ok(self
+            .index
+            .templates()
+            .get(&(host, sweep))?
+            .map(|t| t.values)
+            .unwrap_or_default())
+    }
+}
+
+/// A stored doc's posting level and values without those of its host's `template`: the
+/// values the search by content follows (a template value leads to every page of the
+/// site, not to this one's content). All of them when every value is template: a page
+/// of chrome only is found by its chrome.
+pub fn content_posting((level, values): (u8, Vec<u64>), template: &[u32]) -> (u8, Vec<u64>) {
+    let content: Vec<u64> = values
+        .iter()
+        .copied()
+        .filter(|v| !holds_posting_key(template, *v))
+        .collect();
+    if content.is_empty() {
+        (level, values)
+    } else {
+        (level, content)
+    }
+}
+
+/// Two pages compared as whereis and the report's move matching compare them: the
+/// resemblance on all shingles, and on content (the templates of both pages' hosts in
+/// their sweeps left out of both samples, [`crate::template::content_estimate`]); the
+/// content resemblance is the full one when neither page has content outside them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Resemblances {
+    /// On all shingles.
+    pub full: f64,
+    /// Without both templates: what moves are decided on.
+    pub content: f64,
+}
+
+/// `a` against `b` (compact sketches), with templates `ta` and `tb` (ascending values).
+pub fn resemblances(a: &CompactSketch, ta: &[u32], b: &CompactSketch, tb: &[u32]) -> Resemblances {
+    let full = compare(a, b, None).map_or(0.0, |e: Estimate| e.resemblance);
+    let content = if ta.is_empty() && tb.is_empty() {
+        full
+    } else {
+        content_estimate(a, b, &union(ta, tb)).map_or(full, |e| e.resemblance)
+    };
+    Resemblances { full, content }
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of a 14-digit timestamp (as given when it is not one).

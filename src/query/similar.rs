@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{iso_date, round3, Searcher};
+use super::{iso_date, resemblances, round3, CaptureRow, Searcher};
 use crate::capture::{analyze, Scratch};
 use crate::index::candidates;
 use crate::index::columns::sketches::CompactSketch;
@@ -118,6 +118,10 @@ pub struct SimilarPage {
     pub doc: u64,
     /// Estimated resemblance to the input.
     pub resemblance: f64,
+    /// Estimated resemblance without the templates of both pages' hosts (in the sweeps
+    /// of the input's capture and of this one; a file has none): the resemblance of
+    /// their content. The same as `resemblance` where neither host has a template.
+    pub content_resemblance: f64,
     /// Estimated containment of the input in it.
     pub containment: f64,
 }
@@ -138,6 +142,8 @@ pub struct Similar {
 /// Pages that resemble (or contain) the input, best first. A URL that was never
 /// captured with content is an [`IndexError::Invalid`] naming it.
 pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Similar> {
+    // The input's template: its host's in the sweep of its capture (none for a file).
+    let mut own_template: Vec<u32> = Vec::new();
     let (name, own_doc, sketch, exclude) = match input {
         Input::Url(u) => {
             let caps = s.captures(u)?;
@@ -149,6 +155,7 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
                 }));
             };
             let d = last.info.doc.expect("found with a doc");
+            own_template = s.template(&last.surt, last.info.sweep)?;
             let Some(sk) = s.sketch(d)? else {
                 return Err(IndexError::Corruption {
                     cf: cf::SKETCHES,
@@ -171,6 +178,9 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             let Some(sk) = s.sketch(*d)?.filter(|_| !hidden) else {
                 return Err(IndexError::NotFound(format!("no doc {d} in the index")));
             };
+            if let Some(c) = s.doc_captures(*d)?.last() {
+                own_template = s.template(&c.surt, c.info.sweep)?;
+            }
             (format!("doc {d}"), Some(*d), sk, None)
         }
     };
@@ -179,31 +189,41 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
         None => posting_values(&sketch, s.index.params().posting_target),
     };
     let docs = similar_docs(s, &sketch, posting, opts.threshold, opts.containment)?;
+    let mine = CompactSketch::of(&sketch);
     let mut results = Vec::new();
     'docs: for m in docs {
         // Each URL of the doc once, with its latest capture of it.
-        let mut by_url: Vec<(String, String, String)> = Vec::new();
+        let mut by_url: Vec<(String, CaptureRow)> = Vec::new();
         for c in s.doc_captures(m.doc)? {
             if exclude.as_deref() == Some(c.surt.as_str()) {
                 continue;
             }
-            match by_url.iter_mut().find(|(k, _, _)| *k == c.surt) {
-                Some(e) => {
-                    e.1 = c.timestamp.clone();
-                    e.2 = c.info.url.clone();
-                }
-                None => by_url.push((c.surt.clone(), c.timestamp.clone(), c.info.url.clone())),
+            match by_url.iter_mut().find(|(k, _)| *k == c.surt) {
+                Some(e) => e.1 = c,
+                None => by_url.push((c.surt.clone(), c)),
             }
         }
-        for (_, ts, url) in by_url {
+        let theirs = match by_url.is_empty() {
+            true => None,
+            false => s.index.sketches().read_compact(&[m.doc], None)?.pop(),
+        };
+        for (_, c) in by_url {
             if results.len() >= opts.limit {
                 break 'docs;
             }
+            let content = match &theirs {
+                Some((_, theirs)) => {
+                    let t = s.template(&c.surt, c.info.sweep)?;
+                    resemblances(&mine, &own_template, theirs, &t).content
+                }
+                None => m.resemblance,
+            };
             results.push(SimilarPage {
-                url,
-                date: iso_date(&ts),
+                url: c.info.url.clone(),
+                date: iso_date(&c.timestamp),
                 doc: m.doc,
                 resemblance: round3(m.resemblance),
+                content_resemblance: round3(content),
                 containment: round3(m.containment),
             });
         }

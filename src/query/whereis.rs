@@ -4,19 +4,25 @@
 //! evidence, loops detected); a latest capture with content, still captured by the
 //! latest sweep of its host, is where the page is (`alive`). When the URL went away (an
 //! error status, or later sweeps of its host no longer capture it) the page's last
-//! content is looked up on the fly ([`super::similar::similar_docs`]) and every URL that
-//! first appears after it and carries a doc resembling it at or above the move floor is
-//! a candidate successor: the best by resemblance (then the newest) wins, and the search
-//! goes on from there, since a page may move more than once. The move floor sits below
+//! content is looked up on the fly (the docs sharing its content posting values, those
+//! outside its host's template) and every URL that first appears after it and carries a
+//! doc resembling it by content at or above the move floor is a candidate successor:
+//! content resemblance leaves both pages' templates out, so a redesign that changed
+//! every page's chrome neither hides a move nor does a shared template fake one. The
+//! best by content resemblance (then the earliest) wins, and the search goes on from
+//! there, since a page may move more than once. The move floor sits below
 //! the clustering threshold because pages are often edited as they move.
 
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::similar::similar_docs;
-use super::{iso_date, round3, CaptureRow, Searcher};
+use super::{content_posting, iso_date, resemblances, round3, CaptureRow, Searcher};
+use crate::index::candidates;
+use crate::index::columns::sketches::CompactSketch;
 use crate::index::Result;
+use crate::url::host_of_surt;
 
 /// What became of a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,8 +47,11 @@ pub struct Evidence {
     pub url: String,
     /// Date of the capture that shows it.
     pub date: String,
-    /// Estimated resemblance (content steps), 1.0 for a redirect to the same content.
+    /// Estimated resemblance on all shingles (content steps).
     pub resemblance: Option<f64>,
+    /// Estimated resemblance without both pages' templates (content steps): what the
+    /// step was chosen on.
+    pub content_resemblance: Option<f64>,
 }
 
 /// A successor that lost to the one chosen.
@@ -52,8 +61,10 @@ pub struct Alternative {
     pub url: String,
     /// Its first capture carrying the content.
     pub date: String,
-    /// Estimated resemblance to the content that left.
+    /// Estimated resemblance to the content that left, on all shingles.
     pub resemblance: f64,
+    /// The same without both pages' templates (what candidates are ranked on).
+    pub content_resemblance: f64,
 }
 
 /// The answer.
@@ -71,8 +82,8 @@ pub struct WhereIs {
     pub evidence: Vec<Evidence>,
     /// Runners-up of the content steps.
     pub alternatives: Vec<Alternative>,
-    /// How sure the content steps are: the chosen successor's resemblance minus its
-    /// runner-up's (or the move floor's, with no runner-up); the smallest over the steps.
+    /// How sure the content steps are: the chosen successor's content resemblance minus
+    /// its runner-up's (or the move floor's, with no runner-up); the smallest over the steps.
     /// Absent when no content step was needed.
     pub margin: Option<f64>,
 }
@@ -124,6 +135,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                 url: target.to_string(),
                 date: iso_date(&last.timestamp),
                 resemblance: None,
+                content_resemblance: None,
             });
             let next = s.captures(target)?;
             if next.is_empty() {
@@ -146,6 +158,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                     url: cur_url.clone(),
                     date: iso_date(&last.timestamp),
                     resemblance: None,
+                    content_resemblance: None,
                 });
                 Status::Moved
             };
@@ -157,17 +170,21 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
         };
         match successor(s, &content, &visited, opts)? {
             Some((best, alts)) => {
-                let runner_up = alts.first().map_or(opts.move_floor, |a| a.resemblance);
-                let margin = best.resemblance - runner_up;
+                let runner_up = alts
+                    .first()
+                    .map_or(opts.move_floor, |a| a.content_resemblance);
+                let margin = best.content_resemblance - runner_up;
                 out.margin = Some(round3(out.margin.map_or(margin, |m: f64| m.min(margin))));
                 out.evidence.push(Evidence {
                     kind: "content",
                     url: best.url.clone(),
                     date: best.date.clone(),
                     resemblance: Some(round3(best.resemblance)),
+                    content_resemblance: Some(round3(best.content_resemblance)),
                 });
                 out.alternatives.extend(alts.into_iter().map(|mut a| {
                     a.resemblance = round3(a.resemblance);
+                    a.content_resemblance = round3(a.content_resemblance);
                     a
                 }));
                 cur_caps = s.captures(&best.url)?;
@@ -193,7 +210,12 @@ fn vanished(s: &Searcher, key: &str, last: &CaptureRow) -> Result<bool> {
     Ok(s.host_sweeps(key)?.iter().any(|sw| *sw > last.info.sweep))
 }
 
-/// The best URL that first appears after `content` left and carries a doc resembling it.
+/// Candidate docs compared at most: those sharing the most content posting values.
+const MAX_CANDIDATES: usize = 256;
+
+/// The best URL that first appears after `content` left and carries a doc resembling it
+/// by content (both pages' templates left out: a redesign neither hides a move nor does
+/// a shared template fake one), found through the doc's content posting values.
 fn successor(
     s: &Searcher,
     content: &CaptureRow,
@@ -204,15 +226,24 @@ fn successor(
     let Some(sketch) = s.sketch(doc)? else {
         return Ok(None);
     };
+    let mine = CompactSketch::of(&sketch);
+    let own = s.template(&content.surt, content.info.sweep)?;
+    let posting = content_posting(s.index.posting_values(doc)?.unwrap_or_default(), &own);
+    if posting.1.is_empty() {
+        return Ok(None);
+    }
+    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
+    // The most sharing first (ties: lower doc), then the heads of over-cap lists.
+    let mut shared = found.shared.clone();
+    shared.sort_unstable_by(|a, b| b.count.cmp(&a.count).then(a.doc.cmp(&b.doc)));
+    let most: HashSet<u64> = shared.iter().take(MAX_CANDIDATES).map(|c| c.doc).collect();
+    let docs: Vec<u64> = found.to_compare(|c| most.contains(&c.doc));
+    let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
     let mut found: Vec<(Alternative, u32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let posting = s.index.posting_values(doc)?.unwrap_or_default();
-    for m in similar_docs(s, &sketch, posting, opts.move_floor, false)?
-        .into_iter()
-        .take(64)
-    {
-        for c in s.doc_captures(m.doc)? {
-            if visited.contains(&c.surt) || !seen.insert(c.surt.clone()) {
+    for (m, theirs) in s.index.sketches().read_compact(&docs, None)? {
+        for c in s.doc_captures(m)? {
+            if visited.contains(&c.surt) || seen.contains(&c.surt) {
                 continue;
             }
             // Only URLs that first appear after the content left its old one: a mirror
@@ -222,20 +253,32 @@ fn successor(
             if f.info.sweep <= content.info.sweep {
                 continue;
             }
+            let key = (host_of_surt(&c.surt).to_string(), c.info.sweep);
+            let theirs_t = match templates.entry(key) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(s.template(&c.surt, c.info.sweep)?),
+            };
+            let r = resemblances(&mine, &own, &theirs, theirs_t);
+            if r.content < opts.move_floor {
+                continue;
+            }
+            seen.insert(c.surt.clone());
             found.push((
                 Alternative {
                     url: c.info.url.clone(),
                     date: iso_date(&c.timestamp),
-                    resemblance: m.resemblance,
+                    resemblance: r.full,
+                    content_resemblance: r.content,
                 },
                 c.info.sweep,
             ));
         }
     }
-    // Best resemblance; then the earliest to appear (the move, not a later copy); then URL.
+    // Best content resemblance; then the earliest to appear (the move, not a later
+    // copy); then URL.
     found.sort_by(|(a, sa), (b, sb)| {
-        b.resemblance
-            .total_cmp(&a.resemblance)
+        b.content_resemblance
+            .total_cmp(&a.content_resemblance)
             .then(sa.cmp(sb))
             .then(a.url.cmp(&b.url))
     });

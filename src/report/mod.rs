@@ -13,10 +13,12 @@
 //! in B: `redirected`; 2xx in A and an error or no capture in B: `gone`; not 2xx in A
 //! and 2xx in B: `new`. Content moved: a URL redirected or gone whose content appears in
 //! B under a URL first captured in B (by its redirect target, by cluster, or else by
-//! resemblance at or above the move floor), within its host or across hosts.
+//! content resemblance — both hosts' templates left out — at or above the move floor),
+//! within its host or across hosts.
 
 pub mod html;
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
@@ -24,7 +26,7 @@ use serde::Serialize;
 use crate::index::candidates;
 use crate::index::columns::sketches::CompactSketch;
 use crate::index::{unionfind, Index, IndexError, Result};
-use crate::query::{round3, Searcher};
+use crate::query::{content_posting, resemblances, round3, Searcher};
 use crate::sketch::{estimate, Sketch};
 use crate::url::host_of_surt;
 use crate::url::surt;
@@ -357,43 +359,72 @@ struct Left {
 
 /// The move matching's candidates in both directions of the one candidate search (as
 /// ingest and `similar` run it: shared posting values, and the heads of over-cap lists
-/// when a page is mostly boilerplate). Ingest searches from a new doc towards older
-/// ones, and over-cap lists keep only their oldest docs as heads: so a left doc finds
-/// an arrival when its search sees the arrival, or the arrival's search sees it.
+/// when a page is mostly boilerplate), on content: each page's search leaves out the
+/// posting values of its host's template, and pages are compared with both templates
+/// left out, so a redesign neither hides a move nor does a shared template fake one.
+/// Ingest searches from a new doc towards older ones, and over-cap lists keep only
+/// their oldest docs as heads: so a left doc finds an arrival when its search sees the
+/// arrival, or the arrival's search sees it.
 struct MoveCandidates {
     /// Arrival doc → arrival indices of this transition.
     by_doc: HashMap<u64, Vec<usize>>,
     /// Left doc → (posting values shared, arrival doc) found by the arrivals' searches.
     backward: HashMap<u64, Vec<(u32, u64)>>,
+    /// The sweep ids of the transition (from, to).
+    sweeps: (u32, u32),
+    /// Templates of the hosts involved: (host SURT, sweep id) → values.
+    templates: HashMap<(String, u32), Vec<u32>>,
 }
 
 impl MoveCandidates {
-    fn new(s: &Searcher, arr: &[Arrived], left: &[Left]) -> Result<MoveCandidates> {
+    fn new(
+        s: &Searcher,
+        arr: &[Arrived],
+        left: &[Left],
+        sweeps: (u32, u32),
+    ) -> Result<MoveCandidates> {
+        let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
+        let hosts = (left.iter().map(|l| (&l.host, sweeps.0)))
+            .chain(arr.iter().map(|a| (&a.host, sweeps.1)));
+        for (host, sweep) in hosts {
+            if let Entry::Vacant(e) = templates.entry((host.clone(), sweep)) {
+                e.insert(s.template(host, sweep)?);
+            }
+        }
         let mut by_doc: HashMap<u64, Vec<usize>> = HashMap::new();
         for (j, a) in arr.iter().enumerate() {
             by_doc.entry(a.doc).or_default().push(j);
         }
         let left_docs: HashSet<u64> = left.iter().map(|l| l.doc).collect();
         let mut backward: HashMap<u64, Vec<(u32, u64)>> = HashMap::new();
-        let mut arrival_docs: Vec<u64> = by_doc.keys().copied().collect();
+        // Each arrival doc searched once, with the template of its first arrival's host.
+        let mut arrival_docs: Vec<(u64, usize)> =
+            by_doc.iter().map(|(d, js)| (*d, js[0])).collect();
         arrival_docs.sort_unstable();
-        for a in arrival_docs {
-            for (n, d) in shared_counts(s, a)? {
+        for (a, j) in arrival_docs {
+            let t = &templates[&(arr[j].host.clone(), sweeps.1)];
+            for (n, d) in shared_counts(s, a, t)? {
                 if left_docs.contains(&d) {
                     backward.entry(d).or_default().push((n, a));
                 }
             }
         }
-        Ok(MoveCandidates { by_doc, backward })
+        Ok(MoveCandidates {
+            by_doc,
+            backward,
+            sweeps,
+            templates,
+        })
     }
 
-    /// The untaken arrival whose doc resembles `sketch` (of the left doc `doc`) most, at
-    /// or above `floor`; of the candidates, the 16 sharing the most posting values are
-    /// compared (pages of one site share their chrome).
+    /// The untaken arrival whose doc resembles the left page `l` (its sketch `sketch`)
+    /// most by content, at or above `floor`; of the candidates, the 16 sharing the most
+    /// content posting values are compared.
     fn best(
         &self,
         s: &Searcher,
-        doc: u64,
+        arr: &[Arrived],
+        l: &Left,
         sketch: &Sketch,
         floor: f64,
         taken: &[bool],
@@ -407,9 +438,10 @@ impl MoveCandidates {
                 .filter(|j| !taken[*j])
                 .min()
         };
+        let own = &self.templates[&(l.host.clone(), self.sweeps.0)];
         let mut shared: HashMap<u64, u32> = HashMap::new();
-        let forward = shared_counts(s, doc)?;
-        let backward = self.backward.get(&doc).into_iter().flatten().copied();
+        let forward = shared_counts(s, l.doc, own)?;
+        let backward = self.backward.get(&l.doc).into_iter().flatten().copied();
         for (n, d) in forward.into_iter().chain(backward) {
             if untaken(d).is_some() {
                 let e = shared.entry(d).or_insert(0);
@@ -420,15 +452,14 @@ impl MoveCandidates {
         ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut docs: Vec<u64> = ranked.into_iter().take(16).map(|(_, d)| d).collect();
         docs.sort_unstable();
+        let mine = CompactSketch::of(sketch);
         let mut best: Option<(f64, usize)> = None;
-        for (d, e) in s
-            .index
-            .sketches()
-            .estimates(&docs, &CompactSketch::of(sketch), None, None)?
-        {
-            let (r, Some(j)) = (e.resemblance, untaken(d)) else {
+        for (d, theirs) in s.index.sketches().read_compact(&docs, None)? {
+            let Some(j) = untaken(d) else {
                 continue;
             };
+            let t = &self.templates[&(arr[j].host.clone(), self.sweeps.1)];
+            let r = resemblances(&mine, own, &theirs, t).content;
             if r >= floor && best.is_none_or(|(br, bj)| r > br || (r == br && j < bj)) {
                 best = Some((r, j));
             }
@@ -437,16 +468,22 @@ impl MoveCandidates {
     }
 }
 
-/// The docs the one candidate search finds for stored doc `doc`, with the posting values
-/// each shares (0 for a head of an over-cap list).
-fn shared_counts(s: &Searcher, doc: u64) -> Result<Vec<(u32, u64)>> {
+/// The docs the one candidate search finds for stored doc `doc` by its content posting
+/// values (those outside `template`), with the posting values each shares (0 for a head
+/// of an over-cap list).
+fn shared_counts(s: &Searcher, doc: u64, template: &[u32]) -> Result<Vec<(u32, u64)>> {
     let Some(posting) = s.index.posting_values(doc)? else {
         return Ok(Vec::new());
     };
     if posting.1.is_empty() {
         return Ok(Vec::new());
     }
-    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
+    let found = candidates::search(
+        s.index,
+        &s.fresh,
+        &s.over_cap,
+        content_posting(posting, template),
+    )?;
     let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
     if found.mostly_common() {
         out.extend(found.heads.iter().map(|h| (0, *h)));
@@ -555,12 +592,15 @@ fn host_rows(
 }
 
 /// Per transition between consecutive sweeps: content that left its URL matched to a
-/// URL that arrived (by redirect, by cluster, then by resemblance above `move_floor`),
+/// URL that arrived (by redirect, by cluster, then by content resemblance above
+/// `move_floor`),
 /// and clusters live at two or more URLs; with the moves per host.
+#[allow(clippy::too_many_arguments)]
 fn transitions(
     s: &Searcher,
     move_floor: f64,
     sweeps: &[SweepRow],
+    ids: &[u32],
     counts: &[UrlCounts],
     left: &[Vec<Left>],
     arrived: &[Vec<Arrived>],
@@ -591,7 +631,7 @@ fn transitions(
         for (j, a) in arr.iter().enumerate() {
             by_cluster.entry(cluster(a.doc)?).or_default().push(j);
         }
-        let move_candidates = MoveCandidates::new(s, arr, &left[i])?;
+        let move_candidates = MoveCandidates::new(s, arr, &left[i], (ids[i], ids[i + 1]))?;
         for l in &left[i] {
             // 1. Its redirect target, when that is a new URL.
             let mut to = l
@@ -613,7 +653,7 @@ fn transitions(
             // best of those sharing posting values with it.
             if to.is_none() {
                 if let Some(sk) = s.sketch(l.doc)? {
-                    to = move_candidates.best(s, l.doc, &sk, move_floor, &taken)?;
+                    to = move_candidates.best(s, arr, l, &sk, move_floor, &taken)?;
                 }
             }
             if let Some(j) = to {
@@ -1050,10 +1090,12 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     }
 
     // Moves and mirrors per transition.
+    let ids: Vec<u32> = range.iter().map(|r| r.0).collect();
     let (mut transitions, host_moves) = transitions(
         &s,
         opts.move_floor,
         &tally.sweeps,
+        &ids,
         &tally.counts,
         &tally.left,
         &tally.arrived,

@@ -208,7 +208,7 @@ async fn run_similar(
 
 /// Pages resembling a URL's content or a doc, best first.
 #[utoipa::path(get, path = "/api/similar", params(SimilarQuery),
-    responses((status = 200, description = "as `tidemark similar --json`: [{url, date, doc, resemblance, containment}]"),
+    responses((status = 200, description = "as `tidemark similar --json`: [{url, date, doc, resemblance, content_resemblance, containment}]"),
               (status = 400, description = "neither url nor doc, or a bad parameter"),
               (status = 404, description = "a URL never captured with content")))]
 async fn similar(

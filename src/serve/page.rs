@@ -32,6 +32,7 @@ struct Step {
     url: String,
     date: String,
     resemblance: String,
+    content_resemblance: String,
 }
 
 struct Version {
@@ -46,6 +47,7 @@ struct Like {
     url: String,
     date: String,
     resemblance: String,
+    content_resemblance: String,
     containment: String,
 }
 
@@ -143,6 +145,7 @@ fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, Ap
                 url: e.url,
                 date: e.date,
                 resemblance: r2(e.resemblance),
+                content_resemblance: r2(e.content_resemblance),
             })
             .collect(),
         margin: w.margin.map(|m| format!("{m:.2}")),
@@ -180,6 +183,7 @@ fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, Ap
                 url: p.url,
                 date: p.date,
                 resemblance: format!("{:.3}", p.resemblance),
+                content_resemblance: format!("{:.3}", p.content_resemblance),
                 containment: format!("{:.3}", p.containment),
             })
             .collect(),
