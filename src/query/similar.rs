@@ -2,6 +2,8 @@
 //! docs that share its posting values, estimate resemblance and containment from their
 //! sketches, sort, threshold. Works for documents that were never ingested.
 
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -9,12 +11,12 @@ use serde::Serialize;
 use super::{iso_date, resemblances, round3, CaptureRow, Searcher};
 use crate::capture::{analyze, Scratch};
 use crate::index::candidates;
-use crate::index::columns::sketches::CompactSketch;
+use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::postings::posting_values;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
 use crate::sketch::{Sketch, SketchParams};
-use crate::url::surt;
+use crate::url::{host_of_surt, surt};
 
 /// A doc that resembles (or contains) the input.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,6 +41,20 @@ pub fn similar_docs(
     floor: f64,
     by_containment: bool,
 ) -> Result<Vec<DocMatch>> {
+    Ok(matches(s, sketch, posting, floor, by_containment)?
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect())
+}
+
+/// [`similar_docs`], each match with its doc's compact sketch (read once for both).
+fn matches(
+    s: &Searcher,
+    sketch: &Sketch,
+    posting: (u8, Vec<u64>),
+    floor: f64,
+    by_containment: bool,
+) -> Result<Vec<(DocMatch, CompactSketch)>> {
     if sketch.values.is_empty() {
         return Ok(Vec::new());
     }
@@ -46,12 +62,13 @@ pub fn similar_docs(
     // Every candidate is compared (no estimate from the shared count first: a query
     // may ask below the edge floor).
     let cands = candidates::search(index, &s.fresh, &s.over_cap, posting)?.to_compare(|_| true);
+    let mine = CompactSketch::of(sketch);
     let mut out = Vec::new();
-    for (d, e) in index
-        .sketches()
-        .estimates(&cands, &CompactSketch::of(sketch), None, None)?
-    {
-        // estimate_sorted(a = candidate, b = input): containment_a_in_b = candidate in input.
+    for (d, theirs) in index.sketches().read_compact(&cands, None)? {
+        // The candidate as `a`: containment_a_in_b = candidate in input.
+        let Some(e) = compare(&mine, &theirs, None) else {
+            continue;
+        };
         let m = DocMatch {
             doc: d,
             resemblance: e.resemblance,
@@ -64,10 +81,10 @@ pub fn similar_docs(
             m.resemblance
         };
         if key >= floor {
-            out.push(m);
+            out.push((m, theirs));
         }
     }
-    out.sort_by(|a, b| {
+    out.sort_by(|(a, _), (b, _)| {
         let (ka, kb) = if by_containment {
             (a.containment, b.containment)
         } else {
@@ -188,10 +205,11 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
         Some(d) => s.index.posting_values(d)?.unwrap_or_default(),
         None => posting_values(&sketch, s.index.params().posting_target),
     };
-    let docs = similar_docs(s, &sketch, posting, opts.threshold, opts.containment)?;
+    let docs = matches(s, &sketch, posting, opts.threshold, opts.containment)?;
     let mine = CompactSketch::of(&sketch);
+    let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
     let mut results = Vec::new();
-    'docs: for m in docs {
+    'docs: for (m, theirs) in docs {
         // Each URL of the doc once, with its latest capture of it.
         let mut by_url: Vec<(String, CaptureRow)> = Vec::new();
         for c in s.doc_captures(m.doc)? {
@@ -203,21 +221,15 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
                 None => by_url.push((c.surt.clone(), c)),
             }
         }
-        let theirs = match by_url.is_empty() {
-            true => None,
-            false => s.index.sketches().read_compact(&[m.doc], None)?.pop(),
-        };
         for (_, c) in by_url {
             if results.len() >= opts.limit {
                 break 'docs;
             }
-            let content = match &theirs {
-                Some((_, theirs)) => {
-                    let t = s.template(&c.surt, c.info.sweep)?;
-                    resemblances(&mine, &own_template, theirs, &t).content
-                }
-                None => m.resemblance,
+            let t = match templates.entry((host_of_surt(&c.surt).to_string(), c.info.sweep)) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(s.template(&c.surt, c.info.sweep)?),
             };
+            let content = resemblances(&mine, &own_template, &theirs, t).content;
             results.push(SimilarPage {
                 url: c.info.url.clone(),
                 date: iso_date(&c.timestamp),

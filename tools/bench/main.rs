@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+mod content_bands;
 mod map_reduce;
 
 use clap::Parser;
@@ -79,9 +80,15 @@ struct Args {
     /// as library calls on --samples URLs spread over the index; median and p99.
     #[arg(long)]
     queries: bool,
-    /// Index for --queries.
+    /// Index for --queries and --content-bands.
     #[arg(long, value_name = "DIR")]
     db: Option<PathBuf>,
+    /// Check content resemblance on the index at --db against exact code: every changed
+    /// URL's exact content Jaccard (all shingles of the pages in the index's own WARC
+    /// files, each host's exact template per sweep left out) in the same band (≥ 0.9,
+    /// 0.5–0.9, < 0.5) as the stored `content_resemblance_to_previous`; per transition.
+    #[arg(long)]
+    content_bands: bool,
     /// URLs sampled for --queries.
     #[arg(long, default_value_t = 2000)]
     samples: usize,
@@ -564,6 +571,9 @@ fn main() -> ExitCode {
     }
     if a.map_reduce {
         return map_reduce::bench(&a);
+    }
+    if a.content_bands {
+        return content_bands::bench(&a);
     }
     if !a.many_files.is_empty() {
         return bench_many_files(&a);
