@@ -158,7 +158,7 @@ pub fn learn(pages: &[&CompactSketch], p: &TemplateParams) -> Option<Template> {
         .iter()
         .flat_map(|s| s.values().iter().copied())
         .collect();
-    all.sort_unstable();
+    radix_sort(&mut all);
     let mut values = Vec::new();
     for run in all.chunk_by(|a, b| a == b) {
         let v = run[0];
@@ -172,6 +172,29 @@ pub fn learn(pages: &[&CompactSketch], p: &TemplateParams) -> Option<Template> {
         values,
         id: 0,
     })
+}
+
+/// Sorts `v` ascending: least significant digit first, three passes of 11 bits. A
+/// host's sample is ~10⁵ values; a comparison sort of them was a third of the template
+/// learning at the end of a steady sweep (`perf`, 200 hosts: 0.35 of 1.07 CPU-s).
+fn radix_sort(v: &mut Vec<u32>) {
+    let mut out = vec![0u32; v.len()];
+    for shift in [0u32, 11, 22] {
+        let mut at = [0usize; 2048];
+        for x in v.iter() {
+            at[((x >> shift) & 2047) as usize] += 1;
+        }
+        let mut sum = 0;
+        for c in at.iter_mut() {
+            (*c, sum) = (sum, sum + *c);
+        }
+        for x in v.iter() {
+            let b = ((x >> shift) & 2047) as usize;
+            out[at[b]] = *x;
+            at[b] += 1;
+        }
+        std::mem::swap(v, &mut out);
+    }
 }
 
 /// The values of both templates (each ascending), ascending.
@@ -304,6 +327,31 @@ mod tests {
         assert!(e.resemblance > 0.85, "{e:?}");
         assert_eq!(changed_share(&t.values, &t.values), 0.0);
         assert!(changed_share(&t.values, &t2.values) > 0.9);
+    }
+
+    #[test]
+    fn radix_sort_sorts_like_a_comparison_sort() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for n in [0usize, 1, 2, 1000, 100_000] {
+            let mut v: Vec<u32> = (0..n)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Repeats and the extremes too.
+                    match i % 7 {
+                        0 => 0,
+                        1 => u32::MAX,
+                        2 => (x as u32) & 0xFF,
+                        _ => x as u32,
+                    }
+                })
+                .collect();
+            let mut want = v.clone();
+            want.sort_unstable();
+            radix_sort(&mut v);
+            assert_eq!(v, want, "{n}");
+        }
     }
 
     #[test]
