@@ -293,6 +293,8 @@ struct Writer<'a> {
     pages: templates::Pages,
     /// With edges on content: the templates new docs are compared without.
     for_pairs: Option<Arc<templates::ForPairs>>,
+    /// The pair step's vectors, kept from one batch to the next.
+    pair_buffers: pairs::Buffers,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
     /// between a commit and the next pair step.
     sketch_cache: Arc<SketchCache>,
@@ -573,6 +575,7 @@ impl Writer<'_> {
             floor: self.index.params().edge_floor,
         };
         let mine = Arc::clone(&sketches);
+        let mut buffers = std::mem::take(&mut self.pair_buffers);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
             let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
@@ -598,10 +601,10 @@ impl Writer<'_> {
                 readable: &|docs| written.wait_docs(docs),
                 templates: for_pairs.as_ref().map(|t| &t.set),
             };
-            let found = pairs::find(&view, start, &docs, from, settings);
-            (found, known::Latest::read(index, &urls, from_write))
+            let found = pairs::find(&view, start, &docs, from, settings, &mut buffers);
+            (found, known::Latest::read(index, &urls, from_write), buffers)
         };
-        let ((found, latest), committed) = match self.flight.take() {
+        let ((found, latest, buffers), committed) = match self.flight.take() {
             None => (find(), Ok(())),
             Some(f) => std::thread::scope(|s| {
                 let pairing = s.spawn(find);
@@ -609,12 +612,13 @@ impl Writer<'_> {
                 let t = std::time::Instant::now();
                 let found = pairing.join().unwrap_or_else(|_| {
                     let e = IndexError::Invalid("the pair step panicked".into());
-                    (Err(e.clone()), Err(e))
+                    (Err(e.clone()), Err(e), pairs::Buffers::default())
                 });
                 self.summary.writer.pairs_wait_s += t.elapsed().as_secs_f64();
                 (found, committed)
             }),
         };
+        self.pair_buffers = buffers;
         committed?;
         // What the committed batch leaves for the next ones, now that no pair step
         // reads the buffer and the cache.
@@ -923,6 +927,7 @@ fn ingest_files<'scope>(
         fresh_budget,
         hosts_seen: Default::default(),
         pages: templates::Pages::load(index, sweep_id, &opts.template)?,
+        pair_buffers: pairs::Buffers::default(),
         for_pairs: match index.params().resemblance {
             crate::config::Resemblance::Content => {
                 Some(Arc::new(templates::ForPairs::load(index, sweep_id)?))

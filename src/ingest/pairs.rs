@@ -154,6 +154,7 @@ pub fn find(
     docs: &[NewDoc],
     from: usize,
     s: Settings,
+    buffers: &mut Buffers,
 ) -> Result<BatchPairs> {
     if docs.len() as u64 > BATCH_MASK {
         return Err(IndexError::Invalid(format!(
@@ -205,7 +206,19 @@ pub fn find(
         keys = kept;
     }
     let ranges = key_ranges(&keys, s.partitions.max(1));
-    let parts = parallel(s.threads, &ranges, |r| {
+    let mut kept = std::mem::take(&mut buffers.parts);
+    kept.resize_with(kept.len().max(ranges.len()), Part::default);
+    buffers.parts = kept.split_off(ranges.len());
+    let cells: Vec<(std::ops::Range<usize>, Mutex<Part>)> = ranges
+        .into_iter()
+        .zip(kept)
+        .map(|(r, p)| (r, Mutex::new(p)))
+        .collect();
+    parallel(s.threads, &cells, |(r, cell)| {
+        let mut part = cell
+            .lock()
+            .map_err(|_| IndexError::Invalid("a pair-step thread panicked".into()))?;
+        part.clear();
         join(
             view,
             first,
@@ -214,8 +227,13 @@ pub fn find(
             &keys[r.clone()],
             s,
             (&tmpl, &entry_counts),
+            &mut part,
         )
     })?;
+    let parts: Vec<Part> = cells
+        .into_iter()
+        .map(|(_, c)| c.into_inner().unwrap_or_default())
+        .collect();
     // Shares and heads by doc (counting sort on the doc), then counted per doc.
     let mut per_doc = vec![0usize; docs.len() + 1];
     for p in &parts {
@@ -226,22 +244,26 @@ pub fn find(
     for i in 1..per_doc.len() {
         per_doc[i] += per_doc[i - 1];
     }
-    let mut shares = vec![0u64; per_doc[docs.len()]];
+    let mut shares = std::mem::take(&mut buffers.shares);
+    shares.clear();
+    shares.resize(per_doc[docs.len()], 0);
     let mut at = per_doc.clone();
     let mut heads: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
     let mut overs: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
-    for p in parts {
-        for (i, e) in p.shares {
-            shares[at[i as usize]] = e;
-            at[i as usize] += 1;
+    for p in &parts {
+        for (i, e) in &p.shares {
+            shares[at[*i as usize]] = *e;
+            at[*i as usize] += 1;
         }
-        for (i, h) in p.heads {
-            heads[i as usize].push(h);
+        for (i, h) in &p.heads {
+            heads[*i as usize].push(*h);
         }
-        for (i, v) in p.overs {
-            overs[i as usize].push(v);
+        for (i, v) in &p.overs {
+            overs[*i as usize].push(*v);
         }
     }
+    // Kept for the next batch (their pages stay mapped: see [`Buffers`]).
+    buffers.parts.splice(0..0, parts);
     let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
         let mut mine = shares[per_doc[i]..per_doc[i + 1]].to_vec();
@@ -249,6 +271,7 @@ pub fn find(
             &docs[i], tmpl[i], &mut mine, &overs[i], &heads[i], s.floor,
         ))
     })?;
+    buffers.shares = shares;
     let candidates_s = clock.elapsed().as_secs_f64();
     // Each sketch compared is read once for the batch: those not in it nor kept.
     let clock = std::time::Instant::now();
@@ -427,6 +450,17 @@ fn key_ranges(keys: &[(u64, u32)], n: usize) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// Vectors the pair step keeps from one batch to the next (emptied, not freed): a
+/// batch's shares run to megabytes, and vectors allocated anew each batch came as fresh
+/// pages that the kernel zeroed (`perf`: 2 of the redesign sweep's 42 CPU-s).
+#[derive(Default)]
+pub struct Buffers {
+    /// One per key range.
+    parts: Vec<Part>,
+    /// The batch's shares, by doc.
+    shares: Vec<u64>,
+}
+
 /// What one key range of the join found.
 #[derive(Default)]
 struct Part {
@@ -436,6 +470,14 @@ struct Part {
     heads: Vec<(u32, u64)>,
     /// (batch doc, its value whose list is over the cap).
     overs: Vec<(u32, u64)>,
+}
+
+impl Part {
+    fn clear(&mut self) {
+        self.shares.clear();
+        self.heads.clear();
+        self.overs.clear();
+    }
 }
 
 /// An entry's 7 bytes in a u64 (doc, then level, then count: doc order).
@@ -457,7 +499,8 @@ fn join(
     keys: &[(u64, u32)],
     s: Settings,
     (tmpl, entry_counts): (&[&[u32]], &[usize]),
-) -> Result<Part> {
+    part: &mut Part,
+) -> Result<()> {
     let mut values: Vec<u64> = keys.iter().map(|k| k.0).collect();
     values.dedup();
     let lookup = postings::lookup(view.index, &values, view.over_cap)?;
@@ -469,7 +512,8 @@ fn join(
         )));
     }
     let cap_bytes = s.cap * ENTRY;
-    let mut part = Part::default();
+    // A value's entries, and those the batch's docs added: emptied for each value.
+    let (mut old, mut added): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut k = 0;
     let fresh_lists = view.fresh.entries_all(&values);
     for ((v, stored), fresh) in values.iter().zip(lookup.lists).zip(fresh_lists) {
@@ -493,12 +537,14 @@ fn join(
                     _ => &[],
                 };
                 // Unpacked once for the whole group (its docs each expand it).
-                let old: Vec<u64> = (list.chunks_exact(ENTRY))
-                    .chain(fresh.chunks_exact(ENTRY))
-                    .map(packed)
-                    .collect();
+                old.clear();
+                old.extend(
+                    (list.chunks_exact(ENTRY))
+                        .chain(fresh.chunks_exact(ENTRY))
+                        .map(packed),
+                );
                 // The batch's docs that took an entry so far, as entries.
-                let mut added: Vec<u64> = Vec::new();
+                added.clear();
                 for (_, i) in group {
                     let all = old.iter().chain(&added).copied();
                     let kept = *i as usize >= from;
@@ -524,7 +570,7 @@ fn join(
             }
         }
     }
-    Ok(part)
+    Ok(())
 }
 
 /// One doc's counts: the docs sharing its values (`shares`: their entries) counted,
