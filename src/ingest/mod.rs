@@ -602,7 +602,11 @@ impl Writer<'_> {
                 templates: for_pairs.as_ref().map(|t| &t.set),
             };
             let found = pairs::find(&view, start, &docs, from, settings, &mut buffers);
-            (found, known::Latest::read(index, &urls, from_write), buffers)
+            (
+                found,
+                known::Latest::read(index, &urls, from_write),
+                buffers,
+            )
         };
         let ((found, latest, buffers), committed) = match self.flight.take() {
             None => (find(), Ok(())),
