@@ -53,6 +53,20 @@ fn rows(db: &Path) -> HashMap<String, Vec<(String, Value)>> {
     by_url
 }
 
+/// A sweep's edits that changed only in template by the truth's exact measures: content
+/// resemblance at least 0.9, full below.
+fn template_only_edits(truth: &Value) -> Vec<&Value> {
+    truth["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["content_resemblance"].as_f64().unwrap() >= 0.9
+                && e["resemblance"].as_f64().unwrap() < 0.9
+        })
+        .collect()
+}
+
 #[test]
 fn content_resemblance_lands_in_the_exact_content_band() {
     let (dir, db) = corpus();
@@ -157,15 +171,7 @@ fn the_report_names_the_redesign() {
         .sum();
     // The truth's: edited pages whose exact content resemblance is at least 0.9 and
     // whose full one is below.
-    let expected = truth(dir, 3)["edits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            e["content_resemblance"].as_f64().unwrap() >= 0.9
-                && e["resemblance"].as_f64().unwrap() < 0.9
-        })
-        .count() as u64;
+    let expected = template_only_edits(&truth(dir, 3)).len() as u64;
     assert!(expected > 1000, "{expected}");
     assert!(
         only.abs_diff(expected) * 20 <= expected,
@@ -288,14 +294,8 @@ fn moves_across_the_redesign_are_found_on_content() {
 fn similar_shows_content_resemblance_beside_the_full_one() {
     let (dir, db) = corpus();
     let t3 = truth(dir, 3);
-    let pages: Vec<&str> = t3["edits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            e["content_resemblance"].as_f64().unwrap() >= 0.9
-                && e["resemblance"].as_f64().unwrap() < 0.9
-        })
+    let pages: Vec<&str> = template_only_edits(&t3)
+        .into_iter()
         .map(|e| e["url"].as_str().unwrap())
         .take(10)
         .collect();

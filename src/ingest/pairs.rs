@@ -183,7 +183,8 @@ pub fn find(
         })
         .collect();
     // The ⟨value, doc⟩ pairs, by value then doc; cut where values change.
-    let mut keys: Vec<(u64, u32)> = Vec::new();
+    let mut keys = std::mem::take(&mut buffers.keys);
+    keys.clear();
     for (i, d) in docs.iter().enumerate() {
         keys.extend(d.values.iter().map(|v| (*v, i as u32)));
     }
@@ -271,7 +272,7 @@ pub fn find(
             &docs[i], tmpl[i], &mut mine, &overs[i], &heads[i], s.floor,
         ))
     })?;
-    buffers.shares = shares;
+    (buffers.shares, buffers.keys) = (shares, keys);
     let candidates_s = clock.elapsed().as_secs_f64();
     // Each sketch compared is read once for the batch: those not in it nor kept.
     let clock = std::time::Instant::now();
@@ -319,15 +320,18 @@ pub fn find(
     // once for all the batch's docs it is compared with (theirs stay in the caches),
     // not once a pair. A sketch is ~3 KB and a redesign sweep makes ~60 comparisons a
     // new doc: the estimates waited on memory, not on the comparing.
-    let mut by_older: Vec<u64> = counted
-        .iter()
-        .enumerate()
-        .flat_map(|(k, (_, compare_with))| {
-            compare_with
-                .iter()
-                .map(move |c| c << BATCH_BITS | (from + k) as u64)
-        })
-        .collect();
+    let mut by_older = std::mem::take(&mut buffers.by_older);
+    by_older.clear();
+    by_older.extend(
+        counted
+            .iter()
+            .enumerate()
+            .flat_map(|(k, (_, compare_with))| {
+                compare_with
+                    .iter()
+                    .map(move |c| c << BATCH_BITS | (from + k) as u64)
+            }),
+    );
     by_older.sort_unstable();
     let chunks: Vec<&[u64]> = by_older.chunks(4096).collect();
     let found = parallel(s.threads, &chunks, |chunk| {
@@ -400,6 +404,7 @@ pub fn find(
         }
         Ok(out)
     })?;
+    buffers.by_older = by_older;
     // Back to new docs, each one's older docs ascending (the order they were found in).
     let mut estimates: Vec<Vec<PairEstimate>> = (from..docs.len()).map(|_| Vec::new()).collect();
     for (i, e) in found.into_iter().flatten() {
@@ -459,6 +464,10 @@ pub struct Buffers {
     parts: Vec<Part>,
     /// The batch's shares, by doc.
     shares: Vec<u64>,
+    /// The batch's ⟨posting value, doc⟩ pairs.
+    keys: Vec<(u64, u32)>,
+    /// The batch's comparisons, by older doc.
+    by_older: Vec<u64>,
 }
 
 /// What one key range of the join found.
