@@ -168,7 +168,8 @@ pub struct IngestSummary {
     /// Decompressed bytes read.
     pub bytes: u64,
     /// CPU seconds the committing thread spent in the serial steps: sequencing and the
-    /// commit (`writer`: sequence, captures, edges and unions, writes, spills, finish);
+    /// commit (`writer`: sequence, captures, edges and unions, writes, spills, finish
+    /// but its templates, learned a host a thread);
     /// CPU, not wall time, as on busy cores the thread also waits for one. The rest of
     /// an ingest runs on every core.
     pub serial_s: f64,
@@ -1093,10 +1094,13 @@ fn ingest_files<'scope>(
     });
     // The sweep's templates, now that all its pages are in, and the content resemblance
     // of its changed pages.
-    let t0 = std::time::Instant::now();
+    let (t0, templates_cpu) = (std::time::Instant::now(), thread_cpu());
     w.summary.templates =
         templates::finish(index, sweep_id, &opts.template, &w.sketch_cache, w.threads)?;
     w.summary.templates.seconds = t0.elapsed().as_secs_f64();
+    // A host a thread: parallel work like the pair step's, not sequencing or the commit,
+    // so this thread's share of it is not in `serial_s` (it is in the CPU of the run).
+    let templates_cpu = thread_cpu() - templates_cpu;
     // The last spill and the memtable flush add sorted runs and level-0 files; merges
     // they make due start with the next ingest, beside its reading and sketching, which
     // leave CPU to spare — not now, when this ingest would wait for them alone, or have
@@ -1129,7 +1133,7 @@ fn ingest_files<'scope>(
     }
     (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
-    w.serial_cpu += thread_cpu() - finish_cpu;
+    w.serial_cpu += thread_cpu() - finish_cpu - templates_cpu;
     w.summary.serial_s = w.serial_cpu;
     let t = &w.summary.writer;
     w.summary.pairs_s = t.candidates_s + t.estimate_s;
