@@ -61,6 +61,12 @@ impl Scratch {
     pub fn canon(&self) -> &Canon {
         &self.canon
     }
+
+    /// The shingles of the last record sketched (sorted, distinct: the whole set its
+    /// sketch samples).
+    pub fn shingles(&self) -> &[u64] {
+        &self.shingles
+    }
 }
 
 impl Capture {

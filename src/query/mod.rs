@@ -18,7 +18,7 @@ pub mod similar;
 pub mod whereis;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::sketches::{compare, CompactSketch};
@@ -66,6 +66,8 @@ pub struct Searcher<'a> {
     pub(crate) over_cap: Arc<OverCap>,
     /// Postings of docs an interrupted ingest did not store yet.
     pub(crate) fresh: Arc<Fresh>,
+    /// Hosts' templates read so far: (host SURT, sweep id) → values.
+    templates: Mutex<HashMap<(String, u32), Arc<[u32]>>>,
 }
 
 /// What every [`Searcher`] over one unchanging index shares (its sweeps, the postings an
@@ -108,6 +110,7 @@ impl<'a> Searcher<'a> {
             sweeps: p.sweeps.clone(),
             over_cap: p.over_cap.clone(),
             fresh: p.fresh.clone(),
+            templates: Mutex::default(),
         }
     }
 
@@ -174,14 +177,20 @@ impl<'a> Searcher<'a> {
 
     /// The template of the host of SURT key `key` in sweep `sweep` (its sample values,
     /// ascending, as [`crate::template`] compares them); empty when none was learned.
-    pub fn template(&self, key: &str, sweep: u32) -> Result<Vec<u32>> {
-        let host = host_of_surt(key).to_string();
-        Ok(self
-            .index
-            .templates()
-            .get(&(host, sweep))?
-            .map(|t| t.values)
-            .unwrap_or_default())
+    /// Read once per searcher: the pages a query compares share a few hosts and sweeps.
+    pub fn template(&self, key: &str, sweep: u32) -> Result<Arc<[u32]>> {
+        let at = (host_of_surt(key).to_string(), sweep);
+        if let Some(t) = self.templates.lock().ok().and_then(|m| m.get(&at).cloned()) {
+            return Ok(t);
+        }
+        let values: Arc<[u32]> = match self.index.templates().get(&at)? {
+            Some(t) => t.values.into(),
+            None => Arc::from([]),
+        };
+        if let Ok(mut m) = self.templates.lock() {
+            m.insert(at, values.clone());
+        }
+        Ok(values)
     }
 }
 

@@ -2,8 +2,6 @@
 //! docs that share its posting values, estimate resemblance and containment from their
 //! sketches, sort, threshold. Works for documents that were never ingested.
 
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -16,7 +14,7 @@ use crate::index::postings::posting_values;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
 use crate::sketch::{Sketch, SketchParams};
-use crate::url::{host_of_surt, surt};
+use crate::url::surt;
 
 /// A doc that resembles (or contains) the input.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -160,7 +158,7 @@ pub struct Similar {
 /// captured with content is an [`IndexError::Invalid`] naming it.
 pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Similar> {
     // The input's template: its host's in the sweep of its capture (none for a file).
-    let mut own_template: Vec<u32> = Vec::new();
+    let mut own_template: std::sync::Arc<[u32]> = std::sync::Arc::from([]);
     let (name, own_doc, sketch, exclude) = match input {
         Input::Url(u) => {
             let caps = s.captures(u)?;
@@ -207,7 +205,6 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
     };
     let docs = matches(s, &sketch, posting, opts.threshold, opts.containment)?;
     let mine = CompactSketch::of(&sketch);
-    let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
     let mut results = Vec::new();
     'docs: for (m, theirs) in docs {
         // Each URL of the doc once, with its latest capture of it.
@@ -225,11 +222,8 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             if results.len() >= opts.limit {
                 break 'docs;
             }
-            let t = match templates.entry((host_of_surt(&c.surt).to_string(), c.info.sweep)) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(s.template(&c.surt, c.info.sweep)?),
-            };
-            let content = resemblances(&mine, &own_template, &theirs, t).content;
+            let t = s.template(&c.surt, c.info.sweep)?;
+            let content = resemblances(&mine, &own_template, &theirs, &t).content;
             results.push(SimilarPage {
                 url: c.info.url.clone(),
                 date: iso_date(&c.timestamp),

@@ -13,8 +13,7 @@
 //! there, since a page may move more than once. The move floor sits below
 //! the clustering threshold because pages are often edited as they move.
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde::Serialize;
 
@@ -22,7 +21,6 @@ use super::{content_posting, iso_date, resemblances, round3, CaptureRow, Searche
 use crate::index::candidates;
 use crate::index::columns::sketches::CompactSketch;
 use crate::index::Result;
-use crate::url::host_of_surt;
 
 /// What became of a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -232,13 +230,12 @@ fn successor(
     if posting.1.is_empty() {
         return Ok(None);
     }
-    let found = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
+    let cands = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
     // The most sharing first (ties: lower doc), then the heads of over-cap lists.
-    let mut shared = found.shared.clone();
+    let mut shared = cands.shared.clone();
     shared.sort_unstable_by(|a, b| b.count.cmp(&a.count).then(a.doc.cmp(&b.doc)));
     let most: HashSet<u64> = shared.iter().take(MAX_CANDIDATES).map(|c| c.doc).collect();
-    let docs: Vec<u64> = found.to_compare(|c| most.contains(&c.doc));
-    let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
+    let docs: Vec<u64> = cands.to_compare(|c| most.contains(&c.doc));
     let mut found: Vec<(Alternative, u32)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     for (m, theirs) in s.index.sketches().read_compact(&docs, None)? {
@@ -253,12 +250,7 @@ fn successor(
             if f.info.sweep <= content.info.sweep {
                 continue;
             }
-            let key = (host_of_surt(&c.surt).to_string(), c.info.sweep);
-            let theirs_t = match templates.entry(key) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(s.template(&c.surt, c.info.sweep)?),
-            };
-            let r = resemblances(&mine, &own, &theirs, theirs_t);
+            let r = resemblances(&mine, &own, &theirs, &s.template(&c.surt, c.info.sweep)?);
             if r.content < opts.move_floor {
                 continue;
             }

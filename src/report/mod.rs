@@ -18,7 +18,6 @@
 
 pub mod html;
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
@@ -372,8 +371,6 @@ struct MoveCandidates {
     backward: HashMap<u64, Vec<(u32, u64)>>,
     /// The sweep ids of the transition (from, to).
     sweeps: (u32, u32),
-    /// Templates of the hosts involved: (host SURT, sweep id) → values.
-    templates: HashMap<(String, u32), Vec<u32>>,
 }
 
 impl MoveCandidates {
@@ -383,14 +380,6 @@ impl MoveCandidates {
         left: &[Left],
         sweeps: (u32, u32),
     ) -> Result<MoveCandidates> {
-        let mut templates: HashMap<(String, u32), Vec<u32>> = HashMap::new();
-        let hosts = (left.iter().map(|l| (&l.host, sweeps.0)))
-            .chain(arr.iter().map(|a| (&a.host, sweeps.1)));
-        for (host, sweep) in hosts {
-            if let Entry::Vacant(e) = templates.entry((host.clone(), sweep)) {
-                e.insert(s.template(host, sweep)?);
-            }
-        }
         let mut by_doc: HashMap<u64, Vec<usize>> = HashMap::new();
         for (j, a) in arr.iter().enumerate() {
             by_doc.entry(a.doc).or_default().push(j);
@@ -402,8 +391,8 @@ impl MoveCandidates {
             by_doc.iter().map(|(d, js)| (*d, js[0])).collect();
         arrival_docs.sort_unstable();
         for (a, j) in arrival_docs {
-            let t = &templates[&(arr[j].host.clone(), sweeps.1)];
-            for (n, d) in shared_counts(s, a, t)? {
+            let t = s.template(&arr[j].host, sweeps.1)?;
+            for (n, d) in shared_counts(s, a, &t)? {
                 if left_docs.contains(&d) {
                     backward.entry(d).or_default().push((n, a));
                 }
@@ -413,7 +402,6 @@ impl MoveCandidates {
             by_doc,
             backward,
             sweeps,
-            templates,
         })
     }
 
@@ -438,9 +426,9 @@ impl MoveCandidates {
                 .filter(|j| !taken[*j])
                 .min()
         };
-        let own = &self.templates[&(l.host.clone(), self.sweeps.0)];
+        let own = s.template(&l.host, self.sweeps.0)?;
         let mut shared: HashMap<u64, u32> = HashMap::new();
-        let forward = shared_counts(s, l.doc, own)?;
+        let forward = shared_counts(s, l.doc, &own)?;
         let backward = self.backward.get(&l.doc).into_iter().flatten().copied();
         for (n, d) in forward.into_iter().chain(backward) {
             if untaken(d).is_some() {
@@ -458,8 +446,8 @@ impl MoveCandidates {
             let Some(j) = untaken(d) else {
                 continue;
             };
-            let t = &self.templates[&(arr[j].host.clone(), self.sweeps.1)];
-            let r = resemblances(&mine, own, &theirs, t).content;
+            let t = s.template(&arr[j].host, self.sweeps.1)?;
+            let r = resemblances(&mine, &own, &theirs, &t).content;
             if r >= floor && best.is_none_or(|(br, bj)| r > br || (r == br && j < bj)) {
                 best = Some((r, j));
             }

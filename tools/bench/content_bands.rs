@@ -16,7 +16,7 @@ use tidemark::capture::{analyze, Scratch};
 use tidemark::index::{Index, IndexError};
 use tidemark::query::Searcher;
 use tidemark::read::RecordReader;
-use tidemark::sketch::{shingles, SketchParams};
+use tidemark::sketch::SketchParams;
 use tidemark::template::TemplateParams;
 use tidemark::url::{host_of_surt, surt};
 
@@ -76,7 +76,6 @@ fn jaccard_without(a: &[u64], b: &[u64], removed: &[u64]) -> Option<f64> {
 fn read_pages(files: &[String], params: &SketchParams) -> Result<HashMap<String, Page>, String> {
     let mut out = HashMap::new();
     let mut scratch = Scratch::default();
-    let mut buf = Vec::new();
     for f in files {
         let reader = RecordReader::open(Path::new(f), 16 << 20).map_err(|e| format!("{f}: {e}"))?;
         for r in reader {
@@ -86,11 +85,8 @@ fn read_pages(files: &[String], params: &SketchParams) -> Result<HashMap<String,
             let (Some(url), Some(_), true) = (cap.url.clone(), cap.sketch.as_ref(), ok) else {
                 continue;
             };
-            buf.clear();
-            shingles(scratch.canon().token_iter(), params, &mut buf);
-            let mut set = buf.clone();
-            set.sort_unstable();
-            set.dedup();
+            // Its sketch was just made from these.
+            let set = scratch.shingles().to_vec();
             let key = surt(&url);
             let host = host_of_surt(&key).to_string();
             out.insert(
