@@ -12,6 +12,7 @@
 //! ```
 
 pub mod http;
+mod inflate;
 pub mod input;
 pub mod record;
 
