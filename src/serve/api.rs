@@ -117,6 +117,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<Json<Value>, ApiError> {
 
 /// `url=`
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct UrlQuery {
     /// The URL (scheme, `www.`, case and trailing slash do not matter).
     url: String,
@@ -141,6 +142,7 @@ async fn whereis(
 
 /// `url=`, `diff=1`
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct HistoryQuery {
     /// The URL.
     url: String,
@@ -168,6 +170,7 @@ async fn history(
 
 /// `url=` or `doc=`, `threshold`, `containment`, `limit`
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct SimilarQuery {
     /// A URL of the index (its latest content).
     url: Option<String>,
@@ -257,6 +260,7 @@ async fn similar_post(
 
 /// `url=`, `limit`
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ClusterQuery {
     /// The URL whose latest content's cluster to list.
     url: String,
@@ -281,6 +285,7 @@ async fn cluster(
 
 /// `from`, `to`, `host`
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ReportQuery {
     /// First sweep (label); default the first.
     from: Option<String>,
