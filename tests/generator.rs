@@ -217,3 +217,111 @@ fn steady_sweeps_hold_the_live_pages_and_default_sweeps_grow() {
     println!("live pages per sweep, default: {growing:?}");
     assert!(growing[3] > growing[0] + 10, "{growing:?}");
 }
+
+/// `tidemark-gen --site`: a site kept as files becomes a sweep that reads back as the
+/// pages it holds (a refresh stub as a 301 to its target), twice the same bytes; two
+/// such sweeps ingest into an index that finds the renamed page by its content.
+#[test]
+fn a_site_of_files_becomes_a_sweep_and_a_renamed_page_is_found() {
+    let text = |n: usize, words: &str| {
+        let body: Vec<String> = (0..n)
+            .map(|i| format!("{words} {i} of the manual"))
+            .collect();
+        format!(
+            "<html><head><title>{words}</title></head><body><p>{}</p></body></html>",
+            body.join(". ")
+        )
+    };
+    let root = tempfile::tempdir().unwrap();
+    let (v1, v2) = (root.path().join("v1"), root.path().join("v2"));
+    for (dir, guide_name) in [(&v1, "Guide.html"), (&v2, "guide/Getting.html")] {
+        let guide = dir.join("html").join(guide_name);
+        std::fs::create_dir_all(guide.parent().unwrap()).unwrap();
+        std::fs::write(&guide, text(80, "getting started with the compiler")).unwrap();
+        std::fs::write(dir.join("html/index.html"), text(40, "index")).unwrap();
+    }
+    std::fs::write(
+        v2.join("html/Old.html"),
+        r#"<html><head><meta http-equiv="refresh" content="0; url=guide/Getting.html"></head></html>"#,
+    )
+    .unwrap();
+    let out = root.path().join("sweeps");
+    let gen = |n: &str, dir: &std::path::Path, date: &str| {
+        let site = format!(
+            "{}=https://docs.example.org/docs",
+            dir.join("html").display()
+        );
+        let o = common::tidemark_gen(&[
+            "--out",
+            out.join(n).to_str().unwrap(),
+            "--start",
+            date,
+            "--site",
+            &site,
+            "--json",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let s1 = gen("s1", &v1, "2024-01-10");
+    let s2 = gen("s2", &v2, "2024-07-10");
+    assert_eq!(
+        (s1["pages"].as_u64(), s1["redirects"].as_u64()),
+        (Some(2), Some(0))
+    );
+    assert_eq!(
+        (s2["pages"].as_u64(), s2["redirects"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let again = gen("s2-again", &v2, "2024-07-10");
+    let bytes = |v: &serde_json::Value| std::fs::read(v["file"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        bytes(&s2),
+        bytes(&again),
+        "the same files give the same bytes"
+    );
+
+    // What the reader makes of it: the pages at their URLs, the stub a redirect.
+    let seen = scan_sweep(&[s2["file"].as_str().unwrap().into()]);
+    let stub = &seen["https://docs.example.org/docs/Old.html"];
+    assert_eq!(stub.status, 301);
+    assert_eq!(
+        stub.redirect.as_deref(),
+        Some("https://docs.example.org/docs/guide/Getting.html")
+    );
+    assert_eq!(
+        seen["https://docs.example.org/docs/guide/Getting.html"].status,
+        200
+    );
+
+    let db = root.path().join("db");
+    for n in ["s1", "s2"] {
+        let d = out.join(n);
+        common::tidemark_ok(&[
+            "--db",
+            db.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            n,
+            d.to_str().unwrap(),
+        ]);
+    }
+    let w = common::tidemark_ok(&[
+        "--db",
+        db.to_str().unwrap(),
+        "whereis",
+        "https://docs.example.org/docs/Guide.html",
+        "--json",
+    ]);
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    assert_eq!(w["status"], "moved", "{w}");
+    assert_eq!(
+        w["newest_url"],
+        "https://docs.example.org/docs/guide/Getting.html"
+    );
+}

@@ -1,6 +1,8 @@
 //! `tidemark-gen`: writes deterministic synthetic crawl sweeps (`.warc.gz`) with ground
 //! truth JSON beside each sweep. See `tidemark::synth` for the model.
 
+mod site;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,7 +14,7 @@ use tidemark::synth::{generate, parse_size, GenOptions};
     name = "tidemark-gen",
     version,
     about = "Generate synthetic crawl sweeps (.warc.gz) with ground truth: edits, moves (301, 404, vanished), mirrors, deletions, creations, revisits",
-    after_help = "Examples:\n  tidemark-gen --out demo --size 1MB --sweeps 3\n  tidemark-gen --out big --size 600MB --sweeps 4 --seed 7\n  tidemark-gen --out redesign --pages 100000 --sweeps 4 --steady --redesign 3"
+    after_help = "Examples:\n  tidemark-gen --out demo --size 1MB --sweeps 3\n  tidemark-gen --out sweeps/s1 --start 2022-02-02 --site usr/share/doc/llvm-13-doc/html=https://llvm.org/docs/\n  tidemark-gen --out big --size 600MB --sweeps 4 --seed 7\n  tidemark-gen --out redesign --pages 100000 --sweeps 4 --steady --redesign 3"
 )]
 struct Args {
     /// Output directory (sweep-NN/ folders of .warc.gz and sweep-NN.truth.json files).
@@ -49,6 +51,11 @@ struct Args {
     /// resemblances in the truth's edits of kind "template"), as after a site redesign.
     #[arg(long, value_name = "N,N…", value_delimiter = ',')]
     redesign: Vec<usize>,
+    /// A real site kept as files instead of a synthetic web: every .html file under DIR
+    /// served at URL + its path (meta-refresh stubs as 301 redirects), one sweep dated
+    /// --start (12:00 UTC) written to --out. Repeat for several hosts.
+    #[arg(long, value_name = "DIR=URL", conflicts_with_all = ["size", "pages", "steady", "redesign"])]
+    site: Vec<String>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -63,6 +70,9 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     };
+    if !a.site.is_empty() {
+        return site_sweep(&a, start);
+    }
     let bytes = match &a.size {
         Some(s) => match parse_size(s) {
             Some(b) => b,
@@ -107,6 +117,48 @@ fn main() -> ExitCode {
                     a.out.display(),
                     g.bytes as f64 / 1e6,
                     g.compressed_bytes as f64 / 1e6
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("tidemark-gen: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--site`: one sweep of real pages kept as files.
+fn site_sweep(a: &Args, start: chrono::NaiveDate) -> ExitCode {
+    let mut sites = Vec::new();
+    for s in &a.site {
+        match s.split_once('=') {
+            Some((dir, url)) if url.starts_with("http://") || url.starts_with("https://") => {
+                let url = if url.ends_with('/') {
+                    url.to_string()
+                } else {
+                    format!("{url}/")
+                };
+                sites.push((PathBuf::from(dir), url));
+            }
+            _ => {
+                eprintln!("tidemark-gen: --site must be DIR=URL (e.g. html=https://example.org/docs/), not {s:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let date = format!("{}T12:00:00Z", start.format("%Y-%m-%d"));
+    match site::write_sweep(&sites, &date, &a.out) {
+        Ok(s) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+            } else {
+                println!(
+                    "wrote {}: {} pages and {} redirects dated {date} ({:.1} MB gzip)",
+                    s.file.display(),
+                    s.pages,
+                    s.redirects,
+                    s.compressed_bytes as f64 / 1e6
                 );
             }
             ExitCode::SUCCESS
