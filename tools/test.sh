@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 source tools/setup.sh
 source tools/browser.sh
 source tools/pyenv.sh
+source tools/mdbook.sh
 cargo test --release "$@"

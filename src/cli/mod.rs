@@ -7,6 +7,7 @@ mod index_cmds;
 mod inputs;
 mod inspect;
 mod query_cmds;
+mod reference;
 mod report_cmd;
 mod serve_cmd;
 mod sketch_cmd;
@@ -112,6 +113,10 @@ pub enum Command {
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
+    /// Write the guide's generated reference pages (docs/src/reference): the command
+    /// line from these definitions, the JSON API from its OpenAPI description.
+    #[command(hide = true)]
+    Reference(reference::Args),
 }
 
 /// Resolved global settings.
@@ -165,6 +170,7 @@ pub fn run() -> ExitCode {
         Command::Serve(a) => serve_cmd::run(&globals, a),
         Command::Acl(c) => acl_cmd::run(c),
         Command::Demo(a) => demo::run(&globals, a),
+        Command::Reference(a) => reference::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),
