@@ -1,0 +1,43 @@
+//! The layout's arrows point one way: no module of `src/` imports a sibling that
+//! imports it back (`tools/module_cycles.py`, as ARCHITECTURE.md says).
+
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+#[test]
+fn no_two_modules_import_each_other() {
+    let out = Command::new("python3")
+        .arg("tools/module_cycles.py")
+        .arg("src")
+        .current_dir(ROOT)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "modules importing each other:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn the_check_finds_a_pair_that_imports_each_other() {
+    let src = tempfile::tempdir().unwrap();
+    let write = |p: &str, text: &str| {
+        let path = src.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("lib.rs", "pub mod a;\npub mod b;\n");
+    write("a.rs", "use crate::b::{x, y};\npub fn z() {}\n");
+    write("b/mod.rs", "pub mod inner;\npub fn x() {}\npub fn y() {}\n");
+    write("b/inner.rs", "pub fn w() { super::super::a::z() }\n");
+    let out = Command::new("python3")
+        .arg("tools/module_cycles.py")
+        .arg(src.path())
+        .current_dir(ROOT)
+        .output()
+        .expect("python3");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a <-> b"));
+}
