@@ -7,6 +7,7 @@ use sha1::{Digest, Sha1};
 use crate::canon::{self, Canon, MediaKind};
 use crate::read::{http, Record};
 use crate::sketch::{self, Sketch, SketchParams};
+use crate::timestamp::Timestamp14;
 
 /// What the index and `inspect` need of one record.
 #[derive(Debug, Clone)]
@@ -75,7 +76,10 @@ impl Capture {
         Capture {
             kind: rec.kind.clone(),
             url: rec.target_uri(),
-            timestamp: rec.field_str("WARC-Date").and_then(|d| timestamp14(&d)),
+            timestamp: rec
+                .field_str("WARC-Date")
+                .and_then(|d| Timestamp14::from_warc_date(&d))
+                .map(String::from),
             status: None,
             mime: None,
             redirect: None,
@@ -197,70 +201,5 @@ pub fn normalize_digest(d: &str) -> String {
     match d.split_once(':') {
         Some((alg, v)) => format!("{}:{}", alg.to_ascii_lowercase(), v.trim()),
         None => d.trim().to_string(),
-    }
-}
-
-/// Any WARC/ARC date (`2026-11-01T12:00:00Z`, with fractions, with `+00:00`, cut to the
-/// month or minute, or ARC's `20261101120000`) → 14-digit UTC timestamp. Missing parts
-/// are filled with their lowest value; offsets other than UTC are applied.
-pub fn timestamp14(date: &str) -> Option<String> {
-    let d = date.trim();
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(d) {
-        return Some(
-            t.with_timezone(&chrono::Utc)
-                .format("%Y%m%d%H%M%S")
-                .to_string(),
-        );
-    }
-    // Digits of the date and time, up to the fraction or zone.
-    let mut digits = String::with_capacity(14);
-    for (i, c) in d.char_indices() {
-        if c.is_ascii_digit() {
-            digits.push(c);
-            if digits.len() == 14 {
-                break;
-            }
-        } else if c == '.' || c == 'Z' || ((c == '+' || c == '-') && d[..i].contains('T')) {
-            break;
-        }
-    }
-    if digits.len() < 4 {
-        return None;
-    }
-    const FILL: &str = "00000101000000";
-    let mut s = digits.clone();
-    s.push_str(&FILL[digits.len()..]);
-    // Month and day of 00 (cut dates) become 01.
-    if &s[4..6] == "00" {
-        s.replace_range(4..6, "01");
-    }
-    if &s[6..8] == "00" {
-        s.replace_range(6..8, "01");
-    }
-    Some(s)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(
-            timestamp14("2026-11-01T12:00:00Z").unwrap(),
-            "20261101120000"
-        );
-        assert_eq!(
-            timestamp14("2011-09-22T13:12:13.123456Z").unwrap(),
-            "20110922131213"
-        );
-        assert_eq!(
-            timestamp14("2020-01-01T01:00:00+01:00").unwrap(),
-            "20200101000000"
-        );
-        assert_eq!(timestamp14("2014-03").unwrap(), "20140301000000");
-        assert_eq!(timestamp14("2014-03-25T12:12Z").unwrap(), "20140325121200");
-        assert_eq!(timestamp14("19961104142103").unwrap(), "19961104142103");
-        assert!(timestamp14("blue monday").is_none());
     }
 }

@@ -27,7 +27,9 @@
 pub mod access;
 pub mod canon;
 pub mod capture;
+pub mod compact;
 pub mod config;
+pub mod export;
 pub mod index;
 pub mod ingest;
 pub mod query;
@@ -39,4 +41,5 @@ pub mod shard;
 pub mod sketch;
 pub mod synth;
 pub mod template;
+pub mod timestamp;
 pub mod url;

@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::columns::sketches::{at_least, tz_of, CompactSketch};
+use crate::compact::{at_least, tz_of, CompactSketch};
 use crate::sketch::{common_sorted as common, Estimate, MAX_TZ};
 
 /// How templates are learned (`[template]` in `config.toml`).
@@ -98,7 +98,7 @@ impl TemplateSet {
 pub fn holds_posting_key(template: &[u32], k: u64) -> bool {
     !template.is_empty()
         && template
-            .binary_search(&crate::index::columns::sketches::level_major(
+            .binary_search(&crate::compact::level_major(
                 crate::sketch::compact_of_posting_key(k),
             ))
             .is_ok()

@@ -16,8 +16,7 @@ use std::time::{Duration, Instant};
 use common::server::{enc, no_follow, python, Pywb, Server};
 use common::{generate, ingest_generated, tidemark_ok, truth};
 use serde_json::Value;
-use tidemark::query::iso_date;
-use tidemark::serve::links::http_date;
+use tidemark::timestamp::Timestamp14;
 use tidemark::url::surt;
 
 const COLL: &str = "tidemark";
@@ -74,7 +73,13 @@ impl Setup {
         };
         let vis_urls = seen(&|c| vec![c.url.clone(), c.surt.clone()]);
         let vis_digests = seen(&|c| c.digest.clone().into_iter().collect());
-        let vis_dates = seen(&|c| vec![c.ts.clone(), iso_date(&c.ts), http_date(&c.ts)]);
+        let vis_dates = seen(&|c| {
+            vec![
+                c.ts.clone(),
+                Timestamp14::iso_of(&c.ts),
+                Timestamp14::http_date_of(&c.ts),
+            ]
+        });
         let mut out = BTreeMap::new();
         for c in &hid {
             for (s, what) in [(&c.url, "url"), (&c.surt, "surt")] {
@@ -87,7 +92,11 @@ impl Setup {
             if let Some(d) = c.digest.as_ref().filter(|d| !vis_digests.contains(*d)) {
                 out.insert(d.clone(), "digest");
             }
-            for d in [c.ts.clone(), iso_date(&c.ts), http_date(&c.ts)] {
+            for d in [
+                c.ts.clone(),
+                Timestamp14::iso_of(&c.ts),
+                Timestamp14::http_date_of(&c.ts),
+            ] {
                 if !vis_dates.contains(&d) {
                     out.insert(d, "date");
                 }

@@ -1325,7 +1325,7 @@ fn replay_reads_each_capture_from_its_own_sweeps_file() {
             else {
                 continue;
             };
-            let ts = tidemark::capture::timestamp14(&date).unwrap();
+            let ts = String::from(tidemark::timestamp::Timestamp14::from_warc_date(&date).unwrap());
             if let Some(h) = tidemark::read::parse_response(&r.block, 64 << 20) {
                 let before = expected.insert((url, ts), (h.status, h.payload));
                 assert!(

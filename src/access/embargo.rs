@@ -8,7 +8,7 @@
 use chrono::{DateTime, Months, Utc};
 
 use super::Access;
-use crate::query::captures::pad_timestamp;
+use crate::timestamp::Timestamp14;
 
 /// A span back from now: years, months, weeks and days.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,8 +76,8 @@ impl Embargo {
             if v.is_empty() {
                 return Ok(None);
             }
-            match pad_timestamp(v, false) {
-                Some(t) if v.len() >= 4 => Ok(Some(t)),
+            match Timestamp14::from_prefix(v, false) {
+                Some(t) if v.len() >= 4 => Ok(Some(t.into())),
                 _ => Err(format!(
                     "serve.embargo.{name}: {v:?} is not a date: expected 4 to 14 digits (YYYY[MM[DD[hh[mm[ss]]]]])"
                 )),

@@ -124,7 +124,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
         let c = &s.counts;
         ingested.push(json!({"sweep": s.sweep, "captures": c.captures, "new_docs": c.new_docs, "known_docs": c.known_docs, "edges": c.edges, "unions": c.unions}));
     }
-    let stats = tidemark::index::query::stats(&index)?;
+    let stats = tidemark::query::summary::stats(&index)?;
     drop(index);
     // Estimated against exact resemblance for every edit and every move.
     let mut errors: Vec<f64> = Vec::new();

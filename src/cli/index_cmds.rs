@@ -3,9 +3,11 @@
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
-use tidemark::index::query::{export, recluster, stats, sweeps_json, ExportFormat};
+use tidemark::export::{export, ExportFormat};
 use tidemark::index::Index;
+use tidemark::ingest::recluster::recluster;
 use tidemark::ingest::{ingest, ingest_shards, IngestOptions};
+use tidemark::query::summary::{stats, sweeps_json};
 
 use super::{open_for_reading, stdout, Globals, EXIT_DAMAGE, EXIT_OK, EXIT_USAGE};
 
@@ -92,7 +94,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         }
     };
     if let Some(d) = &a.date {
-        if tidemark::capture::timestamp14(d).is_none() {
+        if tidemark::timestamp::Timestamp14::from_warc_date(d).is_none() {
             eprintln!("tidemark ingest: --date must look like 2026-11-01T00:00:00Z, not {d:?}");
             return Ok(EXIT_USAGE);
         }
@@ -239,7 +241,7 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
         (Format::Jsonl, None) => ExportFormat::Jsonl,
         (Format::Parquet, Some(dir)) => {
             let started = std::time::Instant::now();
-            let r = tidemark::index::export_parquet::export_parquet(&index, sweep, dir)?;
+            let r = tidemark::export::parquet::export_parquet(&index, sweep, dir)?;
             let mut out = stdout();
             if a.json {
                 let mut v = serde_json::to_value(&r)?;

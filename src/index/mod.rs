@@ -10,9 +10,7 @@ pub mod budget;
 pub mod candidates;
 pub mod codec;
 pub mod columns;
-pub mod export_parquet;
 pub mod postings;
-pub mod query;
 pub mod rice;
 pub mod snapshots;
 pub mod texts;
@@ -479,7 +477,7 @@ impl Index {
         if let Some(s) = &*s {
             return Ok(s.clone());
         }
-        let dir = self.path.join(postings::store::DIR);
+        let dir = self.path.join(postings::DIR);
         let store = std::sync::Arc::new(postings::store::Store::open(&dir, !self.read_only)?);
         *s = Some(store.clone());
         Ok(store)
@@ -491,7 +489,7 @@ impl Index {
         if let Some(s) = self.postings.lock().ok().and_then(|s| s.clone()) {
             return Ok(s.mark());
         }
-        postings::store::mark_of(&self.path.join(postings::store::DIR))
+        postings::store::mark_of(&self.path.join(postings::DIR))
     }
 
     /// Makes `store` the postings (after a spill or merge wrote its manifest).
@@ -592,7 +590,7 @@ impl Index {
             .position(|n| *n == cf::SKETCHES)
             .map_or(0, |p| p + 1);
         let runs = self.postings_store().map_or(0, |s| s.bytes());
-        sizes.insert(at, (postings::store::DIR, runs));
+        sizes.insert(at, (postings::DIR, runs));
         sizes
     }
 
@@ -679,16 +677,21 @@ mod tests {
         for v in [&[][..], &[1, 2, 3][..], &[0; 23][..]] {
             let (_d, i) = damaged(cf::PARENTS, &5u64.to_be_bytes(), v);
             let key5 = "key 0000000000000005";
-            assert!(corruption_of(query::stats(&i), cf::PARENTS).contains(key5));
+            assert!(corruption_of(crate::query::summary::stats(&i), cf::PARENTS).contains(key5));
             assert!(corruption_of(unionfind::node(&i, 5), cf::PARENTS).contains(key5));
         }
         let (_d, i) = damaged(cf::PARENTS, &[1, 2, 3], &[0; 24]);
-        assert!(corruption_of(query::stats(&i), cf::PARENTS).contains("key 010203"));
+        assert!(corruption_of(crate::query::summary::stats(&i), cf::PARENTS).contains("key 010203"));
         let edge = [0u8; columns::edges::ENTRY];
         let (_d, mut i) = damaged(cf::EDGES, b"short", &edge);
-        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES).contains("key \"short\""));
+        assert!(
+            corruption_of(crate::ingest::recluster::recluster(&mut i, 0.5), cf::EDGES)
+                .contains("key \"short\"")
+        );
         let (_d, mut i) = damaged(cf::EDGES, &9u64.to_be_bytes(), &edge[..16]);
-        assert!(corruption_of(query::recluster(&mut i, 0.5), cf::EDGES)
-            .contains("key 0000000000000009"));
+        assert!(
+            corruption_of(crate::ingest::recluster::recluster(&mut i, 0.5), cf::EDGES)
+                .contains("key 0000000000000009")
+        );
     }
 }

@@ -63,7 +63,7 @@ pub fn publish(index: &Index) -> Result<PathBuf> {
     rocksdb::checkpoint::Checkpoint::new(index.db())?.create_checkpoint(&building)?;
     index
         .postings_store()?
-        .link_into(&building.join(super::postings::store::DIR))?;
+        .link_into(&building.join(super::postings::DIR))?;
     lease_file(&building, true).map_err(|e| io_err(&building, e))?;
     std::fs::rename(&building, &path).map_err(|e| io_err(&path, e))?;
     for (n, old) in list(index.path()) {

@@ -5,13 +5,13 @@
 use super::sequence::Content;
 
 use super::{Capture, DocSketch, FastMap, Index, Prepared, Record, Result, Writer};
+use crate::compact::{compare, CompactSketch};
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
-use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::columns::url_last::{self, Last, UrlLast};
 use crate::index::columns::{Batch, Column};
 use crate::url::{host_of_surt, resolve, surt};
@@ -159,9 +159,9 @@ impl Writer<'_> {
         }
         // By the capture it refers to.
         if let Some((Some(u), Some(date))) = &cap.refers_to {
-            if let Some(ts) = crate::capture::timestamp14(date) {
+            if let Some(ts) = crate::timestamp::Timestamp14::from_warc_date(date) {
                 let mut prefix = captures::url_prefix(&surt(u));
-                prefix.extend_from_slice(ts.as_bytes());
+                prefix.extend_from_slice(ts.as_str().as_bytes());
                 let mut found = None;
                 self.index
                     .captures()

@@ -38,6 +38,7 @@ mod forest;
 mod known;
 mod new_doc;
 pub mod pairs;
+pub mod recluster;
 mod sequence;
 mod source;
 mod templates;
@@ -46,9 +47,10 @@ mod write;
 use serde::Serialize;
 
 use crate::capture::Capture;
+use crate::compact::CompactSketch;
 use crate::index::codec::{Counts, FileState, SweepInfo};
 use crate::index::columns::files::Files;
-use crate::index::columns::sketches::{CompactSketch, SketchCache, StoredSketch};
+use crate::index::columns::sketches::{SketchCache, StoredSketch};
 use crate::index::columns::sweeps::Sweeps;
 use crate::index::columns::Batch;
 use crate::index::postings::{self, Fresh, OverCap};
@@ -772,7 +774,9 @@ pub fn run(
     };
     if let Some(d) = &opts.date {
         if sweep.date.is_empty() {
-            sweep.date = crate::capture::timestamp14(d).unwrap_or_default();
+            sweep.date = crate::timestamp::Timestamp14::from_warc_date(d)
+                .map(String::from)
+                .unwrap_or_default();
         }
     }
     let mut summary = IngestSummary {

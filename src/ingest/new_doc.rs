@@ -3,10 +3,11 @@
 //! [`super::pairs`]), unions and postings.
 
 use super::{unionfind, Capture, Counters, Prepared, Result, Writer};
+use crate::compact::CompactSketch;
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
-use crate::index::columns::sketches::{CompactSketch, Sketches};
+use crate::index::columns::sketches::Sketches;
 use crate::index::columns::texts::Texts;
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::MAX_DOCS;

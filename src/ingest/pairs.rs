@@ -20,10 +20,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::compact::{compare, CompactSketch};
 use crate::index::candidates::{with_heads, Shared};
-use crate::index::columns::sketches::{
-    compare, CompactSketch, SketchCache, Sketches, StoredSketch,
-};
+use crate::index::columns::sketches::{SketchCache, Sketches, StoredSketch};
 use crate::index::columns::Column;
 use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
 use crate::index::postings::{entry, entry_fields, ENTRY};

@@ -13,9 +13,10 @@
 use std::collections::BTreeSet;
 
 use super::FastMap;
+use crate::compact::CompactSketch;
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::Captures;
-use crate::index::columns::sketches::{CompactSketch, SketchCache};
+use crate::index::columns::sketches::SketchCache;
 use crate::index::columns::sweep_pages::{url_hash, SweepPage, SweepPageKey, SweepPages};
 use crate::index::columns::template_values::TemplateValues;
 use crate::index::columns::templates::Templates;

@@ -46,21 +46,6 @@ impl MatchType {
     }
 }
 
-/// Pads a timestamp of 1–14 digits to 14, downwards (`2014` → `20140101000000`) or
-/// upwards (`2014` → `20141231235959`), as pywb and the Wayback Machine do. None when it
-/// is not 1–14 digits.
-pub fn pad_timestamp(ts: &str, upper: bool) -> Option<String> {
-    if ts.is_empty() || ts.len() > 14 || !ts.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let pad = if upper {
-        "99991231235959"
-    } else {
-        "00000101000000"
-    };
-    Some(format!("{ts}{}", &pad[ts.len()..]))
-}
-
 /// A set of captures: a key range and a time range.
 #[derive(Debug, Clone)]
 pub struct CaptureRange {
@@ -77,7 +62,7 @@ pub struct CaptureRange {
 
 impl CaptureRange {
     /// The captures `url` selects under `match_type`, between `from` and `to` (14 digits,
-    /// inclusive; see [`pad_timestamp`]).
+    /// inclusive; see [`crate::timestamp::Timestamp14::from_prefix`]).
     pub fn new(url: &str, match_type: MatchType, from: Option<String>, to: Option<String>) -> Self {
         let mut key = surt(url);
         // SURT drops a trailing slash; a prefix query that gave one means it.
@@ -327,20 +312,6 @@ fn seconds(ts: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_pad_down_and_up_and_refuse_what_is_not_one_to_14_digits() {
-        assert_eq!(pad_timestamp("2014", false).unwrap(), "20140101000000");
-        assert_eq!(pad_timestamp("2014", true).unwrap(), "20141231235959");
-        assert_eq!(pad_timestamp("20140315", true).unwrap(), "20140315235959");
-        assert_eq!(
-            pad_timestamp("20140315101112", false).unwrap(),
-            "20140315101112"
-        );
-        for bad in ["", "201a", "201403151011120"] {
-            assert!(pad_timestamp(bad, false).is_none(), "{bad}");
-        }
-    }
 
     #[test]
     fn wildcards_say_the_match_type_unless_it_is_given() {

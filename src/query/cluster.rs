@@ -2,8 +2,9 @@
 
 use serde::Serialize;
 
-use super::{iso_date, Searcher};
+use super::Searcher;
 use crate::index::{unionfind, IndexError, Result};
+use crate::timestamp::Timestamp14;
 
 /// One URL of a member doc.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -80,7 +81,7 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
         }
         let mut urls: Vec<MemberUrl> = Vec::new();
         for c in caps {
-            let date = iso_date(&c.timestamp);
+            let date = Timestamp14::iso_of(&c.timestamp);
             match urls.iter_mut().find(|u| u.url == c.info.url) {
                 Some(u) => {
                     u.last = date;

@@ -4,9 +4,10 @@
 use serde::Serialize;
 
 use super::whereis::{whereis, Status, WhereisOptions};
-use super::{iso_date, round3, Searcher};
+use super::{round3, Searcher};
 use crate::index::texts::TextReader;
 use crate::index::Result;
+use crate::timestamp::Timestamp14;
 
 /// Words of unchanged context kept around each change.
 const CONTEXT_WORDS: usize = 6;
@@ -164,7 +165,7 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
             prev_digest = i.digest.clone();
         }
         out.push(Version {
-            date: iso_date(&c.timestamp),
+            date: Timestamp14::iso_of(&c.timestamp),
             sweep: s.sweep_label(i.sweep),
             status: i.status,
             doc: i.doc,

@@ -15,13 +15,14 @@ pub mod captures;
 pub mod cluster;
 pub mod history;
 pub mod similar;
+pub mod summary;
 pub mod whereis;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::compact::{compare, CompactSketch};
 use crate::index::codec::CaptureInfo;
-use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::postings::{Fresh, OverCap};
 use crate::index::{Index, Result};
 use crate::sketch::{Estimate, Sketch};
@@ -192,6 +193,35 @@ impl<'a> Searcher<'a> {
         }
         Ok(values)
     }
+
+    /// The one candidate search (as ingest and `similar` run it) from stored doc `doc`
+    /// by its content posting values (those outside `template`): the docs found, each
+    /// with the posting values it shares, and the heads of over-cap lists (sharing 0)
+    /// when the doc is mostly boilerplate.
+    pub fn content_candidates(&self, doc: u64, template: &[u32]) -> Result<Vec<(u32, u64)>> {
+        let Some(posting) = self.index.posting_values(doc)? else {
+            return Ok(Vec::new());
+        };
+        if posting.1.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = crate::index::candidates::search(
+            self.index,
+            &self.fresh,
+            &self.over_cap,
+            content_posting(posting, template),
+        )?;
+        let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
+        if found.mostly_common() {
+            out.extend(found.heads.iter().map(|h| (0, *h)));
+        }
+        Ok(out)
+    }
+
+    /// The sketches of `docs` (ascending), compact, as they are compared.
+    pub fn compact_sketches(&self, docs: &[u64]) -> Result<Vec<(u64, CompactSketch)>> {
+        self.index.sketches().read_compact(docs, None)
+    }
 }
 
 /// A stored doc's posting level and values without those of its host's `template`: the
@@ -232,23 +262,6 @@ pub fn resemblances(a: &CompactSketch, ta: &[u32], b: &CompactSketch, tb: &[u32]
         content_estimate(a, b, &union(ta, tb)).map_or(full, |e| e.resemblance)
     };
     Resemblances { full, content }
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` of a 14-digit timestamp (as given when it is not one).
-pub fn iso_date(ts: &str) -> String {
-    if ts.len() == 14 && ts.bytes().all(|b| b.is_ascii_digit()) {
-        format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &ts[..4],
-            &ts[4..6],
-            &ts[6..8],
-            &ts[8..10],
-            &ts[10..12],
-            &ts[12..14]
-        )
-    } else {
-        ts.to_string()
-    }
 }
 
 /// Rounds a float for output (3 decimals), so JSON is stable and readable.

@@ -6,14 +6,15 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{iso_date, resemblances, round3, CaptureRow, Searcher};
+use super::{resemblances, round3, CaptureRow, Searcher};
 use crate::capture::{analyze, Scratch};
+use crate::compact::{compare, CompactSketch};
 use crate::index::candidates;
-use crate::index::columns::sketches::{compare, CompactSketch};
 use crate::index::postings::posting_values;
 use crate::index::{cf, IndexError, Result};
 use crate::read::{Record, RecordReader};
 use crate::sketch::{Sketch, SketchParams};
+use crate::timestamp::Timestamp14;
 use crate::url::surt;
 
 /// A doc that resembles (or contains) the input.
@@ -226,7 +227,7 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
             let content = resemblances(&mine, &own_template, &theirs, &t).content;
             results.push(SimilarPage {
                 url: c.info.url.clone(),
-                date: iso_date(&c.timestamp),
+                date: Timestamp14::iso_of(&c.timestamp),
                 doc: m.doc,
                 resemblance: round3(m.resemblance),
                 content_resemblance: round3(content),

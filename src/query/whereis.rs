@@ -17,10 +17,11 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use super::{content_posting, iso_date, resemblances, round3, CaptureRow, Searcher};
+use super::{content_posting, resemblances, round3, CaptureRow, Searcher};
+use crate::compact::CompactSketch;
 use crate::index::candidates;
-use crate::index::columns::sketches::CompactSketch;
 use crate::index::Result;
+use crate::timestamp::Timestamp14;
 
 /// What became of a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,12 +127,12 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
             .find(|c| c.info.doc.is_some())
             .cloned();
         out.newest_url = Some(last.info.url.clone());
-        out.newest_date = Some(iso_date(&last.timestamp));
+        out.newest_date = Some(Timestamp14::iso_of(&last.timestamp));
         if let Some(target) = last.redirect() {
             out.evidence.push(Evidence {
                 kind: "redirect",
                 url: target.to_string(),
-                date: iso_date(&last.timestamp),
+                date: Timestamp14::iso_of(&last.timestamp),
                 resemblance: None,
                 content_resemblance: None,
             });
@@ -154,7 +155,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                 out.evidence.push(Evidence {
                     kind: "same-url",
                     url: cur_url.clone(),
-                    date: iso_date(&last.timestamp),
+                    date: Timestamp14::iso_of(&last.timestamp),
                     resemblance: None,
                     content_resemblance: None,
                 });
@@ -194,7 +195,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
             None => {
                 // Nowhere: the last URL that carried it, and when.
                 out.newest_url = Some(content.info.url.clone());
-                out.newest_date = Some(iso_date(&content.timestamp));
+                out.newest_date = Some(Timestamp14::iso_of(&content.timestamp));
                 break;
             }
         }
@@ -258,7 +259,7 @@ fn successor(
             found.push((
                 Alternative {
                     url: c.info.url.clone(),
-                    date: iso_date(&c.timestamp),
+                    date: Timestamp14::iso_of(&c.timestamp),
                     resemblance: r.full,
                     content_resemblance: r.content,
                 },

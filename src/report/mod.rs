@@ -22,10 +22,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::index::candidates;
-use crate::index::columns::sketches::CompactSketch;
+use crate::compact::CompactSketch;
 use crate::index::{unionfind, Index, IndexError, Result};
-use crate::query::{content_posting, resemblances, round3, Searcher};
+use crate::query::{resemblances, round3, Searcher};
 use crate::sketch::{estimate, Sketch};
 use crate::url::host_of_surt;
 use crate::url::surt;
@@ -392,7 +391,7 @@ impl MoveCandidates {
         arrival_docs.sort_unstable();
         for (a, j) in arrival_docs {
             let t = s.template(&arr[j].host, sweeps.1)?;
-            for (n, d) in shared_counts(s, a, &t)? {
+            for (n, d) in s.content_candidates(a, &t)? {
                 if left_docs.contains(&d) {
                     backward.entry(d).or_default().push((n, a));
                 }
@@ -428,7 +427,7 @@ impl MoveCandidates {
         };
         let own = s.template(&l.host, self.sweeps.0)?;
         let mut shared: HashMap<u64, u32> = HashMap::new();
-        let forward = shared_counts(s, l.doc, &own)?;
+        let forward = s.content_candidates(l.doc, &own)?;
         let backward = self.backward.get(&l.doc).into_iter().flatten().copied();
         for (n, d) in forward.into_iter().chain(backward) {
             if untaken(d).is_some() {
@@ -442,7 +441,7 @@ impl MoveCandidates {
         docs.sort_unstable();
         let mine = CompactSketch::of(sketch);
         let mut best: Option<(f64, usize)> = None;
-        for (d, theirs) in s.index.sketches().read_compact(&docs, None)? {
+        for (d, theirs) in s.compact_sketches(&docs)? {
             let Some(j) = untaken(d) else {
                 continue;
             };
@@ -454,29 +453,6 @@ impl MoveCandidates {
         }
         Ok(best.map(|(_, j)| j))
     }
-}
-
-/// The docs the one candidate search finds for stored doc `doc` by its content posting
-/// values (those outside `template`), with the posting values each shares (0 for a head
-/// of an over-cap list).
-fn shared_counts(s: &Searcher, doc: u64, template: &[u32]) -> Result<Vec<(u32, u64)>> {
-    let Some(posting) = s.index.posting_values(doc)? else {
-        return Ok(Vec::new());
-    };
-    if posting.1.is_empty() {
-        return Ok(Vec::new());
-    }
-    let found = candidates::search(
-        s.index,
-        &s.fresh,
-        &s.over_cap,
-        content_posting(posting, template),
-    )?;
-    let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();
-    if found.mostly_common() {
-        out.extend(found.heads.iter().map(|h| (0, *h)));
-    }
-    Ok(out)
 }
 
 /// A URL first captured in the later sweep of a transition.

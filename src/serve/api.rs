@@ -5,23 +5,22 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequestParts, State};
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{IntoParams, OpenApi};
 
 use super::error::ApiError;
+use super::params::{ApiQuery, ReportQuery};
 use super::state::AppState;
-use crate::index::query::{stats as index_stats, sweeps_json};
 use crate::query::cluster::cluster as cluster_of;
 use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
+use crate::query::summary::{stats as index_stats, sweeps_json};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
-use crate::report::{report as report_of, ReportOptions};
+use crate::report::report as report_of;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -57,36 +56,6 @@ pub struct ApiDoc;
 
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
-}
-
-/// Query parameters parsed into `T`; a bad one is a JSON 400 naming it.
-pub(crate) struct ApiQuery<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let q = parts.uri.query().unwrap_or("");
-        serde_urlencoded_like(q).map(ApiQuery)
-    }
-}
-
-fn serde_urlencoded_like<T: DeserializeOwned>(q: &str) -> Result<T, ApiError> {
-    axum::extract::Query::<T>::try_from_uri(
-        &format!("/?{q}")
-            .parse()
-            .map_err(|_| ApiError::bad("query", "the query string is not valid".into()))?,
-    )
-    .map(|axum::extract::Query(t)| t)
-    .map_err(|e| {
-        let text = e.body_text();
-        // serde names the field between backticks: "missing field `url`".
-        let param = text.split('`').nth(1).unwrap_or("query").to_string();
-        ApiError::bad(
-            &param,
-            text.replace("Failed to deserialize query string: ", ""),
-        )
-    })
 }
 
 fn flag(v: &Option<String>, name: &str) -> Result<bool, ApiError> {
@@ -281,30 +250,6 @@ async fn cluster(
     state
         .with_index(move |s| to_json(&cluster_of(&s.searcher(), &url, limit)?))
         .await
-}
-
-/// `from`, `to`, `host`
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub(crate) struct ReportQuery {
-    /// First sweep (label); default the first.
-    from: Option<String>,
-    /// Last sweep (label); default the last.
-    to: Option<String>,
-    /// Only the URLs of this host.
-    host: Option<String>,
-}
-
-impl ReportQuery {
-    /// The report's options, the host checked.
-    pub(crate) fn options(self, config: &crate::config::Config) -> Result<ReportOptions, ApiError> {
-        if let Some(h) = &self.host {
-            crate::url::check(h).map_err(|e| ApiError::bad("host", e))?;
-        }
-        Ok(ReportOptions::from_config(
-            config, self.from, self.to, self.host,
-        ))
-    }
 }
 
 /// How pages changed, moved, lived and died across the sweeps.

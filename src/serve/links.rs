@@ -1,6 +1,8 @@
 //! Link-format (RFC 6690) as the Memento TimeMaps and the CDX API's `output=link` write
 //! it, and the HTTP dates in it.
 
+use crate::timestamp::Timestamp14;
+
 /// A URL as the target of a link-format entry (RFC 6690, `<target>`): the bytes that
 /// would end or break the entry (`<`, `>`, spaces, controls) percent-encoded; an
 /// archived URL may hold them raw.
@@ -22,25 +24,12 @@ pub fn link_value(uri: &str, rel: &str, ts: &str, collection: Option<&str>) -> S
     let mut v = format!(
         "<{}>; rel=\"{rel}\"; datetime=\"{}\"",
         link_target(uri),
-        http_date(ts)
+        Timestamp14::http_date_of(ts)
     );
     if let Some(c) = collection {
         v.push_str(&format!("; collection=\"{c}\""));
     }
     v
-}
-
-/// RFC 1123 date of a 14-digit timestamp: `Sun, 01 Nov 2026 12:00:00 GMT`.
-pub fn http_date(ts: &str) -> String {
-    parse_ts(ts)
-        .map(|t| t.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
-        .unwrap_or_default()
-}
-
-fn parse_ts(ts: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    chrono::NaiveDateTime::parse_from_str(ts, "%Y%m%d%H%M%S")
-        .ok()
-        .map(|t| t.and_utc())
 }
 
 #[cfg(test)]

@@ -23,15 +23,16 @@ use axum::routing::get;
 use axum::Router;
 use serde_json::json;
 
-use super::cdx::{base_url, check_collection};
 use super::error::ApiError;
-use super::links::{http_date, link_target, link_value};
+use super::links::{link_target, link_value};
+use super::params::{base_url, check_collection};
 use super::replay::{load, Payload};
 use super::state::{AppState, Served};
 use super::stream::stream;
 use crate::access::Access;
 use crate::query::captures::{closest, CaptureRange, MatchType};
 use crate::query::CaptureRow;
+use crate::timestamp::Timestamp14;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -154,7 +155,7 @@ async fn timemap(
         let json = kind == "json";
         let entry = |r: &CaptureRow| -> String {
             if json {
-                json!({"datetime": crate::query::iso_date(&r.timestamp), "uri": l.memento(r)})
+                json!({"datetime": Timestamp14::iso_of(&r.timestamp), "uri": l.memento(r)})
                     .to_string()
             } else {
                 let rel = match (r.timestamp == first.timestamp, r.timestamp == last.timestamp) {
@@ -186,8 +187,8 @@ async fn timemap(
                     "<{}>; rel=\"original\",\n<{}>; rel=\"self\"; type=\"application/link-format\"; from=\"{}\"; until=\"{}\",\n<{}>; rel=\"timegate\"",
                     link_target(&url),
                     link_target(&l.timemap(&url, "link")),
-                    http_date(&first.timestamp),
-                    http_date(&last.timestamp),
+                    Timestamp14::http_date_of(&first.timestamp),
+                    Timestamp14::http_date_of(&last.timestamp),
                     link_target(&l.timegate(&url))
                 ),
                 "\n".to_string(),
@@ -268,9 +269,9 @@ async fn timegate(
         "<{url}>; rel=\"original\", <{}>; rel=\"timemap\"; type=\"application/link-format\", <{}>; rel=\"first memento\"; datetime=\"{}\", <{}>; rel=\"last memento\"; datetime=\"{}\"",
         l.timemap(&url, "link"),
         l.memento(first),
-        http_date(&first.timestamp),
+        Timestamp14::http_date_of(&first.timestamp),
         l.memento(last),
-        http_date(&last.timestamp)
+        Timestamp14::http_date_of(&last.timestamp)
     );
     Ok(redirect(&l.memento(&best), &link))
 }
@@ -327,7 +328,9 @@ async fn replay(
         &format!("{prefix}{spec}/"),
         state.config.serve.max_url_chars,
     )?;
-    let ts = crate::query::captures::pad_timestamp(&digits, false).unwrap_or_default();
+    let ts = Timestamp14::from_prefix(&digits, false)
+        .map(String::from)
+        .unwrap_or_default();
     let l = links(&state, &headers);
     let st = state.clone();
     let u = url.clone();
@@ -400,7 +403,7 @@ async fn replay(
             h.append(name, val);
         }
     }
-    if let Ok(v) = HeaderValue::from_str(&http_date(&archived.timestamp)) {
+    if let Ok(v) = HeaderValue::from_str(&Timestamp14::http_date_of(&archived.timestamp)) {
         h.insert("memento-datetime", v);
     }
     if let Some(v) = url_header(&format!(

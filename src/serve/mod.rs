@@ -22,6 +22,7 @@ mod error;
 pub mod links;
 pub mod memento;
 pub mod page;
+mod params;
 mod replay;
 mod state;
 mod stream;

@@ -12,8 +12,8 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use super::api::{ApiQuery, ReportQuery};
 use super::error::ApiError;
+use super::params::{ApiQuery, ReportQuery};
 use super::state::{AppState, Served};
 use crate::query::cluster::cluster;
 use crate::query::history::history;

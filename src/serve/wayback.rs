@@ -18,12 +18,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
-use super::cdx::{field_list, selection, Fields, Filter, Params, Selection};
 use super::error::ApiError;
+use super::params::{base_url, field_list, selection, Fields, Filter, Params, Selection};
 use super::state::AppState;
 use super::stream::stream;
 use crate::index::unionfind::ClusterIds;
-use crate::query::captures::pad_timestamp;
+use crate::timestamp::Timestamp14;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -370,16 +370,18 @@ async fn available(
     crate::url::check(&url).map_err(|e| ApiError::bad("url", e))?;
     let ts = match params.get("timestamp") {
         None | Some("") => "99991231235959".to_string(),
-        Some(t) => pad_timestamp(t, false).ok_or_else(|| {
-            ApiError::bad(
-                "timestamp",
-                format!("{t:?} is not a timestamp: expected 1 to 14 digits"),
-            )
-        })?,
+        Some(t) => Timestamp14::from_prefix(t, false)
+            .map(String::from)
+            .ok_or_else(|| {
+                ApiError::bad(
+                    "timestamp",
+                    format!("{t:?} is not a timestamp: expected 1 to 14 digits"),
+                )
+            })?,
     };
     let prefix = format!(
         "{}/{}",
-        super::cdx::base_url(&state, &headers),
+        base_url(&state, &headers),
         state.config.serve.collection
     );
     let req_url = url.clone();

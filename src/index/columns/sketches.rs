@@ -27,13 +27,17 @@
 use rocksdb::{BlockBasedOptions, DBCompressionType, Options};
 
 use super::{corrupt, Col, Column, Tuning};
+use crate::compact::{
+    at_least, compact_of, compact_sorted, group_of, into_level_major, level_major, CompactSketch,
+    Probe,
+};
 use crate::index::postings::posting_keys;
 use crate::index::postings::U64Map;
 use crate::index::rice::{self, BitReader, BitWriter};
 use crate::index::Result;
 use crate::sketch::{
-    common_sorted, compact, compact_of_posting_key, expand, posting_key_tz, within_reach, Estimate,
-    Sketch, MAX_TZ, POSTING_KEY_BYTES,
+    compact, compact_of_posting_key, expand, posting_key_tz, Estimate, Sketch, MAX_TZ,
+    POSTING_KEY_BYTES,
 };
 
 /// Bits of a posting key.
@@ -138,7 +142,7 @@ impl StoredSketch {
         own: &CompactSketch,
         base: (u64, &CompactSketch),
     ) -> Option<StoredSketch> {
-        let range = at_least(&base.1.values, self.level as u32);
+        let range = at_least(base.1.values(), self.level as u32);
         let hi = at_least(range, self.posting_level as u32).len();
         let mut kept = vec![0u8; range.len().div_ceil(8)];
         // Posting values by compact value in level-major order; a compact value two of
@@ -167,7 +171,7 @@ impl StoredSketch {
         }
         posting.sort_unstable();
         // Compact values under the posting level.
-        let mine = compact_range(&own.values, self.level, self.posting_level);
+        let mine = compact_range(own.values(), self.level, self.posting_level);
         let (mut i, mut j, mut low) = (hi, 0, Vec::new());
         while j < mine.len() {
             if i < range.len() && range[i] < mine[j] {
@@ -464,7 +468,7 @@ impl Packed {
         let Some(b) = self.base.take() else {
             return Ok(self);
         };
-        let range = at_least(&base.values, self.level as u32);
+        let range = at_least(base.values(), self.level as u32);
         if range.len() != b.range as usize {
             return Err(format!(
                 "stored against doc {} with {} values at its level, which holds {}",
@@ -512,17 +516,6 @@ impl Packed {
     }
 }
 
-/// Compact values, ascending and distinct, into `out` (cleared): values in full or
-/// posting-key order may tie on the bits a compact value keeps, or not follow its order.
-fn compact_sorted(values: impl Iterator<Item = u32>, out: &mut Vec<u32>) {
-    out.clear();
-    out.extend(values);
-    if !out.is_sorted_by(|a, b| a < b) {
-        out.sort_unstable();
-        out.dedup();
-    }
-}
-
 /// Merges ascending compact values `a` and `b` (disjoint: they differ in trailing zeros)
 /// into `out`.
 fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
@@ -540,209 +533,11 @@ fn merge_compact(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
     out.extend_from_slice(&b[j..]);
 }
 
-/// A compact value ([`compact`]) as candidate checks order them: trailing zeros first,
-/// most first, then the kept bits. A bijection, so equal values stay equal; and the
-/// values of a sample at any coarser level (more trailing zeros) are a prefix, so a
-/// check takes any level's sample as a slice ([`at_least`]) and compares a coarse part
-/// first ([`Probe::estimate`]).
-pub fn level_major(c: u32) -> u32 {
-    ((MAX_TZ - (c & 31)) << KEPT) | (c >> 5)
-}
-
-/// The trailing-zeros group of a level-major value (0: the most trailing zeros).
-fn group_of(lm: u32) -> u32 {
-    lm >> KEPT
-}
-
-/// The trailing zeros of a level-major value (as [`CompactSketch::values`] hold them).
-pub fn tz_of(lm: u32) -> u32 {
-    MAX_TZ - group_of(lm)
-}
-
-/// The compact value of a level-major one ([`level_major`] undone).
-fn compact_of(lm: u32) -> u32 {
-    ((lm & ((1 << KEPT) - 1)) << 5) | (MAX_TZ - group_of(lm))
-}
-
-/// The prefix of level-major `values` with at least `tz` trailing zeros.
-pub fn at_least(values: &[u32], tz: u32) -> &[u32] {
-    if tz == 0 {
-        return values;
-    }
-    let last_group = MAX_TZ - tz.min(MAX_TZ);
-    &values[..values.partition_point(|v| group_of(*v) <= last_group)]
-}
-
-/// Ascending compact values (each trailing-zeros group ascending) into level-major
-/// order: a stable distribution by trailing zeros, one pass.
-fn into_level_major(compact_sorted: &[u32], out: &mut Vec<u32>) {
-    let mut starts = [0usize; 33];
-    for c in compact_sorted {
-        starts[(MAX_TZ - (c & 31)) as usize + 1] += 1;
-    }
-    for g in 1..33 {
-        starts[g] += starts[g - 1];
-    }
-    out.clear();
-    out.resize(compact_sorted.len(), 0);
-    for c in compact_sorted {
-        let g = (MAX_TZ - (c & 31)) as usize;
-        out[starts[g]] = level_major(*c);
-        starts[g] += 1;
-    }
-}
-
-/// Levels above its own at which a [`CompactSketch`] knows where its sample ends.
-const KNOWN_LEVELS: usize = 4;
-
-/// A sketch's values as a candidate check compares them: compact ([`compact`]),
-/// distinct, in [`level_major`] order, with the sample's level and the length of its
-/// sample at each of the next levels (a binary search for them was most of a check's
-/// cache misses).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompactSketch {
-    level: u8,
-    ends: [u32; KNOWN_LEVELS],
-    values: Box<[u32]>,
-    /// Stored against a base doc (so it cannot be a base itself).
-    pub against: bool,
-    /// Its template id ([`StoredSketch::template`]).
-    pub template: u32,
-}
-
-impl CompactSketch {
-    /// The compact form of a sketch (full or reduced values).
-    pub fn of(s: &Sketch) -> CompactSketch {
-        let mut v: Vec<u32> = s.values.iter().map(|v| level_major(compact(*v))).collect();
-        v.sort_unstable();
-        v.dedup();
-        CompactSketch::new(s.level, v)
-    }
-
-    fn new(level: u8, values: Vec<u32>) -> CompactSketch {
-        let mut ends = [0u32; KNOWN_LEVELS];
-        for (k, e) in ends.iter_mut().enumerate() {
-            *e = at_least(&values, level as u32 + k as u32 + 1).len() as u32;
-        }
-        CompactSketch {
-            level,
-            ends,
-            values: values.into_boxed_slice(),
-            against: false,
-            template: 0,
-        }
-    }
-
-    /// The level of the sample (values ≡ 0 mod 2^level).
-    pub fn level(&self) -> u8 {
-        self.level
-    }
-
-    /// Every sampled value, in [`level_major`] order ([`tz_of`] gives each one's
-    /// trailing zeros).
-    pub fn values(&self) -> &[u32] {
-        &self.values
-    }
-
-    /// The sample at level `tz` (at least the sketch's own): a prefix of [`Self::values`].
-    pub fn at(&self, tz: u32) -> &[u32] {
-        match tz.checked_sub(self.level as u32) {
-            None | Some(0) => &self.values,
-            Some(k) if k as usize <= KNOWN_LEVELS => {
-                &self.values[..self.ends[k as usize - 1] as usize]
-            }
-            Some(_) => at_least(&self.values, tz),
-        }
-    }
-
-    fn from_packed(p: Packed) -> CompactSketch {
-        let mut c = CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low);
-        c.template = p.template;
-        c
-    }
-
-    /// From a stored sketch's parts: its posting keys (ascending) and the values under
-    /// the posting level in level-major order. The posting values have the most
-    /// trailing zeros: they come first, distributed by trailing zeros in one pass.
-    fn from_parts(
-        level: u8,
-        posting: impl Iterator<Item = u64>,
-        low_level_major: Vec<u32>,
-    ) -> CompactSketch {
-        let mut high = Vec::new();
-        compact_sorted(posting.map(compact_of_posting_key), &mut high);
-        let mut values = Vec::with_capacity(high.len() + low_level_major.len());
-        into_level_major(&high, &mut values);
-        values.extend_from_slice(&low_level_major);
-        CompactSketch::new(level, values)
-    }
-
-    /// Memory held, in bytes (with a map entry's share).
-    fn bytes(&self) -> usize {
-        4 * self.values.len() + 80
-    }
-}
-
-/// Levels above the compared one at which a check first compares a quarter of each
-/// sample (see [`Probe::estimate`]).
-const COARSE_STEP: u32 = 2;
-
-/// Values the coarse parts must hold between them for their comparison to decide
-/// anything (smaller samples are compared whole at once).
-const COARSE_MIN: usize = 64;
-
-/// The estimate of `other` (as `a`) against `own`, as candidate checks make it: `None`
-/// when a `cut` = (floor, sigmas) is given and the coarse parts show that no measure can
-/// reach the floor (see [`Col::estimates`]). For the ingest's pair step, which reads the
-/// sketches of a whole batch first.
-pub fn compare(
-    own: &CompactSketch,
-    other: &CompactSketch,
-    cut: Option<(f64, f64)>,
-) -> Option<Estimate> {
-    Probe { own }.estimate(other, cut)
-}
-
-/// The sketch candidates are compared with, compact (made once per new doc or query).
-struct Probe<'a> {
-    own: &'a CompactSketch,
-}
-
-impl Probe<'_> {
-    /// The estimate with the candidate as `a`, at the larger of the two levels; `None`
-    /// when a `cut` = (floor, sigmas) is given and the coarse part of both samples (a
-    /// quarter, [`COARSE_STEP`] levels up) shows that no measure can reach the floor
-    /// ([`within_reach`]). The coarse part's count is part of the whole one (equal
-    /// values have equal trailing zeros), so a compared pair costs no more than before.
-    fn estimate(&self, c: &CompactSketch, cut: Option<(f64, f64)>) -> Option<Estimate> {
-        let level = (c.level.max(self.own.level) as u32).min(MAX_TZ);
-        let theirs = c.at(level);
-        let mine = self.own.at(level);
-        let (mut common, mut t, mut m) = (0, theirs, mine);
-        if let Some((floor, sigmas)) = cut {
-            let coarse = (level + COARSE_STEP).min(MAX_TZ);
-            let (t1, m1) = (c.at(coarse), self.own.at(coarse));
-            if coarse > level && t1.len() + m1.len() >= COARSE_MIN {
-                let e =
-                    Estimate::from_counts(common_sorted(t1, m1), t1.len() as u32, m1.len() as u32);
-                let reach = |est: f64, m: u32| within_reach(est, m as f64, floor, sigmas);
-                if !(reach(e.resemblance, e.union)
-                    || reach(e.containment_a_in_b, t1.len() as u32)
-                    || reach(e.containment_b_in_a, m1.len() as u32))
-                {
-                    return None;
-                }
-                common = e.common;
-                (t, m) = (&theirs[t1.len()..], &mine[m1.len()..]);
-            }
-        }
-        common += common_sorted(t, m);
-        Some(Estimate::from_counts(
-            common,
-            theirs.len() as u32,
-            mine.len() as u32,
-        ))
-    }
+/// The compact form of a packed sketch, its template id with it.
+fn compact_of_packed(p: Packed) -> CompactSketch {
+    let mut c = CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low);
+    c.template = p.template;
+    c
 }
 
 /// Sketches compared lately, compact, within a memory budget: the docs a new doc is
@@ -864,7 +659,7 @@ impl Col<'_, Sketches> {
             const AHEAD: usize = 2;
             for (i, (d, c)) in kept.iter().enumerate() {
                 if let Some((_, next)) = kept.get(i + AHEAD) {
-                    crate::index::postings::prefetch(next.values.as_ptr());
+                    crate::index::postings::prefetch(next.values().as_ptr());
                 }
                 if let Some(e) = probe.estimate(c, cut) {
                     consider(*d, c, &e);
@@ -937,7 +732,7 @@ impl Col<'_, Sketches> {
                         "a base stored against another doc",
                     ));
                 }
-                bases.insert(*b, CompactSketch::from_packed(p));
+                bases.insert(*b, compact_of_packed(p));
             }
         }
         let mut out = Vec::with_capacity(parsed.len());
@@ -956,7 +751,7 @@ impl Col<'_, Sketches> {
                         .map_err(|e| corrupt::<Sketches>(&d.to_be_bytes(), e))?
                 }
             };
-            let mut c = CompactSketch::from_packed(p);
+            let mut c = compact_of_packed(p);
             c.against = against;
             out.push((d, c));
         }
@@ -1004,7 +799,7 @@ impl Col<'_, Sketches> {
                 "a base stored against another doc",
             ));
         }
-        p.resolved(&CompactSketch::from_packed(base))
+        p.resolved(&compact_of_packed(base))
             .map_err(|e| corrupt::<Sketches>(&doc.to_be_bytes(), e))
     }
 
@@ -1063,7 +858,7 @@ mod tests {
             let s = sketch_of((0..n).map(|i| format!("w{i}")));
             let (plevel, _) = posting_values(&s, 64);
             let packed = Sketches::value(&StoredSketch::new(&s, plevel));
-            let read = CompactSketch::from_packed(parse(&packed).unwrap());
+            let read = compact_of_packed(parse(&packed).unwrap());
             assert_eq!(
                 Sketches::decode_value(&packed).unwrap(),
                 StoredSketch::new(&s, plevel)
@@ -1073,7 +868,7 @@ mod tests {
             assert_eq!(StoredSketch::new(&s, plevel).compact(), kept, "{n} words");
             // Each level's sample is the prefix `at` gives, known ends or not.
             let reduced = s.reduced();
-            for l in kept.level as u32..kept.level as u32 + 8 {
+            for l in kept.level() as u32..kept.level() as u32 + 8 {
                 let mut want: Vec<u32> = reduced
                     .at_level(l as u8)
                     .map(|v| level_major(compact(v)))
@@ -1102,7 +897,7 @@ mod tests {
             // Another sketch or an error; the hot path's decoding too.
             let _ = Sketches::decode_value(&b);
             if let Ok(p) = parse(&b) {
-                let _ = CompactSketch::from_packed(p);
+                let _ = compact_of_packed(p);
             }
             seed = crate::sketch::fmix64(seed + i as u64);
             b.truncate(b.len() - (seed % 4) as usize);
@@ -1144,7 +939,7 @@ mod tests {
                 assert_eq!(p.base.as_ref().map(|b| b.doc), Some(7));
                 let resolved = p.resolved(&base_c).unwrap();
                 assert_eq!(stored_of(resolved.clone()), whole, "seed {seed}");
-                let read = CompactSketch::from_packed(resolved);
+                let read = compact_of_packed(resolved);
                 assert_eq!(read, own, "seed {seed}");
                 if shared * 10 >= n * 8 && base == &b {
                     let full = Sketches::value(&whole).len();
@@ -1153,8 +948,8 @@ mod tests {
                 // Resolved against another doc: an error, or values of no use, never a
                 // panic; against a base whose range differs, an error.
                 let other = CompactSketch::of(&sketch_of((0..n / 3).map(|i| format!("o{i}"))));
-                if at_least(&other.values, whole.level as u32).len()
-                    != at_least(&base_c.values, whole.level as u32).len()
+                if at_least(other.values(), whole.level as u32).len()
+                    != at_least(base_c.values(), whole.level as u32).len()
                 {
                     assert!(parse(&packed).unwrap().resolved(&other).is_err());
                 }

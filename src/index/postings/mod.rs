@@ -29,6 +29,9 @@ use std::sync::RwLock;
 use super::{Index, Result};
 use crate::sketch::{posting_key, Sketch, MAX_TZ};
 
+/// The folder of the runs, inside the index (and inside each snapshot).
+pub const DIR: &str = "postings";
+
 /// Docs remembered from the head of each over-cap list: a doc made mostly of over-cap
 /// values (a member of a family larger than the cap) is compared with these, so such
 /// families keep growing as one cluster.

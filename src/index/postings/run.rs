@@ -131,7 +131,7 @@ fn table_bits(n: usize) -> u32 {
 
 fn damaged(path: &Path, what: impl std::fmt::Display) -> IndexError {
     IndexError::Corruption {
-        cf: super::store::DIR,
+        cf: super::DIR,
         comment: format!(
             "run {} is damaged: {what}; rebuild the index (ingest its sweeps into a new --db)",
             path.display()

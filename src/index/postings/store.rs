@@ -17,10 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::run::{self, io, Run, RunWriter};
+use super::DIR;
 use crate::index::{IndexError, Result};
 
-/// The folder of the runs, inside the index (and inside each snapshot).
-pub const DIR: &str = "postings";
+/// The list of the runs, in [`DIR`].
 const MANIFEST: &str = "MANIFEST";
 const HEADER: &str = "tidemark postings 1";
 /// Runs a lookup reads at most: past this the newest are merged at once.

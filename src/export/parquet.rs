@@ -30,8 +30,8 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
-use super::codec::EdgeInfo;
-use super::{unionfind, Index, IndexError};
+use crate::index::codec::EdgeInfo;
+use crate::index::{unionfind, Index, IndexError};
 use crate::url::host_as_written;
 
 /// Rows per batch and row group.

@@ -1,0 +1,120 @@
+//! Export: every capture of the index, in key order, as lines other tools read (CDXJ
+//! for pywb and OutbackCDX, JSON lines with Common Crawl's column names), and the
+//! index's data as Parquet ([`parquet`]) for DuckDB, Spark and the like.
+
+pub mod parquet;
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::index::codec::CaptureInfo;
+use crate::index::unionfind;
+use crate::index::Index;
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// `SURT timestamp {json}` per line (pywb/OutbackCDX field names).
+    Cdxj,
+    /// One JSON object per line, with Common Crawl column names added.
+    Jsonl,
+}
+
+/// Writes every capture in key order (SURT, then timestamp), optionally of one sweep.
+/// Returns the number of lines.
+pub fn export(
+    index: &Index,
+    format: ExportFormat,
+    sweep: Option<u32>,
+    out: &mut dyn Write,
+) -> std::io::Result<u64> {
+    let mut n = 0u64;
+    let mut clusters = unionfind::ClusterIds::new(index);
+    // Write errors are carried out of the scan as they are (a closed pipe is not an
+    // index error); index errors come out of the scan itself.
+    let mut io_error: Option<std::io::Error> = None;
+    let scanned = index.captures().scan_all(|(surt, ts, c)| {
+        if sweep.is_some_and(|s| s != c.sweep) {
+            return Ok(true);
+        }
+        let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
+        match write_capture(out, format, surt, ts, &c, cluster) {
+            Ok(()) => {
+                n += 1;
+                Ok(true)
+            }
+            Err(e) => {
+                io_error = Some(e);
+                Ok(false)
+            }
+        }
+    });
+    if let Some(e) = io_error {
+        return Err(e);
+    }
+    scanned.map_err(std::io::Error::other)?;
+    Ok(n)
+}
+
+fn write_capture(
+    out: &mut dyn Write,
+    format: ExportFormat,
+    surt: &str,
+    ts: &str,
+    c: &CaptureInfo,
+    cluster: Option<u64>,
+) -> std::io::Result<()> {
+    let mut m = capture_fields(c, cluster);
+    match format {
+        ExportFormat::Cdxj => {
+            write!(out, "{surt} {ts} ")?;
+            serde_json::to_writer(&mut *out, &m)?;
+            out.write_all(b"\n")?;
+        }
+        ExportFormat::Jsonl => {
+            m.insert("url_surtkey".into(), json!(surt));
+            m.insert("fetch_time".into(), json!(ts));
+            m.insert("content_digest".into(), json!(c.digest));
+            m.insert("warc_filename".into(), json!(c.file));
+            m.insert("warc_record_offset".into(), json!(c.offset));
+            m.insert("warc_record_length".into(), json!(c.length));
+            m.insert("fetch_status".into(), json!(c.status));
+            if let Some(r) = c.r_prev {
+                m.insert("resemblance_to_previous".into(), json!(r));
+            }
+            if let Some(r) = c.cr_prev {
+                m.insert("content_resemblance_to_previous".into(), json!(r));
+            }
+            serde_json::to_writer(&mut *out, &m)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}
+
+/// The CDXJ fields of a capture, as `export` writes them (pywb/OutbackCDX names plus
+/// `doc`, `cluster` and, for a revisit record, `type`); absent values are left out.
+pub fn capture_fields(
+    c: &CaptureInfo,
+    cluster: Option<u64>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut obj = json!({
+        "url": c.url,
+        "mime": c.mime,
+        "status": c.status.map(|s| s.to_string()),
+        "digest": c.digest,
+        "redirect": c.redirect,
+        "filename": c.file,
+        "offset": c.offset.to_string(),
+        "length": c.length.to_string(),
+        "doc": c.doc,
+        "cluster": cluster,
+    });
+    let m = obj.as_object_mut().expect("object");
+    m.retain(|_, v| !v.is_null());
+    if c.kind == "revisit" {
+        m.insert("type".into(), json!("revisit"));
+    }
+    std::mem::take(m)
+}
