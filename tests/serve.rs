@@ -1485,6 +1485,45 @@ fn the_json_api_answers_what_the_commands_print() {
         );
     }
     assert!(api["paths"]["/api/similar"]["post"].is_object());
+    // And the capture index and Memento endpoints, with their query parameters.
+    for p in [
+        "/{collection}",
+        "/cdx/search/cdx",
+        "/wayback/available",
+        "/timemap/link/{url}",
+        "/timemap/json/{url}",
+        "/timegate/{url}",
+        "/{collection}/{timestamp}/{url}",
+    ] {
+        assert!(
+            api["paths"][p]["get"].is_object(),
+            "{p} missing from the OpenAPI description"
+        );
+    }
+    let names = |path: &str| -> Vec<String> {
+        api["paths"][path]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for p in [
+        "url",
+        "matchType",
+        "from",
+        "to",
+        "filter",
+        "output",
+        "fl",
+        "limit",
+    ] {
+        assert!(names("/{collection}").iter().any(|n| n == p), "{p}");
+        assert!(names("/cdx/search/cdx").iter().any(|n| n == p), "{p}");
+    }
+    assert!(names("/timegate/{url}")
+        .iter()
+        .any(|n| n == "Accept-Datetime"));
     let params: Vec<&str> = api["paths"]["/api/history"]["get"]["parameters"]
         .as_array()
         .unwrap()

@@ -114,7 +114,7 @@ pub enum Command {
     /// the embedded default run.
     Demo(demo::Args),
     /// Write the guide's generated reference pages (docs/src/reference): the command
-    /// line from these definitions, the JSON API from its OpenAPI description.
+    /// line from these definitions, the HTTP API from its OpenAPI description.
     #[command(hide = true)]
     Reference(reference::Args),
 }

@@ -34,28 +34,8 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/api/openapi.json", get(openapi))
 }
 
-/// The OpenAPI description of the JSON API.
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "tidemark",
-        description = "Lost and found, page histories, near-duplicates and change reports over a tidemark index. Each endpoint answers what the command of the same name prints with --json."
-    ),
-    paths(
-        whereis,
-        history,
-        similar,
-        similar_post,
-        cluster,
-        report,
-        sweeps,
-        stats
-    )
-)]
-pub struct ApiDoc;
-
 async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+    Json(super::ApiDoc::openapi())
 }
 
 fn flag(v: &Option<String>, name: &str) -> Result<bool, ApiError> {

@@ -39,6 +39,26 @@ enum Output {
     Link,
 }
 
+/// The capture index as pywb and OutbackCDX serve it: every capture of the URLs asked
+/// for, in key order, streamed.
+#[utoipa::path(get, path = "/{collection}", tag = "capture index", operation_id = "pywb_cdx",
+    params(
+        ("collection" = String, Path, description = "The collection (`tidemark serve --collection`, default `tidemark`)."),
+        ("url" = Option<String>, Query, description = "The URL; a trailing `*` means `matchType=prefix`, a leading `*.` `domain`."),
+        ("urlkey" = Option<String>, Query, description = "A SURT key instead of `url`."),
+        ("matchType" = Option<String>, Query, description = "`exact` (default), `prefix`, `host` or `domain`."),
+        ("from" = Option<String>, Query, description = "Earliest timestamp: 1 to 14 digits, padded down (`2014` is `20140101000000`)."),
+        ("to" = Option<String>, Query, description = "Latest timestamp: 1 to 14 digits, padded up (`2014` is `20141231235959`)."),
+        ("closest" = Option<String>, Query, description = "With `sort=closest`: the captures of one URL nearest this timestamp first; empty means the newest."),
+        ("sort" = Option<String>, Query, description = "`closest` or `reverse`."),
+        ("limit" = Option<u64>, Query, description = "Most lines; none by default."),
+        ("fl" = Option<String>, Query, description = "Fields, comma-separated (`fields` is the same)."),
+        ("filter" = Option<Vec<String>>, Query, description = "Repeatable, pywb's syntax: `field:value` contains, `=field:value` equals, `~field:regex` matches from the start, `!` before any negates."),
+        ("output" = Option<String>, Query, description = "`cdxj` (default), `json` (an object a line), `text` (the `fl` fields) or `link` (link-format)."),
+    ),
+    responses((status = 200, description = "the captures, a line each, streamed"),
+              (status = 400, description = "a bad parameter, named"),
+              (status = 404, description = "an unknown collection")))]
 async fn cdx(
     State(state): State<Arc<AppState>>,
     Path(coll): Path<String>,

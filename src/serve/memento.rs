@@ -210,6 +210,12 @@ async fn timemap(
     .await)
 }
 
+/// The Memento TimeMap of a URL in link-format (RFC 7089): the original, the TimeGate
+/// and every memento with its datetime, streamed.
+#[utoipa::path(get, path = "/timemap/link/{url}", tag = "memento",
+    params(("url" = String, Path, description = "The original URL, as it is (not encoded).")),
+    responses((status = 200, description = "application/link-format"),
+              (status = 404, description = "a URL never captured")))]
 async fn timemap_link(
     State(state): State<Arc<AppState>>,
     OriginalUri(uri): OriginalUri,
@@ -218,6 +224,12 @@ async fn timemap_link(
     timemap(&state, &uri, &headers, "link", "application/link-format").await
 }
 
+/// The TimeMap as JSON: `{original_uri, timegate_uri, timemap_uri, mementos: {first,
+/// last, list: [{datetime, uri}]}}`.
+#[utoipa::path(get, path = "/timemap/json/{url}", tag = "memento",
+    params(("url" = String, Path, description = "The original URL, as it is (not encoded).")),
+    responses((status = 200, description = "the TimeMap"),
+              (status = 404, description = "a URL never captured")))]
 async fn timemap_json(
     State(state): State<Arc<AppState>>,
     OriginalUri(uri): OriginalUri,
@@ -226,6 +238,14 @@ async fn timemap_json(
     timemap(&state, &uri, &headers, "json", "application/json").await
 }
 
+/// The Memento TimeGate: a redirect to the memento closest to `Accept-Datetime` (the
+/// newest without one), with the `Link` header of RFC 7089. HEAD answers the same.
+#[utoipa::path(get, path = "/timegate/{url}", tag = "memento",
+    params(("url" = String, Path, description = "The original URL, as it is (not encoded)."),
+        ("Accept-Datetime" = Option<String>, Header, description = "An HTTP date (RFC 1123); the newest memento without one.")),
+    responses((status = 302, description = "to the closest memento; `Vary: accept-datetime`"),
+              (status = 400, description = "an Accept-Datetime that is not an HTTP date"),
+              (status = 404, description = "a URL never captured")))]
 async fn timegate(
     State(state): State<Arc<AppState>>,
     OriginalUri(uri): OriginalUri,
@@ -305,12 +325,20 @@ fn url_header(v: &str) -> Option<HeaderValue> {
 }
 
 /// `/{collection}/{TIMESTAMP}[modifier]/{URL}`: the memento.
+#[utoipa::path(get, path = "/{collection}/{timestamp}/{url}", tag = "memento",
+    params(("collection" = String, Path, description = "The collection (`tidemark serve --collection`, default `tidemark`)."),
+        ("timestamp" = String, Path, description = "1 to 14 digits and a modifier (`id_`: the payload as archived)."),
+        ("url" = String, Path, description = "The original URL, as it is (not encoded).")),
+    responses((status = 200, description = "the archived status, headers and payload, with `Memento-Datetime` and a `Link` to the original, the TimeGate and the TimeMap"),
+              (status = 302, description = "another timestamp: to the closest capture"),
+              (status = 404, description = "not captured, or its WARC file is not found (named)")))]
 async fn replay(
     State(state): State<Arc<AppState>>,
-    Path((coll, _)): Path<(String, String)>,
+    Path(parts): Path<(String, String)>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let coll = parts.0;
     check_collection(&state, &coll, false)?;
     let prefix = format!("/{coll}/");
     let rest = uri.path().get(prefix.len()..).unwrap_or("");

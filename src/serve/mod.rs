@@ -52,6 +52,35 @@ pub struct ServeOptions {
     pub config: Config,
 }
 
+/// The OpenAPI description of the service: the JSON API (the commands' `--json`), the
+/// capture index APIs (pywb/OutbackCDX, the Wayback Machine's) and Memento. Served at
+/// `/api/openapi.json`; the guide's HTTP reference is generated from it.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "tidemark",
+        description = "Lost and found, page histories, near-duplicates and change reports over a tidemark index (each `/api/` endpoint answers what the command of the same name prints with --json), and the capture index as pywb, OpenWayback, Wayback CDX and Memento clients read it."
+    ),
+    paths(
+        api::whereis,
+        api::history,
+        api::similar,
+        api::similar_post,
+        api::cluster,
+        api::report,
+        api::sweeps,
+        api::stats,
+        cdx::cdx,
+        wayback::cdx,
+        wayback::available,
+        memento::timemap_link,
+        memento::timemap_json,
+        memento::timegate,
+        memento::replay
+    )
+)]
+pub struct ApiDoc;
+
 /// Binds the listening socket, then serves until SIGINT or SIGTERM. `on_listen` is told
 /// the bound address (with port 0, the one the system chose) before the first request.
 pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {

@@ -42,6 +42,26 @@ const FIELDS: &[&str] = KNOWN.split_at(7).0;
 /// Captures per page unless `pageSize` says otherwise.
 const PAGE_SIZE: u64 = 3000;
 
+/// The Wayback Machine's CDX API, as the Internet Archive documents it.
+#[utoipa::path(get, path = "/cdx/search/cdx", tag = "capture index", operation_id = "wayback_cdx",
+    params(
+        ("url" = String, Query, description = "The URL; a trailing `*` means `matchType=prefix`, a leading `*.` `domain`."),
+        ("matchType" = Option<String>, Query, description = "`exact` (default), `prefix`, `host` or `domain`."),
+        ("from" = Option<String>, Query, description = "Earliest timestamp, 1 to 14 digits (padded down)."),
+        ("to" = Option<String>, Query, description = "Latest timestamp, 1 to 14 digits (padded up)."),
+        ("output" = Option<String>, Query, description = "`json` (an array of arrays, the first the field names) or text (default)."),
+        ("fl" = Option<String>, Query, description = "Fields, comma-separated: `urlkey`, `timestamp`, `original`, `mimetype`, `statuscode`, `digest`, `length` (the default), `offset`, `filename`, `redirect`, `doc`, `cluster`, `resemblance_to_previous`, `content_resemblance_to_previous`."),
+        ("filter" = Option<Vec<String>>, Query, description = "Repeatable: `[!]field:regex`, matched against the whole value."),
+        ("collapse" = Option<String>, Query, description = "`field[:N]`: adjacent lines equal in the field (or its first N characters) collapse to the first."),
+        ("limit" = Option<i64>, Query, description = "`N`: the first N lines; `-N`: the last N."),
+        ("showResumeKey" = Option<bool>, Query, description = "`true`: a key to resume from after the last line."),
+        ("resumeKey" = Option<String>, Query, description = "Resume after the line whose key this is."),
+        ("page" = Option<u64>, Query, description = "Page number, from 0."),
+        ("pageSize" = Option<u64>, Query, description = "Captures per page; 3,000 by default."),
+        ("showNumPages" = Option<bool>, Query, description = "`true`: only the number of pages."),
+    ),
+    responses((status = 200, description = "the captures, streamed; a page past the last is empty"),
+              (status = 400, description = "a bad parameter, named")))]
 async fn cdx(State(state): State<Arc<AppState>>, RawQuery(raw): RawQuery) -> Response {
     match answer(state, raw).await {
         Ok(r) => r,
@@ -357,6 +377,13 @@ fn render(
 
 /// `/wayback/available?url=&timestamp=`: the capture closest to the timestamp (the
 /// newest without one), in the Archive's JSON shape.
+#[utoipa::path(get, path = "/wayback/available", tag = "capture index",
+    params(
+        ("url" = String, Query, description = "The URL."),
+        ("timestamp" = Option<String>, Query, description = "1 to 14 digits; the newest capture without one."),
+    ),
+    responses((status = 200, description = "`{url, archived_snapshots: {closest: {available, status, timestamp, url}}}` (`archived_snapshots` empty when none)"),
+              (status = 400, description = "a bad parameter, named")))]
 async fn available(
     State(state): State<Arc<AppState>>,
     headers: axum::http::HeaderMap,
