@@ -32,6 +32,7 @@ pub mod config;
 pub mod export;
 pub mod index;
 pub mod ingest;
+pub mod packed;
 pub mod query;
 pub mod read;
 pub mod report;

@@ -225,6 +225,17 @@ pub fn compact_of_posting_key(k: u64) -> u32 {
     (((k >> (5 + POSTING_KEPT_BITS - KEPT_BITS)) << 5) | (k & 31)) as u32
 }
 
+/// The posting keys of sample values, ascending and distinct.
+pub fn posting_keys(values: impl Iterator<Item = u64>) -> Vec<u64> {
+    let mut keys: Vec<u64> = values.map(posting_key).collect();
+    // Values in full order tie on their kept bits only by chance: almost always sorted.
+    if !keys.is_sorted_by(|a, b| a < b) {
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    keys
+}
+
 /// A posting key as bytes, big-endian.
 #[inline]
 pub fn posting_key_bytes(k: u64) -> [u8; POSTING_KEY_BYTES] {

@@ -11,7 +11,6 @@ pub mod candidates;
 pub mod codec;
 pub mod columns;
 pub mod postings;
-pub mod rice;
 pub mod snapshots;
 pub mod texts;
 pub mod unionfind;

@@ -12,8 +12,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchR
 use super::{key, schema, ShardError, ShardInfo, ShardParams, SHARD_FORMAT};
 use crate::canon::MediaKind;
 use crate::capture::Capture;
-use crate::index::columns::sketches::{Sketches, StoredSketch};
-use crate::index::columns::Column;
+use crate::packed::{self, StoredSketch};
 use crate::read::{ReadError, Record};
 use crate::scan::Batch;
 
@@ -276,7 +275,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             return Err((no, format!("numbered {}", record.value(i))));
         }
         let stored = if sketch.is_valid(i) {
-            let s = Sketches::decode_value(sketch.value(i)).map_err(|e| (no, e))?;
+            let s = packed::decode(sketch.value(i)).map_err(|e| (no, e))?;
             if shingles.is_null(i) || s.shingles != shingles.value(i) {
                 return Err((no, "its sketch and shingle count disagree".into()));
             }

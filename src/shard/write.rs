@@ -21,9 +21,8 @@ use serde::Serialize;
 use super::{key, schema, shard_path, ShardError, ShardParams, SHARD_FORMAT};
 use crate::canon::{Canon, MediaKind};
 use crate::capture::Capture;
-use crate::index::columns::sketches::{Sketches, StoredSketch};
-use crate::index::columns::Column;
 use crate::index::postings::posting_level;
+use crate::packed::{self, StoredSketch};
 use crate::read::file_identity;
 use crate::read::Record;
 use crate::scan::{record_bytes, scan_files_with_skip, ScanEvent, ScanOptions};
@@ -157,7 +156,7 @@ pub fn sketch_files(
         let sk = cap.sketch.as_ref()?;
         let level = posting_level(sk, posting_target);
         Some(Extra {
-            sketch: Some(Sketches::value(&StoredSketch::new(sk, level))),
+            sketch: Some(packed::encode(&StoredSketch::new(sk, level))),
             text: texts.then(|| canon.text.clone()),
         })
     };

@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::RwLock;
 
 use super::{Index, Result};
-use crate::sketch::{posting_key, Sketch, MAX_TZ};
+use crate::sketch::{Sketch, MAX_TZ};
 
 /// The folder of the runs, inside the index (and inside each snapshot).
 pub const DIR: &str = "postings";
@@ -75,7 +75,7 @@ pub type U64Map<V> = HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
 /// ([`posting_key`]), ascending and distinct.
 pub fn posting_values(s: &Sketch, posting_target: u32) -> (u8, Vec<u64>) {
     let level = posting_level(s, posting_target);
-    (level, posting_keys(s.at_level(level)))
+    (level, crate::sketch::posting_keys(s.at_level(level)))
 }
 
 /// The level of [`posting_values`] alone (what [`StoredSketch::new`] needs).
@@ -91,17 +91,6 @@ pub fn posting_level(s: &Sketch, posting_target: u32) -> u8 {
         }
         level += 1;
     }
-}
-
-/// The posting keys of sample values, ascending and distinct.
-pub fn posting_keys(values: impl Iterator<Item = u64>) -> Vec<u64> {
-    let mut keys: Vec<u64> = values.map(posting_key).collect();
-    // Values in full order tie on their kept bits only by chance: almost always sorted.
-    if !keys.is_sorted_by(|a, b| a < b) {
-        keys.sort_unstable();
-        keys.dedup();
-    }
-    keys
 }
 
 /// A stored list as a lookup saw it.
