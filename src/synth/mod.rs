@@ -9,17 +9,25 @@
 //! function of the options and the seed (our own SplitMix64, so the corpus never depends
 //! on a crate's idea of value stability).
 
+mod rng;
+mod truth;
+mod vocabulary;
 pub mod warc;
+mod writer;
+
+pub use rng::Rng;
+pub use truth::{exact_jaccard, Edit, Gone, Move, Truth, UrlTruth};
+use vocabulary::Vocabulary;
+use writer::SweepWriter;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::canon::{canonicalize, Canon, MediaKind};
-use crate::capture::sha1_base32;
 use crate::sketch::{shingles, SketchParams};
 
 /// What to generate.
@@ -138,102 +146,6 @@ pub fn parse_size(s: &str) -> Option<u64> {
         .map(|v| (v * mult) as u64)
 }
 
-/// Deterministic PRNG (SplitMix64).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x5851_F42D_4C95_7F2D)
-    }
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in 0..n (n > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() as u128 * n as u128) >> 64) as usize
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// True with probability p.
-    pub fn chance(&mut self, p: f64) -> bool {
-        self.unit() < p
-    }
-    /// Uniform in lo..=hi.
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-}
-
-/// Pseudo-words with Zipf frequencies.
-struct Vocabulary {
-    words: Vec<String>,
-    cdf: Vec<f64>,
-}
-
-impl Vocabulary {
-    fn new(rng: &mut Rng, size: usize) -> Vocabulary {
-        const ONSETS: &[&str] = &[
-            "", "b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "br",
-            "st", "tr", "pl", "gr", "ch", "sh", "th",
-        ];
-        const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou", "io"];
-        const CODAS: &[&str] = &["", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"];
-        let mut seen = std::collections::HashSet::new();
-        let mut words = Vec::with_capacity(size);
-        while words.len() < size {
-            // Frequent words are short, as in natural text.
-            let rank = words.len();
-            let syllables = if rank < 100 {
-                1
-            } else if rank < 3000 {
-                rng.range(1, 2)
-            } else {
-                rng.range(2, 4)
-            };
-            let mut w = String::new();
-            for _ in 0..syllables {
-                w.push_str(ONSETS[rng.below(ONSETS.len())]);
-                w.push_str(VOWELS[rng.below(VOWELS.len())]);
-                w.push_str(CODAS[rng.below(CODAS.len())]);
-            }
-            if seen.insert(w.clone()) {
-                words.push(w);
-            }
-        }
-        let mut cdf = Vec::with_capacity(size);
-        let mut acc = 0.0;
-        for r in 0..size {
-            acc += 1.0 / ((r + 1) as f64).powf(1.07);
-            cdf.push(acc);
-        }
-        for c in &mut cdf {
-            *c /= acc;
-        }
-        Vocabulary { words, cdf }
-    }
-
-    fn word(&self, rng: &mut Rng) -> u32 {
-        let u = rng.unit();
-        self.cdf
-            .partition_point(|c| *c < u)
-            .min(self.words.len() - 1) as u32
-    }
-
-    fn sentence(&self, rng: &mut Rng) -> Vec<u32> {
-        let n = rng.range(6, 22);
-        (0..n).map(|_| self.word(rng)).collect()
-    }
-}
-
 /// One page's content: title and sentences grouped in paragraphs.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Content {
@@ -251,94 +163,6 @@ struct Page {
     content: Content,
     /// Date (14 digits) and URL of the last capture with a full response (revisits refer to it).
     last_full: Option<(String, String)>,
-}
-
-/// What happened to one URL or page in a sweep; the ground truth.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Truth {
-    /// Sweep label.
-    pub sweep: String,
-    /// Sweep date, `YYYY-MM-DDT00:00:00Z`.
-    pub date: String,
-    /// WARC files of the sweep.
-    pub files: Vec<String>,
-    /// Live pages captured with status 200 (responses and revisits).
-    pub live_pages: usize,
-    /// Captures written (all statuses).
-    pub captures: usize,
-    /// Unchanged pages (same content, same URL), of which `revisits` written as revisit records.
-    pub unchanged: usize,
-    /// Unchanged pages written as revisits.
-    pub revisits: usize,
-    /// Content moved to a new URL.
-    pub moves: Vec<Move>,
-    /// Content edited in place.
-    pub edits: Vec<Edit>,
-    /// Pages removed (old URL 404 or no longer captured).
-    pub deleted: Vec<Gone>,
-    /// New pages.
-    pub created: Vec<String>,
-    /// Groups of live URLs carrying the same content (original first).
-    pub mirror_groups: Vec<Vec<String>>,
-    /// Every URL captured in this sweep with its status and page id.
-    pub urls: Vec<UrlTruth>,
-}
-
-/// A move.
-#[derive(Debug, Clone, Serialize)]
-pub struct Move {
-    /// Old URL.
-    pub from: String,
-    /// New URL.
-    pub to: String,
-    /// What the old URL answers now: 301, 404, or null (not captured any more).
-    pub old_status: Option<u16>,
-    /// The new URL is on another host.
-    pub across_hosts: bool,
-    /// Exact Jaccard resemblance of the shingle sets before and after (1.0 when not edited).
-    pub resemblance: f64,
-    /// The same without the shingles of both hosts' templates.
-    pub content_resemblance: f64,
-    /// Distinct shingles of the smaller version.
-    pub min_shingles: usize,
-}
-
-/// An in-place edit.
-#[derive(Debug, Clone, Serialize)]
-pub struct Edit {
-    /// URL.
-    pub url: String,
-    /// `minor`, `major`, `rewrite`, or `template` (the host's template changed, the
-    /// body did not).
-    pub kind: &'static str,
-    /// Exact Jaccard resemblance of the shingle sets before and after.
-    pub resemblance: f64,
-    /// The same without the shingles of the host's templates before and after.
-    pub content_resemblance: f64,
-    /// Distinct shingles of the smaller version.
-    pub min_shingles: usize,
-}
-
-/// A deletion.
-#[derive(Debug, Clone, Serialize)]
-pub struct Gone {
-    /// URL.
-    pub url: String,
-    /// 404, or null when the URL is simply no longer captured.
-    pub status: Option<u16>,
-}
-
-/// One captured URL.
-#[derive(Debug, Clone, Serialize)]
-pub struct UrlTruth {
-    /// URL.
-    pub url: String,
-    /// HTTP status written.
-    pub status: u16,
-    /// Page id for 200 captures.
-    pub page: Option<u64>,
-    /// Written as a revisit record.
-    pub revisit: bool,
 }
 
 /// The summary of a generation run.
@@ -1088,206 +912,5 @@ impl Web {
         }
         truth.mirror_groups = mirrors.into_values().collect();
         next
-    }
-}
-
-/// Exact Jaccard of two sorted, distinct shingle sets, and the smaller set's size.
-pub fn exact_jaccard(a: &[u64], b: &[u64]) -> (f64, usize) {
-    let (mut i, mut j, mut common) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Equal => {
-                common += 1;
-                i += 1;
-                j += 1;
-            }
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-        }
-    }
-    let union = a.len() + b.len() - common;
-    (
-        if union == 0 {
-            1.0
-        } else {
-            common as f64 / union as f64
-        },
-        a.len().min(b.len()),
-    )
-}
-
-/// Writes one sweep's WARC files, one gzip member per record.
-struct SweepWriter {
-    dir: PathBuf,
-    label: String,
-    date: String,
-    max_bytes: u64,
-    rng: Rng,
-    file: Option<(BufWriter<File>, PathBuf)>,
-    files: Vec<PathBuf>,
-    in_file: u64,
-    bytes: u64,
-    compressed: u64,
-}
-
-impl SweepWriter {
-    fn new(
-        dir: &Path,
-        label: &str,
-        date: &str,
-        max_bytes: u64,
-        seed: u64,
-    ) -> std::io::Result<Self> {
-        Ok(SweepWriter {
-            dir: dir.to_path_buf(),
-            label: label.to_string(),
-            date: date.to_string(),
-            max_bytes,
-            rng: Rng::new(seed),
-            file: None,
-            files: Vec::new(),
-            in_file: 0,
-            bytes: 0,
-            compressed: 0,
-        })
-    }
-
-    fn uuid(&mut self) -> String {
-        let a = self.rng.next_u64();
-        let b = self.rng.next_u64();
-        format!(
-            "<urn:uuid:{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}>",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            (b >> 48) & 0x3fff | 0x8000,
-            b & 0xffff_ffff_ffff
-        )
-    }
-
-    fn open_if_needed(&mut self) -> std::io::Result<()> {
-        if self.file.is_some() && self.in_file < self.max_bytes {
-            return Ok(());
-        }
-        if let Some((mut w, _)) = self.file.take() {
-            w.flush()?;
-        }
-        let name = format!(
-            "tidemark-gen-{}-{:05}.warc.gz",
-            self.label,
-            self.files.len()
-        );
-        let path = self.dir.join(name);
-        let f = BufWriter::with_capacity(1 << 20, File::create(&path)?);
-        self.files.push(path.clone());
-        self.file = Some((f, path));
-        self.in_file = 0;
-        let info = format!(
-            "software: tidemark-gen {}\r\nformat: WARC File Format 1.1\r\nisPartOf: tidemark synthetic sweep {}\r\n",
-            env!("CARGO_PKG_VERSION"),
-            self.label
-        );
-        let date = self.date.clone();
-        let id = self.uuid();
-        let fname = self
-            .files
-            .last()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let rec = warc::record(
-            &[
-                ("WARC-Type", "warcinfo"),
-                ("WARC-Record-ID", &id),
-                ("WARC-Date", &date),
-                ("WARC-Filename", &fname),
-                ("Content-Type", "application/warc-fields"),
-            ],
-            info.as_bytes(),
-        );
-        self.write_record(&rec)
-    }
-
-    fn write_record(&mut self, rec: &[u8]) -> std::io::Result<()> {
-        let (w, _) = self.file.as_mut().expect("file open");
-        let gz = warc::gzip_member(rec, 6);
-        w.write_all(&gz)?;
-        let n = rec.len() as u64;
-        self.in_file += n;
-        self.bytes += n;
-        self.compressed += gz.len() as u64;
-        Ok(())
-    }
-
-    fn response(
-        &mut self,
-        url: &str,
-        ts: &str,
-        status: u16,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> std::io::Result<()> {
-        self.open_if_needed()?;
-        let block = warc::http_response(status, headers, body);
-        let id = self.uuid();
-        let digest = sha1_base32(body);
-        let rec = warc::record(
-            &[
-                ("WARC-Type", "response"),
-                ("WARC-Record-ID", &id),
-                ("WARC-Date", ts),
-                ("WARC-Target-URI", url),
-                ("WARC-Payload-Digest", &digest),
-                ("Content-Type", "application/http; msgtype=response"),
-            ],
-            &block,
-        );
-        self.write_record(&rec)
-    }
-
-    fn revisit(
-        &mut self,
-        url: &str,
-        ts: &str,
-        body: &str,
-        refers_url: &str,
-        refers_date: &str,
-    ) -> std::io::Result<()> {
-        self.open_if_needed()?;
-        // Headers only, as a revisit carries them (the payload is the record it repeats).
-        let mut http = warc::http_response(
-            200,
-            &[("Content-Type", "text/html; charset=utf-8")],
-            body.as_bytes(),
-        );
-        http.truncate(http.len() - body.len());
-        let id = self.uuid();
-        let digest = sha1_base32(body.as_bytes());
-        let rec = warc::record(
-            &[
-                ("WARC-Type", "revisit"),
-                ("WARC-Record-ID", &id),
-                ("WARC-Date", ts),
-                ("WARC-Target-URI", url),
-                (
-                    "WARC-Profile",
-                    "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
-                ),
-                ("WARC-Refers-To-Target-URI", refers_url),
-                ("WARC-Refers-To-Date", refers_date),
-                ("WARC-Payload-Digest", &digest),
-                ("WARC-Truncated", "length"),
-                ("Content-Type", "application/http; msgtype=response"),
-            ],
-            &http,
-        );
-        self.write_record(&rec)
-    }
-
-    fn finish(mut self) -> std::io::Result<(Vec<PathBuf>, u64, u64)> {
-        if let Some((mut w, _)) = self.file.take() {
-            w.flush()?;
-        }
-        Ok((self.files, self.bytes, self.compressed))
     }
 }
