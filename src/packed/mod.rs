@@ -289,25 +289,19 @@ pub(crate) struct Packed {
     pub(crate) template: u32,
 }
 
-/// `v` as LEB128: seven bits a byte, low first.
-fn leb128(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+/// `v` as LEB128 (seven bits a byte, low first), by the `leb128` crate.
+fn leb128(out: &mut Vec<u8>, v: u64) {
+    leb128::write::unsigned(out, v).expect("writing to a Vec");
 }
 
 /// A LEB128 number at the start of `b`, and its length.
 fn read_leb128(b: &[u8]) -> std::result::Result<(u64, usize), String> {
-    let mut v = 0u64;
-    for (i, byte) in b.iter().enumerate().take(10) {
-        v |= ((byte & 0x7f) as u64) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok((v, i + 1));
-        }
+    let mut rest = b;
+    match leb128::read::unsigned(&mut rest) {
+        Ok(v) => Ok((v, b.len() - rest.len())),
+        Err(leb128::read::Error::Overflow) => Err("a count over 64 bits".into()),
+        Err(_) => Err("a count that does not end".into()),
     }
-    Err("a count that does not end".into())
 }
 
 pub(crate) fn parse(b: &[u8]) -> std::result::Result<Packed, String> {
