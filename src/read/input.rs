@@ -83,6 +83,9 @@ struct Whole {
 const WINDOW: usize = 1 << 20;
 /// Beyond these a member is streamed (flate2) instead.
 const WINDOW_MAX: usize = 16 << 20;
+/// Compressed bytes read at a time. What is left of the window moves to its front before
+/// a read (less than [`WINDOW`]), so reads much larger than that keep the moving small.
+const READ: usize = 4 << 20;
 const OUT_MAX: usize = 64 << 20;
 
 enum Next {
@@ -103,7 +106,7 @@ impl Whole {
         }
         while self.window.len() < want && !self.inner_done {
             let len = self.window.len();
-            self.window.resize(len.max(want).max(len + (256 << 10)), 0);
+            self.window.resize(len.max(want).max(len + READ), 0);
             let n = loop {
                 match self.inner.read(&mut self.window[len..]) {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

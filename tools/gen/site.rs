@@ -63,7 +63,7 @@ pub fn write_sweep(sites: &[(PathBuf, String)], date: &str, out: &Path) -> io::R
     let http_date = chrono::DateTime::parse_from_rfc3339(date)
         .map(|d| d.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("date {date}: {e}")))?;
-    let info = format!("software: tidemark-gen --site\r\nformat: WARC File Format 1.1\r\n");
+    let info = "software: tidemark-gen --site\r\nformat: WARC File Format 1.1\r\n";
     w.write_all(&warc::gzip_member(
         &warc::record(
             &[
