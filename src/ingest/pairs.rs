@@ -181,80 +181,44 @@ pub fn find(
                 .count()
         })
         .collect();
-    // The ⟨value, doc⟩ pairs, by value then doc; cut where values change.
-    let mut keys = std::mem::take(&mut buffers.keys);
-    keys.clear();
-    for (i, d) in docs.iter().enumerate() {
-        keys.extend(d.values.iter().map(|v| (*v, i as u32)));
-    }
-    keys.sort_unstable();
-    if from > 0 {
-        // Only the values of docs whose pairs are made: the earlier docs count where
-        // they share one.
-        let mut k = 0;
-        let mut kept = Vec::with_capacity(keys.len());
-        while k < keys.len() {
-            let start = k;
-            while k < keys.len() && keys[k].0 == keys[start].0 {
-                k += 1;
-            }
-            // Docs in order: the group's last is the one most likely made.
-            if keys[k - 1].1 as usize >= from {
-                kept.extend_from_slice(&keys[start..k]);
-            }
-        }
-        keys = kept;
-    }
-    let ranges = key_ranges(&keys, s.partitions.max(1));
+    // Cut into ranges of posting keys, each joined on its own: a key range finds its
+    // docs' keys (each doc's are ascending), sorts them and joins them with its lists,
+    // then sorts what it found by doc.
+    let n = s.partitions.max(1);
     let mut kept = std::mem::take(&mut buffers.parts);
-    kept.resize_with(kept.len().max(ranges.len()), Part::default);
-    buffers.parts = kept.split_off(ranges.len());
-    let cells: Vec<(std::ops::Range<usize>, Mutex<Part>)> = ranges
+    kept.resize_with(kept.len().max(n), Part::default);
+    buffers.parts = kept.split_off(n);
+    let cells: Vec<(usize, Mutex<Part>)> = kept
         .into_iter()
-        .zip(kept)
-        .map(|(r, p)| (r, Mutex::new(p)))
+        .enumerate()
+        .map(|(k, p)| (k, Mutex::new(p)))
         .collect();
-    parallel(s.threads, &cells, |(r, cell)| {
+    parallel(s.threads, &cells, |(k, cell)| {
         let mut part = cell
             .lock()
             .map_err(|_| IndexError::Invalid("a pair-step thread panicked".into()))?;
         part.clear();
+        part.keys_of(docs, from, *k, n);
         join(
             view,
             first,
             docs,
             from,
-            &keys[r.clone()],
             s,
             (&tmpl, &entry_counts),
             &mut part,
-        )
+        )?;
+        part.by_doc(docs.len());
+        Ok(())
     })?;
     let parts: Vec<Part> = cells
         .into_iter()
         .map(|(_, c)| c.into_inner().unwrap_or_default())
         .collect();
-    // Shares and heads by doc (counting sort on the doc), then counted per doc.
-    let mut per_doc = vec![0usize; docs.len() + 1];
-    for p in &parts {
-        for (i, _) in &p.shares {
-            per_doc[*i as usize + 1] += 1;
-        }
-    }
-    for i in 1..per_doc.len() {
-        per_doc[i] += per_doc[i - 1];
-    }
-    let mut shares = std::mem::take(&mut buffers.shares);
-    shares.clear();
-    shares.resize(per_doc[docs.len()], 0);
-    let mut at = per_doc.clone();
+    // Heads and over-cap values by doc; each doc's shares are counted where they are.
     let mut heads: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
     let mut overs: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
     for p in &parts {
-        for (i, e) in &p.shares {
-            shares[at[*i as usize]] = *e;
-            at[*i as usize] += 1;
-        }
         for (i, h) in &p.heads {
             heads[*i as usize].push(*h);
         }
@@ -262,16 +226,15 @@ pub fn find(
             overs[*i as usize].push(*v);
         }
     }
-    // Kept for the next batch (their pages stay mapped: see [`Buffers`]).
-    buffers.parts.splice(0..0, parts);
     let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
-        let mut mine = shares[per_doc[i]..per_doc[i + 1]].to_vec();
+        let mut mine: Vec<u64> = parts.iter().flat_map(|p| p.shares_of(i)).copied().collect();
         Ok(counts(
             &docs[i], tmpl[i], &mut mine, &overs[i], &heads[i], s.floor,
         ))
     })?;
-    (buffers.shares, buffers.keys) = (shares, keys);
+    // Kept for the next batch (their pages stay mapped: see [`Buffers`]).
+    buffers.parts.splice(0..0, parts);
     let candidates_s = clock.elapsed().as_secs_f64();
     // Each sketch compared is read once for the batch: those not in it nor kept.
     let clock = std::time::Instant::now();
@@ -437,21 +400,10 @@ pub fn find(
     })
 }
 
-/// `n` ranges of `keys` (sorted) of about equal size, cut only where the value changes.
-fn key_ranges(keys: &[(u64, u32)], n: usize) -> Vec<std::ops::Range<usize>> {
-    let mut out = Vec::with_capacity(n);
-    let mut start = 0;
-    for k in 1..=n {
-        let mut end = (keys.len() * k / n).max(start);
-        while end > 0 && end < keys.len() && keys[end].0 == keys[end - 1].0 {
-            end += 1;
-        }
-        if end > start {
-            out.push(start..end);
-            start = end;
-        }
-    }
-    out
+/// Which of `n` ranges of posting keys `v` is in: equal ranges of the key space (keys
+/// are hashes, so they spread evenly); a doc's keys in one range are contiguous.
+fn range_of(v: u64, n: usize) -> usize {
+    ((u128::from(v) * n as u128) >> 64) as usize
 }
 
 /// Vectors the pair step keeps from one batch to the next (emptied, not freed): a
@@ -461,10 +413,6 @@ fn key_ranges(keys: &[(u64, u32)], n: usize) -> Vec<std::ops::Range<usize>> {
 pub struct Buffers {
     /// One per key range.
     parts: Vec<Part>,
-    /// The batch's shares, by doc.
-    shares: Vec<u64>,
-    /// The batch's ⟨posting value, doc⟩ pairs.
-    keys: Vec<(u64, u32)>,
     /// The batch's comparisons, by older doc.
     by_older: Vec<u64>,
 }
@@ -472,20 +420,109 @@ pub struct Buffers {
 /// What one key range of the join found.
 #[derive(Default)]
 struct Part {
+    /// The range's ⟨posting key, batch doc⟩ pairs, by key then doc.
+    keys: Vec<(u64, u32)>,
     /// (batch doc, entry of an older doc sharing a value with it, as a u64).
     shares: Vec<(u32, u64)>,
+    /// The shares by doc ([`share`]): doc `i`'s are `by_doc[at[i]..at[i + 1]]`.
+    by_doc: Vec<u64>,
+    /// See `by_doc`.
+    at: Vec<usize>,
     /// (batch doc, first doc of an over-cap list among its values).
     heads: Vec<(u32, u64)>,
     /// (batch doc, its value whose list is over the cap).
     overs: Vec<(u32, u64)>,
+    /// Values of the same list and group: their shares are expanded once, weighted.
+    same: Same,
 }
 
 impl Part {
     fn clear(&mut self) {
+        self.keys.clear();
         self.shares.clear();
+        self.by_doc.clear();
+        self.at.clear();
         self.heads.clear();
         self.overs.clear();
+        self.same.clear();
     }
+
+    /// The ⟨posting key, doc⟩ pairs of key range `k` of `n`, by key then doc: only the
+    /// keys of docs whose pairs are made (from `from` on); the docs before count where
+    /// they share one.
+    fn keys_of(&mut self, docs: &[NewDoc], from: usize, k: usize, n: usize) {
+        for (i, d) in docs.iter().enumerate() {
+            let lo = d.values.partition_point(|v| range_of(*v, n) < k);
+            let hi = lo + d.values[lo..].partition_point(|v| range_of(*v, n) == k);
+            self.keys
+                .extend(d.values[lo..hi].iter().map(|v| (*v, i as u32)));
+        }
+        self.keys.sort_unstable();
+        if from > 0 {
+            // A key's docs in order: kept when the last is made.
+            let mut kept = 0;
+            let mut j = 0;
+            while j < self.keys.len() {
+                let start = j;
+                while j < self.keys.len() && self.keys[j].0 == self.keys[start].0 {
+                    j += 1;
+                }
+                if self.keys[j - 1].1 as usize >= from {
+                    self.keys.copy_within(start..j, kept);
+                    kept += j - start;
+                }
+            }
+            self.keys.truncate(kept);
+        }
+    }
+
+    /// The shares by doc (a counting sort), each with its weight.
+    fn by_doc(&mut self, docs: usize) {
+        self.at.resize(docs + 1, 0);
+        for (i, _) in &self.shares {
+            self.at[*i as usize + 1] += 1;
+        }
+        for i in 1..self.at.len() {
+            self.at[i] += self.at[i - 1];
+        }
+        self.by_doc.resize(self.shares.len(), 0);
+        let mut next = self.at.clone();
+        let mut by_doc = std::mem::take(&mut self.by_doc);
+        for (i, e, w) in self.weighted_shares() {
+            by_doc[next[i as usize]] = share(e, w);
+            next[i as usize] += 1;
+        }
+        self.by_doc = by_doc;
+    }
+
+    /// Doc `i`'s shares ([`Part::by_doc`]).
+    fn shares_of(&self, i: usize) -> &[u64] {
+        match (self.at.get(i), self.at.get(i + 1)) {
+            (Some(a), Some(b)) => &self.by_doc[*a..*b],
+            _ => &[],
+        }
+    }
+
+    /// Each share with how many values made it, in order (a share of a remembered
+    /// group counts as many times as values had the group).
+    fn weighted_shares(&self) -> impl Iterator<Item = (u32, u64, u32)> + '_ {
+        let mut groups = self.same.groups.iter().filter(|g| g.weight > 1).peekable();
+        self.shares.iter().enumerate().map(move |(k, (i, e))| {
+            while groups.next_if(|g| g.shares.end <= k).is_some() {}
+            let w = match groups.peek() {
+                Some(g) if g.shares.start <= k => g.weight,
+                _ => 1,
+            };
+            (*i, *e, w)
+        })
+    }
+}
+
+/// A share: an entry ([`packed`]) and how many of the doc's values it was found
+/// through (at most [`MAX_WEIGHT`]) in a u64, in the entry's order.
+fn share(entry: u64, weight: u32) -> u64 {
+    debug_assert!(entry < 1 << 56 && (1..=MAX_WEIGHT).contains(&weight));
+    entry << 8 | u64::from(weight)
 }
 
 /// An entry's 7 bytes in a u64 (doc, then level, then count: doc order).
@@ -504,11 +541,11 @@ fn join(
     first: u64,
     docs: &[NewDoc],
     from: usize,
-    keys: &[(u64, u32)],
     s: Settings,
     (tmpl, entry_counts): (&[&[u32]], &[usize]),
     part: &mut Part,
 ) -> Result<()> {
+    let keys = std::mem::take(&mut part.keys);
     let mut values: Vec<u64> = keys.iter().map(|k| k.0).collect();
     values.dedup();
     let lookup = postings::lookup(view.index, &values, view.over_cap)?;
@@ -553,6 +590,16 @@ fn join(
                 );
                 // The batch's docs that took an entry so far, as entries.
                 added.clear();
+                // A value whose list and batch docs are those of a value met before
+                // shares the same docs with the same batch docs: its shares are that
+                // value's, counted once more, not expanded again.
+                let expand = match part.same.seen(&old, group, tmpl, from, part.shares.len()) {
+                    Seen::Again(g) => {
+                        part.same.groups[g].weight += 1;
+                        false
+                    }
+                    Seen::First | Seen::Small => true,
+                };
                 for (_, i) in group {
                     let all = old.iter().chain(&added).copied();
                     let kept = *i as usize >= from;
@@ -568,20 +615,135 @@ fn join(
                         }
                         continue;
                     }
-                    if searched {
+                    if searched && expand {
                         part.shares.extend(all.map(|e| (*i, e)));
                     }
                     let d = &docs[*i as usize];
                     let n = entry_counts[*i as usize].min(u16::MAX as usize) as u16;
                     added.push(packed(&entry(first + *i as u64, d.level, n)));
                 }
+                part.same.expanded(part.shares.len());
             }
         }
     }
+    part.keys = keys;
     Ok(())
 }
 
-/// One doc's counts: the docs sharing its values (`shares`: their entries) counted,
+/// Shares a value's group expands at least, for its list and group to be remembered
+/// ([`Same`]): below it, comparing them costs about what expanding does.
+const SAME_MIN_SHARES: usize = 64;
+
+/// Most times a group's shares count ([`Share`] keeps the weight in a byte).
+const MAX_WEIGHT: u32 = 255;
+
+/// What [`Same::seen`] found.
+enum Seen {
+    /// Too small to remember: expanded.
+    Small,
+    /// Remembered now: expanded, its shares the next ones.
+    First,
+    /// The same as this remembered group: its shares count once more.
+    Again(usize),
+}
+
+/// The values of one key range whose lists and groups of batch docs are the same.
+///
+/// A template's values are on the same pages, so until their lists reach the cap they
+/// hold the same docs, and the same batch docs take an entry in each: each batch doc
+/// shares the same docs through each of them. Expanded value by value, a redesign sweep
+/// of the generated benchmark made 108 M shares, nine in ten for a list and group seen
+/// before; each list and group is expanded once and its shares weighted by how many
+/// values have it.
+#[derive(Default)]
+struct Same {
+    /// Hash of a remembered list and group → its index in `groups` (the latest).
+    by_hash: crate::index::postings::U64Map<u32>,
+    /// Remembered lists and groups, one after another (see [`Same::key`]).
+    keys: Vec<u64>,
+    /// Remembered groups.
+    groups: Vec<Group>,
+    /// The key being looked up.
+    key: Vec<u64>,
+    /// The group just remembered, waiting for its shares' end.
+    open: Option<usize>,
+}
+
+/// A remembered list and group: where its key is, where its shares are in the key
+/// range's, and how many values have it.
+struct Group {
+    key: std::ops::Range<usize>,
+    shares: std::ops::Range<usize>,
+    weight: u32,
+}
+
+impl Same {
+    fn clear(&mut self) {
+        self.by_hash.clear();
+        self.keys.clear();
+        self.groups.clear();
+        self.open = None;
+    }
+
+    /// Whether the list `old` and the `group` of batch docs (each one's shares decided
+    /// by whether its pairs are made, from `from`, and by its template) are remembered;
+    /// remembered now if not and large enough, its shares starting at `at`.
+    fn seen(
+        &mut self,
+        old: &[u64],
+        group: &[(u64, u32)],
+        tmpl: &[&[u32]],
+        from: usize,
+        at: usize,
+    ) -> Seen {
+        let n = group.len();
+        if old.len() * n + n * n.saturating_sub(1) / 2 < SAME_MIN_SHARES {
+            return Seen::Small;
+        }
+        // The list, then each batch doc with whether it is kept and searched: all that
+        // decides the shares.
+        self.key.clear();
+        self.key.push(old.len() as u64);
+        self.key.extend_from_slice(old);
+        self.key.extend(group.iter().map(|(v, i)| {
+            let kept = *i as usize >= from;
+            let searched = kept && !holds_posting_key(tmpl[*i as usize], *v);
+            u64::from(*i) | u64::from(kept) << 32 | u64::from(searched) << 33
+        }));
+        let hash = xxhash_rust::xxh3::xxh3_64(as_bytes(&self.key));
+        if let Some(&g) = self.by_hash.get(&hash) {
+            let group = &self.groups[g as usize];
+            if group.weight < MAX_WEIGHT && self.keys[group.key.clone()] == self.key[..] {
+                return Seen::Again(g as usize);
+            }
+        }
+        let start = self.keys.len();
+        self.keys.extend_from_slice(&self.key);
+        self.by_hash.insert(hash, self.groups.len() as u32);
+        self.open = Some(self.groups.len());
+        self.groups.push(Group {
+            key: start..self.keys.len(),
+            shares: at..at,
+            weight: 1,
+        });
+        Seen::First
+    }
+
+    /// The shares of the group just remembered end at `end`.
+    fn expanded(&mut self, end: usize) {
+        if let Some(g) = self.open.take() {
+            self.groups[g].shares.end = end;
+        }
+    }
+}
+
+/// The bytes of a slice of u64 (for hashing).
+fn as_bytes(v: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding and any byte is a valid u8; the length is in bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+/// One doc's counts: the docs sharing its values (`shares`: their entries, weighted, [`share`]) counted,
 /// which of them may reach the floor (the prefilter on counts), and the heads of
 /// over-cap lists when most of its values are boilerplate. Its pairs (without
 /// estimates) and the docs to compare, ascending.
@@ -595,14 +757,15 @@ fn counts(
 ) -> (DocPairs, Vec<u64>) {
     shares.sort_unstable();
     let mut shared: Vec<Shared> = Vec::new();
-    for e in shares.iter() {
+    for s in shares.iter() {
+        let (e, w) = (s >> 8, (s & 0xff) as u32);
         match shared.last_mut() {
-            Some(s) if s.doc == e >> 16 => s.count += 1,
+            Some(s) if s.doc == e >> 16 => s.count += w,
             _ => {
                 let (d, level, values) = entry_fields(&e.to_be_bytes()[1..]);
                 shared.push(Shared {
                     doc: d,
-                    count: 1,
+                    count: w,
                     level,
                     values,
                 });
@@ -716,23 +879,63 @@ mod tests {
     use super::*;
 
     #[test]
-    fn key_ranges_cover_all_keys_and_never_split_a_value() {
-        let keys: Vec<(u64, u32)> = [1, 1, 1, 2, 3, 3, 3, 3, 4, 5, 5]
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (*v as u64, i as u32))
-            .collect();
+    fn key_ranges_cover_the_key_space_in_order() {
+        let keys = [
+            0u64,
+            1,
+            1 << 62,
+            1 << 63,
+            (1 << 63) + 5,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for n in [1, 2, 3, 4, 16] {
-            let r = key_ranges(&keys, n);
-            assert_eq!(r.first().map(|r| r.start), Some(0));
-            assert_eq!(r.last().map(|r| r.end), Some(keys.len()));
-            for w in r.windows(2) {
-                assert_eq!(w[0].end, w[1].start);
-                assert_ne!(keys[w[1].start].0, keys[w[1].start - 1].0, "n={n}");
-            }
-            assert!(r.len() <= n);
+            let r: Vec<usize> = keys.iter().map(|v| range_of(*v, n)).collect();
+            assert_eq!(r[0], 0);
+            assert_eq!(r[keys.len() - 1], n - 1);
+            assert!(r.windows(2).all(|w| w[0] <= w[1]), "n={n}: {r:?}");
         }
-        assert!(key_ranges(&[], 4).is_empty());
+    }
+
+    #[test]
+    fn a_value_like_one_seen_counts_its_shares_again_and_nothing_else_does() {
+        // Three values: two with the same list and batch docs, one with another doc.
+        let old: Vec<u64> = (0..40u64).map(|d| packed(&entry(d, 0, 9))).collect();
+        let (group, other) = ([(7, 0u32), (7, 1), (7, 2)], [(9, 0u32), (9, 1), (9, 3)]);
+        let tmpl: Vec<&[u32]> = vec![&[]; 4];
+        let mut part = Part::default();
+        // What the join does for each value: look it up, expand it unless seen.
+        let mut expand = |part: &mut Part, group: &[(u64, u32)]| {
+            let at = part.shares.len();
+            match part.same.seen(&old, group, &tmpl, 0, at) {
+                Seen::Again(g) => part.same.groups[g].weight += 1,
+                Seen::First | Seen::Small => {
+                    for (_, i) in group {
+                        part.shares.extend(old.iter().map(|e| (*i, *e)));
+                    }
+                }
+            }
+            part.same.expanded(part.shares.len());
+        };
+        expand(&mut part, &group);
+        expand(&mut part, &other);
+        expand(&mut part, &group);
+        assert_eq!(part.shares.len(), 2 * 3 * old.len(), "the repeat not expanded");
+        part.by_doc(4);
+        // Docs 0 and 1 share each old doc through all three values, doc 2 through two,
+        // doc 3 through one.
+        for (i, want) in [(0, 3), (1, 3), (2, 2), (3, 1)] {
+            let mine = part.shares_of(i);
+            assert_eq!(mine.len(), old.len() * if i < 2 { 2 } else { 1 });
+            let total: u64 = mine.iter().map(|s| s & 0xff).sum();
+            assert_eq!(total, want * old.len() as u64, "doc {i}");
+            assert!(mine.iter().all(|s| old.contains(&(s >> 8))));
+        }
+        // A small list and group is never remembered.
+        assert!(matches!(
+            part.same.seen(&old[..2], &group[..1], &tmpl, 0, 0),
+            Seen::Small
+        ));
     }
 
     #[test]
