@@ -64,7 +64,7 @@ pub fn read_records(data: &[u8]) {
 /// transfer and content codings, charsets, canonicalizing, sketching.
 pub fn http_message(data: &[u8]) {
     let mut rec = Record::document(data);
-    rec.kind = "response".into();
+    rec.kind = tidemark::read::RecordKind::Response;
     rec.fields = vec![
         ("WARC-Type".into(), b"response".to_vec()),
         ("WARC-Target-URI".into(), b"http://example.com/a".to_vec()),

@@ -2,6 +2,7 @@
 //! canonical text, its fingerprint and its sketch. This is the per-record work that runs
 //! on every core; everything here is a pure function of the record and the parameters.
 
+use crate::read::RecordKind;
 use sha1::{Digest, Sha1};
 
 use crate::canon::{self, Canon, MediaKind};
@@ -12,8 +13,8 @@ use crate::timestamp::Timestamp14;
 /// What the index and `inspect` need of one record.
 #[derive(Debug, Clone)]
 pub struct Capture {
-    /// Record type (`response`, `revisit`, …).
-    pub kind: String,
+    /// Record type.
+    pub kind: RecordKind,
     /// Target URL.
     pub url: Option<String>,
     /// 14-digit timestamp (`20261101120000`), from WARC-Date or the ARC date.
@@ -100,11 +101,6 @@ impl Capture {
     }
 }
 
-/// Record types whose block is (or carries) a capture of a URL.
-pub fn is_capture_kind(kind: &str) -> bool {
-    matches!(kind, "response" | "revisit" | "resource" | "conversion")
-}
-
 /// Analyzes one record. Records that are not captures get only their URL and date.
 pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Scratch) -> Capture {
     analyze_unless_known(rec, params, cap, scratch, &|_| None)
@@ -121,10 +117,10 @@ pub fn analyze_unless_known(
     known: &dyn Fn(&str) -> Option<u64>,
 ) -> Capture {
     let mut cap_ = Capture::basic(rec);
-    if !is_capture_kind(&rec.kind) {
+    if !rec.kind.is_capture() {
         return cap_;
     }
-    if rec.kind == "revisit" {
+    if rec.kind == RecordKind::Revisit {
         cap_.refers_to = Some((
             rec.field_str("WARC-Refers-To-Target-URI"),
             rec.field_str("WARC-Refers-To-Date"),
@@ -162,16 +158,16 @@ pub fn analyze_unless_known(
             )
         };
     cap_.payload_len = payload.len() as u64;
-    if rec.kind != "revisit" {
+    if rec.kind != RecordKind::Revisit {
         if let Some(d) = &cap_.payload_digest {
             cap_.payload_doc = known(d);
         }
     }
-    if cap_.payload_digest.is_none() && rec.kind != "revisit" {
+    if cap_.payload_digest.is_none() && rec.kind != RecordKind::Revisit {
         cap_.payload_digest = Some(sha1_base32(&payload));
     }
     // A revisit's block holds headers only: its content is the record it refers to.
-    if rec.kind == "revisit" || (cap_.payload_doc.is_some() && !cap_.truncated) {
+    if rec.kind == RecordKind::Revisit || (cap_.payload_doc.is_some() && !cap_.truncated) {
         cap_.mime = mime;
         return cap_;
     }

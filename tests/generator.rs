@@ -56,7 +56,7 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
 
 struct Seen {
     status: u16,
-    kind: String,
+    kind: tidemark::read::RecordKind,
     redirect: Option<String>,
     sketch: Option<Sketch>,
 }
@@ -125,7 +125,7 @@ fn truth_agrees_with_the_warcs() {
                 .unwrap_or_else(|| panic!("{url} not in sweep {s}"));
             assert_eq!(got.status as u64, u["status"].as_u64().unwrap(), "{url}");
             assert_eq!(
-                got.kind == "revisit",
+                got.kind == tidemark::read::RecordKind::Revisit,
                 u["revisit"].as_bool().unwrap(),
                 "{url}"
             );

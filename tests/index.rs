@@ -512,7 +512,7 @@ fn exact_sets(db: &Path, corpus: &Path, sweeps: usize) -> BTreeMap<u64, Vec<u64>
                 let Some(&d) = doc_of.get(&(name.clone(), r.offset.to_string())) else {
                     continue;
                 };
-                if sets.contains_key(&d) || r.kind != "response" {
+                if sets.contains_key(&d) || r.kind != tidemark::read::RecordKind::Response {
                     continue;
                 }
                 let resp = tidemark::read::parse_response(&r.block, 16 << 20).unwrap();

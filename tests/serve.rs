@@ -1319,7 +1319,10 @@ fn replay_reads_each_capture_from_its_own_sweeps_file() {
     let mut expected: BTreeMap<(String, String), (u16, Vec<u8>)> = BTreeMap::new();
     for f in &files {
         let (recs, _) = tidemark::read::read_all(f, 64 << 20);
-        for r in recs.iter().filter(|r| r.kind == "response") {
+        for r in recs
+            .iter()
+            .filter(|r| r.kind == tidemark::read::RecordKind::Response)
+        {
             let (Some(url), Some(date)) =
                 (r.field_str("WARC-Target-URI"), r.field_str("WARC-Date"))
             else {

@@ -52,7 +52,7 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
                 ScanEvent::Record { file, scanned } => {
                     let rec = &scanned.record;
                     let c = &scanned.capture;
-                    *by_type.entry(rec.kind.clone()).or_default() += 1;
+                    *by_type.entry(rec.kind.to_string()).or_default() += 1;
                     for w in &rec.warnings {
                         warnings.push(json!({"offset": rec.offset, "message": w}));
                         if !args.json {

@@ -4,6 +4,7 @@
 
 pub mod parquet;
 
+use crate::read::RecordKind;
 use std::io::Write;
 
 use serde_json::json;
@@ -113,7 +114,7 @@ pub fn capture_fields(
     });
     let m = obj.as_object_mut().expect("object");
     m.retain(|_, v| !v.is_null());
-    if c.kind == "revisit" {
+    if c.kind == RecordKind::Revisit {
         m.insert("type".into(), json!("revisit"));
     }
     std::mem::take(m)

@@ -293,7 +293,7 @@ pub fn export_parquet(
         rows.file.append_value(&c.file);
         rows.offset.append_value(signed(c.offset));
         rows.length.append_value(signed(c.length));
-        rows.kind.append_value(&c.kind);
+        rows.kind.append_value(c.kind.as_str());
         rows.sweep.append_value(&label);
         rows.doc.append_option(c.doc.map(signed));
         rows.cluster.append_option(cluster.map(signed));

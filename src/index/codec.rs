@@ -5,6 +5,8 @@
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+use crate::read::RecordKind;
+
 /// Version byte in front of every bincode value.
 pub const VALUE_FORMAT: u8 = 1;
 
@@ -134,8 +136,8 @@ pub struct CaptureInfo {
     pub url: String,
     /// Sweep id.
     pub sweep: u32,
-    /// Record type (`response`, `revisit`, `resource`…).
-    pub kind: String,
+    /// Record type (stored as its text).
+    pub kind: RecordKind,
     /// Doc id of the content (2xx captures of text content).
     pub doc: Option<u64>,
     /// HTTP status.
@@ -191,5 +193,20 @@ mod tests {
         let mut bad = b.clone();
         bad[0] = 9;
         assert!(decode::<DocInfo>(&bad).unwrap_err().contains("format 9"));
+    }
+
+    #[test]
+    fn a_record_kind_is_stored_as_its_text_was() {
+        // Captures written when the kind was a String read back, and are written the same.
+        for s in ["revisit", "response", "x-custom", ""] {
+            let old = encode(&s.to_string());
+            let kind = if s.is_empty() {
+                RecordKind::default()
+            } else {
+                RecordKind::parse(s)
+            };
+            assert_eq!(encode(&kind), old);
+            assert_eq!(decode::<RecordKind>(&old).unwrap(), kind);
+        }
     }
 }

@@ -155,7 +155,9 @@ impl Writer<'_> {
         content: Content,
     ) -> Result<()> {
         // Only captures have a URL key (not requests, metadata, warcinfo).
-        let key_surt = crate::capture::is_capture_kind(&rec.kind)
+        let key_surt = rec
+            .kind
+            .is_capture()
             .then(|| cap.url.as_deref().map(surt))
             .flatten();
         // What it reads must be in the index: the batch handed over and written first.

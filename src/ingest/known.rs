@@ -36,8 +36,8 @@ impl Writer<'_> {
         // From a shard the sketch comes in stored form; from a WARC file as sampled.
         let stored = prepared.as_mut().and_then(|p| p.stored.take());
         let sketch = DocSketch::of(stored.as_ref(), cap.sketch.as_ref());
-        if !crate::capture::is_capture_kind(&rec.kind) {
-            self.skip(&rec.kind);
+        if !rec.kind.is_capture() {
+            self.skip(rec.kind.as_str());
             return Ok(());
         }
         let (Some(url), Some(key_surt)) = (cap.url.clone(), key_surt) else {

@@ -557,7 +557,7 @@ impl Writer<'_> {
                 (
                     Item::Record(_, sc),
                     Content::Payload(_) | Content::Text { .. } | Content::Revisit,
-                ) if crate::capture::is_capture_kind(&sc.record.kind) => sc.capture.url.clone(),
+                ) if sc.record.kind.is_capture() => sc.capture.url.clone(),
                 _ => None,
             })
             .collect();

@@ -905,7 +905,7 @@ mod tests {
         let tmpl: Vec<&[u32]> = vec![&[]; 4];
         let mut part = Part::default();
         // What the join does for each value: look it up, expand it unless seen.
-        let mut expand = |part: &mut Part, group: &[(u64, u32)]| {
+        let expand = |part: &mut Part, group: &[(u64, u32)]| {
             let at = part.shares.len();
             match part.same.seen(&old, group, &tmpl, 0, at) {
                 Seen::Again(g) => part.same.groups[g].weight += 1,
@@ -920,7 +920,11 @@ mod tests {
         expand(&mut part, &group);
         expand(&mut part, &other);
         expand(&mut part, &group);
-        assert_eq!(part.shares.len(), 2 * 3 * old.len(), "the repeat not expanded");
+        assert_eq!(
+            part.shares.len(),
+            2 * 3 * old.len(),
+            "the repeat not expanded"
+        );
         part.by_doc(4);
         // Docs 0 and 1 share each old doc through all three values, doc 2 through two,
         // doc 3 through one.

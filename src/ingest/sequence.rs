@@ -7,6 +7,7 @@
 //! then follows these decisions, and the pair step works on the new docs.
 
 use super::{Capture, FastMap, Record, Result, Writer};
+use crate::read::RecordKind;
 
 /// A record's content, as the commit stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub enum Content {
 /// Whether `capture` stores the record as a capture (a capture kind, with a URL and a
 /// date); the others are counted as skipped and have no content.
 pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
-    crate::capture::is_capture_kind(&rec.kind) && cap.url.is_some() && cap.timestamp.is_some()
+    rec.kind.is_capture() && cap.url.is_some() && cap.timestamp.is_some()
 }
 
 /// What the records sequenced but not yet written add: payload digests and canonical
@@ -99,7 +100,7 @@ impl Writer<'_> {
         // (digests are never removed nor remapped), so only a miss is looked up again
         // on this thread (0.3 s of a steady sweep's 2.3 serial seconds on rd100k).
         let by_payload = match &cap.payload_digest {
-            Some(dig) if rec.kind != "revisit" && !cap.truncated => {
+            Some(dig) if rec.kind != RecordKind::Revisit && !cap.truncated => {
                 match cap.payload_doc.or_else(|| overlay.payload(dig)) {
                     Some(d) => Some(d),
                     None => self.index.payloads().get(dig)?,
@@ -131,7 +132,7 @@ impl Writer<'_> {
             }
             return Ok(Content::Text { fp, doc, new });
         }
-        if rec.kind == "revisit" {
+        if rec.kind == RecordKind::Revisit {
             return Ok(Content::Revisit);
         }
         Ok(Content::Nothing)

@@ -4,6 +4,7 @@
 //! to a date first. The HTTP service streams these; nothing here knows about HTTP.
 
 use crate::index::{Index, Result};
+use crate::read::RecordKind;
 use crate::url::surt;
 
 use super::CaptureRow;
@@ -280,7 +281,7 @@ pub fn revisited(index: &Index, revisit: &CaptureRow) -> Result<Option<CaptureRo
         index,
         false,
         |_, r| {
-            if r.info.kind != "revisit"
+            if r.info.kind != RecordKind::Revisit
                 && r.info.digest.is_some()
                 && r.info.digest == revisit.info.digest
             {

@@ -14,8 +14,10 @@
 pub mod http;
 mod inflate;
 pub mod input;
+pub mod kind;
 pub mod record;
 
 pub use http::{parse_response, HttpResponse};
 pub use input::{file_identity, Compression};
+pub use kind::RecordKind;
 pub use record::{read_all, ReadError, Record, RecordReader};

@@ -5,6 +5,7 @@
 //! know no ARC. Its nom header-block parser is used for the named fields; lines it does
 //! not take (folded continuation lines, odd names) go through a lenient fallback.
 
+use super::kind::RecordKind;
 use std::io::Read;
 use std::path::Path;
 
@@ -26,9 +27,9 @@ pub struct Record {
     pub stream_offset: u64,
     /// `WARC/1.0`, `WARC/0.17`, `ARC/1`, `ARC/2`.
     pub version: String,
-    /// Record type, lower-cased and trimmed: `response`, `revisit`, `arc_header`…;
-    /// `(missing)` when the field is absent or empty.
-    pub kind: String,
+    /// Record type (`WARC-Type`, lower-cased and trimmed; an ARC record is a
+    /// `response`).
+    pub kind: RecordKind,
     /// Named fields in file order (for ARC, synthesized from the header line).
     pub fields: Vec<Field>,
     /// Content-Length as declared.
@@ -54,7 +55,7 @@ impl Record {
             length: bytes.len() as u64,
             stream_offset: 0,
             version: "WARC/1.1".into(),
-            kind: "resource".into(),
+            kind: RecordKind::Resource,
             fields: vec![
                 ("WARC-Type".into(), b"resource".to_vec()),
                 ("Content-Type".into(), b"text/html".to_vec()),
@@ -406,14 +407,17 @@ impl RecordReader {
             .find(|(n, _)| n.eq_ignore_ascii_case("WARC-Type"))
             .map(|(_, v)| String::from_utf8_lossy(v).trim().to_ascii_lowercase())
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "(missing)".to_string());
+            .map_or_else(
+                || RecordKind::Other("(missing)".into()),
+                |s| RecordKind::parse(&s),
+            );
         self.finish(version, kind, fields, declared_length, start, offset)
     }
 
     fn finish(
         &mut self,
         version: String,
-        kind: String,
+        kind: RecordKind,
         fields: Vec<Field>,
         declared_length: u64,
         start: u64,
@@ -551,7 +555,7 @@ impl RecordReader {
         ];
         self.finish(
             format!("ARC/{major}"),
-            "arc_header".into(),
+            RecordKind::Other("arc_header".into()),
             fields,
             length,
             start,
@@ -614,7 +618,7 @@ impl RecordReader {
         ];
         self.finish(
             format!("ARC/{major}"),
-            "response".into(),
+            RecordKind::Response,
             fields,
             length,
             start,

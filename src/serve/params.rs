@@ -5,6 +5,7 @@
 //! the Wayback CDX and availability APIs (`wayback.rs`) and Memento (`memento.rs`), so
 //! that no endpoint module imports another.
 
+use crate::read::RecordKind;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
@@ -237,7 +238,7 @@ impl Fields {
 
     /// pywb marks a revisit by its media type: it then looks up the original by digest.
     pub(crate) fn mime(&self) -> Option<String> {
-        if self.row.info.kind == "revisit" {
+        if self.row.info.kind == RecordKind::Revisit {
             Some("warc/revisit".into())
         } else {
             self.row.info.mime.clone()
@@ -262,7 +263,7 @@ impl Fields {
             "cluster" => self.cluster.map(|d| d.to_string()),
             "resemblance_to_previous" => c.r_prev.map(|r| format!("{:.3}", r)),
             "content_resemblance_to_previous" => c.cr_prev.map(|r| format!("{:.3}", r)),
-            "type" => Some(c.kind.clone()),
+            "type" => Some(c.kind.to_string()),
             _ => None,
         }
     }

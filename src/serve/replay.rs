@@ -7,6 +7,7 @@
 //! memory, at most `serve.max_replay_bytes`; a larger one is refused with a message
 //! naming the setting (507), never served cut short as a complete 200.
 
+use crate::read::RecordKind;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -40,7 +41,7 @@ pub(crate) fn load(
     served: &Served,
     row: &CaptureRow,
 ) -> Result<Archived, ApiError> {
-    let source = if row.info.kind == "revisit" {
+    let source = if row.info.kind == RecordKind::Revisit {
         revisited(&served.index, row)?.ok_or_else(|| {
             ApiError::not_found(
                 "url",

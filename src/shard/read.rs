@@ -312,15 +312,16 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
                 format!("timestamp {:?} is not 14 digits", ts.unwrap_or_default()),
             ));
         }
-        let kind_s = kind.value(i).to_string();
-        let refers_to = (kind_s == "revisit").then(|| (opt(&rt_url, i), opt(&rt_date, i)));
+        let record_kind = crate::read::RecordKind::parse(kind.value(i));
+        let refers_to = (record_kind == crate::read::RecordKind::Revisit)
+            .then(|| (opt(&rt_url, i), opt(&rt_date, i)));
         let row_warnings: Vec<String> = {
             let l = warnings.value(i);
             let l = l.as_string::<i32>();
             (0..l.len()).map(|j| l.value(j).to_string()).collect()
         };
         let capture = Capture {
-            kind: kind_s.clone(),
+            kind: record_kind.clone(),
             url: opt(&url, i),
             timestamp: ts,
             status: status.is_valid(i).then(|| status.value(i)),
@@ -347,7 +348,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             length: length.value(i),
             stream_offset: 0,
             version: String::new(),
-            kind: kind_s,
+            kind: record_kind,
             fields: Vec::new(),
             declared_length: record_bytes.value(i),
             block: Vec::new(),

@@ -365,7 +365,7 @@ impl Rows {
         self.offset.append_value(rec.offset);
         self.length.append_value(rec.length);
         self.record_bytes.append_value(record_bytes(rec));
-        self.record_type.append_value(&rec.kind);
+        self.record_type.append_value(rec.kind.as_str());
         self.url.append_option(cap.url.as_deref());
         self.url_surtkey.append_option(cap.url.as_deref().map(surt));
         self.timestamp.append_option(cap.timestamp.as_deref());
