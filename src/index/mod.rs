@@ -11,6 +11,7 @@ pub mod candidates;
 pub mod codec;
 pub mod columns;
 pub mod postings;
+pub mod sketch_cache;
 pub mod snapshots;
 pub mod texts;
 pub mod unionfind;

@@ -22,10 +22,11 @@ use std::sync::Mutex;
 
 use crate::compact::{compare, CompactSketch};
 use crate::index::candidates::{with_heads, Shared};
-use crate::index::columns::sketches::{SketchCache, Sketches, StoredSketch};
+use crate::index::columns::sketches::{Sketches, StoredSketch};
 use crate::index::columns::Column;
 use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
 use crate::index::postings::{entry, entry_fields, ENTRY};
+use crate::index::sketch_cache::SketchCache;
 use crate::index::{Index, IndexError, Result};
 use crate::sketch::{posting_key_tz, within_reach, Estimate};
 use crate::template::{estimate_without, holds_posting_key, union, without, TemplateSet};

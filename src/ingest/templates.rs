@@ -16,11 +16,11 @@ use super::FastMap;
 use crate::compact::CompactSketch;
 use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::Captures;
-use crate::index::columns::sketches::SketchCache;
 use crate::index::columns::sweep_pages::{url_hash, SweepPage, SweepPageKey, SweepPages};
 use crate::index::columns::template_values::TemplateValues;
 use crate::index::columns::templates::Templates;
 use crate::index::columns::{Batch, Column};
+use crate::index::sketch_cache::SketchCache;
 use crate::index::{Index, IndexError, Result};
 use crate::template::{content_estimate, learn, union, Template, TemplateParams};
 
