@@ -1,0 +1,408 @@
+//! A batch of records through the three steps: sequencing (a), the pair step (b) on
+//! other threads while the batch before is committed (c), and what the commit leaves
+//! for the next batch.
+
+use std::sync::Arc;
+
+use super::sequence::Content;
+use super::{known, lap, pairs, thread_cpu, DocSketch, Prepared, Writer};
+use crate::compact::CompactSketch;
+use crate::index::columns::sketches::StoredSketch;
+use crate::index::{IndexError, Result};
+use crate::scan::Scanned;
+use pairs::DocPairs;
+
+/// Records committed together (the pair step's batch): at most this many, or the
+/// records up to this many new docs. Larger batches read each stored list and sketch
+/// once for more docs (rd20k redesign sweep: 9.2 → 8.6 CPU-s from 1,024/256 to these).
+pub(super) const BATCH_RECORDS: usize = 4096;
+pub(super) const BATCH_NEW_DOCS: usize = 1024;
+/// Records of an ingest's first batch (the next ones double up to [`BATCH_RECORDS`]).
+pub(super) const FIRST_BATCH: usize = 128;
+
+/// What a batch holds, in input order: records, and the ends of files (a record is the
+/// common case: not boxed).
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Item {
+    Record(usize, Scanned<Prepared>),
+    /// A file read to its end or its first damage: `(file, bytes, damage)`.
+    End(usize, u64, Option<(u64, String)>),
+}
+
+/// The sketches of a batch's new docs (numbered from `first`), as stored in full and
+/// compact: read by the commit of the batch and by the pair step of the next one.
+pub(super) struct BatchSketches {
+    pub(super) first: u64,
+    pub(super) stored: Vec<StoredSketch>,
+    pub(super) compact: Vec<CompactSketch>,
+}
+
+impl BatchSketches {
+    pub(super) fn get(&self, doc: u64) -> Option<usize> {
+        let k = doc.checked_sub(self.first)? as usize;
+        (k < self.compact.len()).then_some(k)
+    }
+}
+
+/// A batch sequenced and paired, waiting for its commit.
+pub(super) struct Flight {
+    pub(super) items: Vec<Item>,
+    pub(super) contents: Vec<Content>,
+    pub(super) planned: Planned,
+    /// A sequencing error at the record after the last one kept: returned once the
+    /// records before it are committed.
+    pub(super) failed: Option<IndexError>,
+}
+
+/// A batch's new docs between the pair step and their commit.
+#[derive(Default)]
+pub(super) struct Planned {
+    /// The batch's new docs' sketches, and those of the batch before it with whether
+    /// each was stored against a base (the pair step compared with them before they
+    /// were stored).
+    pub(super) sketches: Option<Arc<BatchSketches>>,
+    pub(super) before: Option<(Arc<BatchSketches>, Vec<bool>)>,
+    /// Per new doc: its pairs (until the commit takes them), whether it was stored
+    /// against a base (then it is no base itself).
+    pub(super) pairs: Vec<Option<DocPairs>>,
+    pub(super) against: Vec<bool>,
+    /// Sketches read for the batch, ascending, and those the cache held.
+    pub(super) read: Vec<(u64, CompactSketch)>,
+    pub(super) hits: Vec<u64>,
+    /// The latest captures of the batch's URLs, as the pair step read them.
+    pub(super) latest: known::Latest,
+}
+
+impl Planned {
+    /// New doc `d`'s sketches and its pairs, once; `next` is the id the index would
+    /// give now.
+    pub(super) fn take(
+        &mut self,
+        d: u64,
+        next: u64,
+    ) -> Result<(Arc<BatchSketches>, usize, DocPairs)> {
+        let found = self.sketches.clone().and_then(|s| {
+            let k = s.get(d)?;
+            Some((s, k))
+        });
+        match found {
+            Some((s, k)) if d == next => match self.pairs[k].take() {
+                Some(p) => Ok((s, k, p)),
+                None => Err(IndexError::Invalid(format!(
+                    "doc {d} created twice in one batch"
+                ))),
+            },
+            _ => Err(IndexError::Invalid(format!(
+                "doc {d} was not sequenced in this batch (next id {next})"
+            ))),
+        }
+    }
+
+    /// A compact sketch the batch has: of its docs or the batch's before, or read for it.
+    pub(super) fn compact(&self, doc: u64) -> Option<&CompactSketch> {
+        for s in self
+            .sketches
+            .iter()
+            .chain(self.before.iter().map(|(s, _)| s))
+        {
+            if let Some(k) = s.get(doc) {
+                return Some(&s.compact[k]);
+            }
+        }
+        let k = self.read.binary_search_by_key(&doc, |(d, _)| *d).ok()?;
+        Some(&self.read[k].1)
+    }
+
+    /// Whether `doc`, a doc of this batch or the one before, was stored against a base.
+    pub(super) fn stored_against(&self, doc: u64) -> bool {
+        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
+            return self.against[k];
+        }
+        match &self.before {
+            Some((s, against)) => s.get(doc).is_some_and(|k| against[k]),
+            None => false,
+        }
+    }
+
+    pub(super) fn set_stored_against(&mut self, doc: u64) {
+        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
+            self.against[k] = true;
+        }
+    }
+}
+
+impl Writer<'_> {
+    /// Takes a full batch: (a) sequences it and makes its new docs' sketches; then (b)
+    /// finds its pairs on the worker threads while (c) the batch before it is committed
+    /// on this one (the pairs count that batch's docs as earlier docs of their own);
+    /// the batch waits for its commit until the next one comes or the input ends
+    /// ([`Writer::flush`]).
+    pub(super) fn push_batch(&mut self, items: Vec<Item>) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.clock = std::time::Instant::now();
+        let cpu = thread_cpu();
+        self.summary.writer.batches += 1;
+        // (a) Each record's content; new docs numbered after those of the batch before.
+        let first = self.next_doc;
+        let mut next = first;
+        let mut contents = Vec::with_capacity(items.len());
+        let mut failed = None;
+        let mut items = items;
+        let mut overlay = std::mem::take(&mut self.overlay);
+        for (k, item) in items.iter().enumerate() {
+            let Item::Record(_, sc) = item else {
+                contents.push(Content::Nothing);
+                continue;
+            };
+            let has_sketch = sc.capture.sketch.is_some()
+                || sc.prepared.as_ref().is_some_and(|p| p.stored.is_some());
+            match self.content(&sc.record, &sc.capture, has_sketch, &mut overlay, &mut next) {
+                Ok(c) => contents.push(c),
+                Err(e) => {
+                    failed = Some(e);
+                    items.truncate(k);
+                    break;
+                }
+            }
+        }
+        // What the batch before added is in the index once it is committed (below):
+        // the overlay keeps the last two batches'.
+        self.overlay = overlay.next_batch();
+        self.next_doc = next;
+        self.serial_cpu += thread_cpu() - cpu;
+        let news: Vec<&Scanned<Prepared>> = items
+            .iter()
+            .zip(&contents)
+            .filter_map(|(item, c)| match (item, c) {
+                (Item::Record(_, sc), Content::Text { new: true, .. }) => Some(sc),
+                _ => None,
+            })
+            .collect();
+        lap(&mut self.clock, &mut self.summary.writer.sequence_s);
+        // The new docs' sketches as stored, on every core.
+        let target = self.index.params().posting_target;
+        let for_pairs = self.for_pairs.as_deref();
+        let made = pairs::parallel(self.threads, &news, |sc| {
+            let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
+            let sketch = DocSketch::of(stored, sc.capture.sketch.as_ref())
+                .ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
+            let mut stored = sketch.stored(target);
+            // On content: compared, now and later, without its host's template.
+            if let Some(t) = for_pairs {
+                stored.template = t.of_url(sc.capture.url.as_deref());
+            }
+            let compact = stored.compact();
+            Ok((stored, compact))
+        })?;
+        drop(news);
+        let (stored, compact): (Vec<StoredSketch>, Vec<CompactSketch>) = made.into_iter().unzip();
+        let sketches = Arc::new(BatchSketches {
+            first,
+            stored,
+            compact,
+        });
+        self.clock = std::time::Instant::now();
+        // The postings buffer is spilled when both batches might not fit in it: never
+        // while a batch is paired, whose pairs are found under one mark. Then the batch
+        // before is committed first, alone.
+        let posting_values =
+            |s: &BatchSketches| s.stored.iter().map(|s| s.posting.len()).sum::<usize>();
+        let values = posting_values(&sketches)
+            + self
+                .flight
+                .as_ref()
+                .and_then(|f| f.planned.sketches.as_deref())
+                .map_or(0, posting_values);
+        if self.fresh.full(self.fresh_budget, values) {
+            self.flush()?;
+            self.clock = std::time::Instant::now();
+            let cpu = thread_cpu();
+            Arc::get_mut(&mut self.fresh)
+                .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
+                .spill(self.index, first)?;
+            lap(&mut self.clock, &mut self.summary.writer.spill_s);
+            self.serial_cpu += thread_cpu() - cpu;
+        }
+        // The URLs whose latest capture the commit reads, and the first write that may
+        // land while the pair step reads them.
+        let urls: Vec<String> = items
+            .iter()
+            .zip(&contents)
+            .filter_map(|(item, c)| match (item, c) {
+                (
+                    Item::Record(_, sc),
+                    Content::Payload(_) | Content::Text { .. } | Content::Revisit,
+                ) if sc.record.kind.is_capture() => sc.capture.url.clone(),
+                _ => None,
+            })
+            .collect();
+        let from_write = self.sent;
+        // (b) ∥ (c).
+        let before = self
+            .flight
+            .as_ref()
+            .and_then(|f| f.planned.sketches.clone());
+        let (index, over_cap) = (self.index, self.over_cap);
+        let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
+        let written = Arc::clone(&self.writes.written);
+        let for_pairs = self.for_pairs.clone();
+        let settings = pairs::Settings {
+            threads: self.threads,
+            partitions: self.partitions,
+            cap: self.index.params().common_shingle_cap as usize,
+            floor: self.index.params().edge_floor,
+        };
+        let mine = Arc::clone(&sketches);
+        let mut buffers = std::mem::take(&mut self.pair_buffers);
+        let find = move || {
+            // Owned here, so that they are released when the pair step returns.
+            let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
+            let for_pairs = for_pairs;
+            let docs: Vec<pairs::NewDoc> = before
+                .iter()
+                .flat_map(|b| b.stored.iter().zip(&b.compact))
+                .chain(mine.stored.iter().zip(&mine.compact))
+                .map(|(s, c)| pairs::NewDoc {
+                    level: s.posting_level,
+                    values: &s.posting,
+                    compact: c,
+                    stored: s,
+                })
+                .collect();
+            let from = before.as_ref().map_or(0, |b| b.compact.len());
+            let start = before.as_ref().map_or(mine.first, |b| b.first);
+            let view = pairs::View {
+                index,
+                fresh: &fresh,
+                over_cap,
+                cache: &cache,
+                readable: &|docs| written.wait_docs(docs),
+                templates: for_pairs.as_ref().map(|t| &t.set),
+            };
+            let found = pairs::find(&view, start, &docs, from, settings, &mut buffers);
+            (
+                found,
+                known::Latest::read(index, &urls, from_write),
+                buffers,
+            )
+        };
+        let ((found, latest, buffers), committed) = match self.flight.take() {
+            None => (find(), Ok(())),
+            Some(f) => std::thread::scope(|s| {
+                let pairing = s.spawn(find);
+                let committed = self.commit(f);
+                let t = std::time::Instant::now();
+                let found = pairing.join().unwrap_or_else(|_| {
+                    let e = IndexError::Invalid("the pair step panicked".into());
+                    (Err(e.clone()), Err(e), pairs::Buffers::default())
+                });
+                self.summary.writer.pairs_wait_s += t.elapsed().as_secs_f64();
+                (found, committed)
+            }),
+        };
+        self.pair_buffers = buffers;
+        committed?;
+        // What the committed batch leaves for the next ones, now that no pair step
+        // reads the buffer and the cache.
+        self.settle()?;
+        let found = found?;
+        let latest = latest?;
+        self.summary.writer.candidates_s += found.candidates_s;
+        self.summary.writer.estimate_s += found.estimate_s;
+        let n = sketches.compact.len();
+        self.flight = Some(Flight {
+            items,
+            contents,
+            planned: Planned {
+                sketches: Some(sketches),
+                before: self.last_against.take(),
+                pairs: found.docs.into_iter().map(Some).collect(),
+                against: vec![false; n],
+                read: found.read,
+                hits: found.hits,
+                latest,
+            },
+            failed,
+        });
+        Ok(())
+    }
+
+    /// Commits the batch waiting for its commit, if any, and waits until it is written.
+    pub(super) fn flush(&mut self) -> Result<()> {
+        match self.flight.take() {
+            Some(f) => {
+                self.commit(f)?;
+                self.settle()?;
+            }
+            None => {}
+        }
+        self.wait_written()
+    }
+
+    /// (c) The commit of a batch, in input order. What it adds to the postings buffer
+    /// and the sketch cache waits for [`Writer::settle`]: a pair step may read them.
+    pub(super) fn commit(&mut self, f: Flight) -> Result<()> {
+        let cpu = thread_cpu();
+        let r = self.commit_records(f);
+        if r.is_err() {
+            self.drop_pending();
+        }
+        self.serial_cpu += thread_cpu() - cpu;
+        r
+    }
+
+    pub(super) fn commit_records(&mut self, f: Flight) -> Result<()> {
+        self.clock = std::time::Instant::now();
+        self.planned = f.planned;
+        let from = self.planned.latest.from_write;
+        self.recent_urls.retain(|(w, _)| *w >= from);
+        for (item, content) in f.items.into_iter().zip(f.contents) {
+            match item {
+                Item::Record(file, sc) => {
+                    self.record(file, &sc.record, &sc.capture, sc.prepared, content)?
+                }
+                Item::End(file, bytes, damage) => {
+                    self.summary.bytes += bytes;
+                    self.file_end(file, damage);
+                }
+            }
+        }
+        self.write_pending()?;
+        self.last_against = self
+            .planned
+            .sketches
+            .clone()
+            .map(|s| (s, self.planned.against.clone()));
+        match f.failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The postings and sketches the committed batch leaves for the next ones: its new
+    /// docs' posting entries into the buffer, the sketches it compared or made kept.
+    pub(super) fn settle(&mut self) -> Result<()> {
+        let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
+        let planned = std::mem::take(&mut self.planned);
+        let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
+        let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
+        fresh.add_batch(&self.adds, self.threads);
+        self.adds.clear();
+        let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
+        for d in &planned.hits {
+            cache.touch(*d);
+        }
+        cache.misses += planned.read.len() as u64;
+        for (d, c) in planned.read {
+            cache.insert(d, c);
+        }
+        for (d, c) in self.made.drain(..) {
+            cache.insert(d, c);
+        }
+        self.summary.writer.edges_unions_s += clock.elapsed().as_secs_f64();
+        self.serial_cpu += thread_cpu() - cpu;
+        Ok(())
+    }
+}
