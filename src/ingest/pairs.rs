@@ -6,11 +6,12 @@
 //! mark, the fresh lists, stored sketches) and the batch: it writes nothing, so it runs
 //! on every core, and its result depends neither on the number of threads nor on the
 //! number of partitions. It is the paper's own algorithm (Broder et al. 1997, "The
-//! clustering algorithm"), incremental: the batch's ⟨posting key, doc⟩ pairs are sorted
-//! and cut into key ranges (partitions); each range is joined with the stored lists of
-//! its keys (each read once per batch, in key order) and expands ⟨doc, older doc⟩
-//! shares; the shares are merged into counts per doc; the counts decide which sketches
-//! are read (each once per batch) and compared.
+//! clustering algorithm"), incremental: the batch's ⟨posting key, doc⟩ pairs are cut
+//! into key ranges (partitions), each sorted on its own; each range is joined with the
+//! stored lists of its keys (each read once per batch, in key order) and expands
+//! ⟨doc, older doc⟩ shares (a list met again with the same batch docs is counted
+//! again, not expanded again: [`Same`]); the shares are merged into counts per doc; the
+//! counts decide which sketches are read (each once per batch) and compared.
 //!
 //! Exactly what the one-doc-at-a-time search gives ([`crate::index::candidates`], in
 //! input order): a value's list as doc d sees it is the stored list, the fresh entries,
