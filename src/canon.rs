@@ -341,14 +341,18 @@ impl TokenSink<'_> {
             keep &= !((starts & starts.wrapping_neg()) >> 1);
         }
         let packed = _mm512_maskz_compress_epi8(keep, bytes);
-        let base = self.out.len();
         let kept = keep.count_ones() as usize;
-        let mut out = [0u8; 64];
-        // SAFETY: 64 bytes into an array of 64.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut __m512i, packed) };
-        // Letters, digits and spaces: ASCII, so the text stays UTF-8.
-        self.out
-            .push_str(std::str::from_utf8(&out[..kept]).expect("ASCII"));
+        // SAFETY: the bytes added are letters, digits and spaces (ASCII), so the text
+        // stays UTF-8; the 64-byte store lands in capacity reserved for it, and the
+        // length takes only the `kept` bytes of it that are the chunk's.
+        let base = unsafe {
+            let text = self.out.as_mut_vec();
+            text.reserve(64);
+            let base = text.len();
+            _mm512_storeu_si512(text.as_mut_ptr().add(base) as *mut __m512i, packed);
+            text.set_len(base + kept);
+            base
+        };
         // Tokens ending inside the chunk (one ending at its last byte may go on).
         let mut ends = token & !(token >> 1) & (live >> 1);
         while ends != 0 {
