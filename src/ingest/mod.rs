@@ -597,36 +597,44 @@ fn ingest_files<'scope>(
         input_total,
         finishing: true,
     });
-    // The sweep's templates, now that all its pages are in, and the content resemblance
-    // of its changed pages.
-    let (t0, templates_cpu) = (std::time::Instant::now(), thread_cpu());
-    w.summary.templates =
-        templates::finish(index, sweep_id, &opts.template, &w.sketch_cache, w.threads)?;
-    w.summary.templates.seconds = t0.elapsed().as_secs_f64();
-    // A host a thread: parallel work like the pair step's, not sequencing or the commit,
-    // so this thread's share of it is not in `serial_s` (it is in the CPU of the run).
-    let templates_cpu = thread_cpu() - templates_cpu;
     // The last spill and the memtable flush add sorted runs and level-0 files; merges
     // they make due start with the next ingest, beside its reading and sketching, which
     // leave CPU to spare — not now, when this ingest would wait for them alone, or have
     // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
     // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
     auto_compactions(index, false)?;
-    // The last spill, and the memtables to disk beside it (otherwise the next open
-    // replays the whole write-ahead log): the flush runs on RocksDB's threads while this
-    // one sorts and writes the postings (measured: 0.33 s of a 20k-page first sweep's
-    // 1.5 s finish).
+    // Three things left, none reading what another writes, side by side: the sweep's
+    // templates (now that all its pages are in) and the content resemblance of its
+    // changed pages, on every core a host at a time; the last spill of the postings; and
+    // the memtables to disk (otherwise the next open replays the whole write-ahead log),
+    // on RocksDB's threads. One after another they left a core idle for most of a
+    // redesign sweep's last seconds (rd100k: 1.1–1.6 cores busy of 2).
     let next_doc = index.counters().next_doc;
-    let (spilled, flushed) = std::thread::scope(|s| {
+    let (cache, threads) = (&w.sketch_cache, w.threads);
+    let (learned, spilled, flushed) = std::thread::scope(|s| {
+        let learn = s.spawn(|| {
+            let t0 = std::time::Instant::now();
+            let r = templates::finish(index, sweep_id, &opts.template, cache, threads);
+            r.map(|mut t| {
+                t.seconds = t0.elapsed().as_secs_f64();
+                t
+            })
+        });
         let flush = s.spawn(|| index.flush());
         let spilled = match Arc::get_mut(&mut w.fresh) {
             Some(fresh) => fresh.spill(index, next_doc),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
-        (spilled, flush.join())
+        (learn.join(), spilled, flush.join())
     });
+    // Templates are parallel work like the pair step's, not sequencing or the commit,
+    // and on threads of their own: not in `serial_s` (they are in the CPU of the run).
+    w.summary.templates =
+        learned.map_err(|_| IndexError::Invalid("the template step panicked".into()))??;
     spilled?;
     flushed.map_err(|_| IndexError::Invalid("the memtable flush panicked".into()))??;
+    // What the templates wrote while the flush ran (a few MB).
+    index.flush()?;
     if opts.store_texts {
         texts::train_if_ready(index)?;
         index.flush()?;
@@ -638,7 +646,7 @@ fn ingest_files<'scope>(
     }
     (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
-    w.serial_cpu += thread_cpu() - finish_cpu - templates_cpu;
+    w.serial_cpu += thread_cpu() - finish_cpu;
     w.summary.serial_s = w.serial_cpu;
     let t = &w.summary.writer;
     w.summary.pairs_s = t.candidates_s + t.estimate_s;
