@@ -204,14 +204,6 @@ impl Col<'_, Sketches> {
 
     /// The packed sketches of `docs`, read in one batch, each shape checked.
     fn read_packed(&self, docs: &[u64]) -> Result<Vec<Option<Packed>>> {
-        // Docs numbered together (the pages a sweep replaces, read by the next one's
-        // pair step) are read by one walk over their range, not a lookup each.
-        let dense = |first: u64, last: u64| last - first < 2 * docs.len() as u64;
-        if let (true, Some(first), Some(last)) = (docs.len() >= 32, docs.first(), docs.last()) {
-            if docs.windows(2).all(|w| w[0] < w[1]) && dense(*first, *last) {
-                return self.walk_packed(docs);
-            }
-        }
         let keys: Vec<[u8; 8]> = docs.iter().map(|d| d.to_be_bytes()).collect();
         let db = self.index.db();
         keys.iter()
@@ -223,34 +215,6 @@ impl Col<'_, Sketches> {
                     .map_err(|e| corrupt::<Sketches>(k, e)),
             })
             .collect()
-    }
-
-    /// [`Col::read_packed`] of ascending `docs` by one iterator from the first to the
-    /// last: ~6 µs a key less than a batched lookup where they are dense.
-    fn walk_packed(&self, docs: &[u64]) -> Result<Vec<Option<Packed>>> {
-        let (first, last) = (docs[0], docs[docs.len() - 1]);
-        let mut ro = rocksdb::ReadOptions::default();
-        ro.set_total_order_seek(true);
-        ro.set_iterate_upper_bound((last + 1).to_be_bytes().to_vec());
-        let mut it = self.index.db().raw_iterator_cf_opt(self.handle(), ro);
-        it.seek(first.to_be_bytes());
-        let mut out = Vec::with_capacity(docs.len());
-        while out.len() < docs.len() {
-            let (Some(key), Some(value)) = (it.key(), it.value()) else {
-                break;
-            };
-            let d = super::be_u64(key).map_err(|e| corrupt::<Sketches>(key, e))?;
-            while out.len() < docs.len() && docs[out.len()] < d {
-                out.push(None);
-            }
-            if docs.get(out.len()) == Some(&d) {
-                out.push(Some(parse(value).map_err(|e| corrupt::<Sketches>(key, e))?));
-            }
-            it.next();
-        }
-        it.status()?;
-        out.resize_with(docs.len(), || None);
-        Ok(out)
     }
 
     /// The sketch of `doc` whole (the values it shares with its base read from the base
@@ -358,47 +322,6 @@ mod tests {
                 want.sort_unstable();
                 assert_eq!(kept.at(l), &want[..], "{n} words, level {l}");
             }
-        }
-    }
-
-    #[test]
-    fn dense_and_sparse_reads_give_the_same_sketches() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = crate::config::Config::default();
-        let index = crate::index::Index::open(&dir.path().join("db"), &cfg, true).unwrap();
-        // Docs 100..400 but every seventh, some stored against a base.
-        let mut batch = crate::index::columns::Batch::default();
-        let base = sketch_of((0..900).map(|i| format!("s{i}")));
-        let (pb, _) = posting_values(&base, 64);
-        batch.put::<Sketches>(&index, &99, &StoredSketch::new(&base, pb));
-        for d in (100u64..400).filter(|d| d % 7 != 0) {
-            let s = sketch_of((0..300 + d as usize).map(|i| format!("s{}", i + d as usize % 3)));
-            let (pl, _) = posting_values(&s, 64);
-            let whole = StoredSketch::new(&s, pl);
-            let own = whole.compact();
-            let stored = match (d % 2 == 0)
-                .then(|| whole.against(&own, (99, &CompactSketch::of(&base))))
-                .flatten()
-            {
-                Some(against) => against,
-                None => whole,
-            };
-            batch.put::<Sketches>(&index, &d, &stored);
-        }
-        index.write(batch).unwrap();
-        let sketches = index.sketches();
-        let one_by_one = |docs: &[u64]| -> Vec<(u64, CompactSketch)> {
-            docs.iter()
-                .flat_map(|d| sketches.read_compact(&[*d], None).unwrap())
-                .collect()
-        };
-        // Dense (a walk over the range, absent docs among them) and sparse (lookups).
-        let dense: Vec<u64> = (90..410).collect();
-        let sparse: Vec<u64> = (100..400).step_by(13).collect();
-        for docs in [&dense, &sparse] {
-            let read = sketches.read_compact(docs, None).unwrap();
-            assert_eq!(read, one_by_one(docs));
-            assert!(read.len() > docs.len() / 2);
         }
     }
 
