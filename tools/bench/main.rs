@@ -294,8 +294,21 @@ fn bench_many_files(a: &Args) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn print_header() {
-    println!(
+/// A line of the human-readable report: on stdout, or on stderr under `--json` (stdout
+/// is then the JSON alone, for scripts).
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
+fn print_header(json: bool) {
+    say!(
+        json,
         "{:<10} {:>8} {:>8} {:>7} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7} {:>9} {:>6}",
         "sweep",
         "captures",
@@ -334,11 +347,12 @@ fn projection(serial: f64, pairs_wait: f64, write_cpu: f64, cpu: f64) -> serde_j
 }
 
 /// One sweep's line, and the writer's breakdown under it (seconds by stage).
-fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb: f64) {
+fn print_row(json: bool, label: &str, v: &serde_json::Value, zcat: f64, secs: f64) {
     let new_docs = v["new_docs"].as_f64().unwrap_or(0.0).max(1.0);
     let w = &v["writer"];
     let f = |k: &str| w[k].as_f64().unwrap_or(0.0);
-    println!(
+    say!(
+        json,
         "{:<10} {:>8} {:>8} {:>7.2} {:>8.2} {:>6.0}% {:>7.0}% {:>8.0} {:>7.1} {:>7.1} {:>9} {:>6.0}",
         label,
         v["captures"].to_string(),
@@ -353,7 +367,8 @@ fn print_row(label: &str, v: &serde_json::Value, zcat: f64, secs: f64, _warc_mb:
         v["edges"].to_string(),
         v["peak_rss_mb"].as_f64().unwrap_or(0.0)
     );
-    println!(
+    say!(
+        json,
         "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, waited for writes {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; writes {:.2} (CPU {:.2}, a thread of their own); settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
         "",
         f("wait_s"),
@@ -421,12 +436,13 @@ fn bench_ingest(a: &Args) -> ExitCode {
     let mut rounds: Vec<Vec<IngestRun>> = Vec::new();
     for round in 1..=a.rounds.max(1) {
         let _ = std::fs::remove_dir_all(&db);
-        println!(
+        say!(
+            a.json,
             "round {round} of {}, a fresh index at {}",
             a.rounds.max(1),
             db.display()
         );
-        print_header();
+        print_header(a.json);
         let mut runs = Vec::new();
         for dir in &dirs {
             let files = warc_files(dir);
@@ -438,7 +454,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
             };
             let warc_mb =
                 v["mb_per_s"].as_f64().unwrap_or(0.0) * v["seconds"].as_f64().unwrap_or(0.0);
-            print_row(&label, &v, t_zcat, secs, warc_mb);
+            print_row(a.json, &label, &v, t_zcat, secs);
             runs.push(IngestRun {
                 label,
                 zcat: t_zcat,
@@ -460,8 +476,8 @@ fn bench_ingest(a: &Args) -> ExitCode {
     // later sweep) is as large as the effects the targets are about.
     let mut rows = Vec::new();
     if rounds.len() > 1 {
-        println!("median of {} rounds", rounds.len());
-        print_header();
+        say!(a.json, "median of {} rounds", rounds.len());
+        print_header(a.json);
     }
     for (i, first) in rounds[0].iter().enumerate() {
         let of = |f: &dyn Fn(&IngestRun) -> f64| median(rounds.iter().map(|r| f(&r[i])).collect());
@@ -490,7 +506,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
         let cpu = of(&|r| r.summary["cpu_s"].as_f64().unwrap_or(0.0));
         summary["serial_s"] = json!(serial);
         if rounds.len() > 1 {
-            print_row(&first.label, &summary, z, secs, first.warc_mb);
+            print_row(a.json, &first.label, &summary, z, secs);
         }
         rows.push(json!({
             "sweep": first.label, "captures": first.summary["captures"],
@@ -508,14 +524,23 @@ fn bench_ingest(a: &Args) -> ExitCode {
         }));
     }
     // The serial share and what more cores would make of each sweep ([`projection`]).
-    println!(
+    say!(
+        a.json,
         "{:<10} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
-        "sweep", "serial s", "write s", "pairs s", "CPU s", "2 cores", "16 cores", "64 cores"
+        "sweep",
+        "serial s",
+        "write s",
+        "pairs s",
+        "CPU s",
+        "2 cores",
+        "16 cores",
+        "64 cores"
     );
     for r in &rows {
         let f = |k: &str| r[k].as_f64().unwrap_or(0.0);
         let p = |n: &str| r["projected_seconds"][n].as_f64().unwrap_or(0.0);
-        println!(
+        say!(
+            a.json,
             "{:<10} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>8.1}s {:>8.1}s {:>8.1}s",
             r["sweep"].as_str().unwrap_or(""),
             f("serial_s"),
@@ -531,18 +556,20 @@ fn bench_ingest(a: &Args) -> ExitCode {
     if rows.len() >= 3 {
         let secs = |r: &serde_json::Value| r["ingest_seconds"].as_f64().unwrap_or(0.0);
         let ratio = secs(&rows[rows.len() - 1]) / secs(&rows[1]);
-        let worst_share = rows[1..]
-            .iter()
-            .map(|r| r["share_of_zcat_rate"].as_f64().unwrap_or(0.0))
-            .fold(f64::MAX, f64::min);
-        println!(
-            "last / second sweep: {ratio:.2} (target ≤ 1.2); slowest later sweep at {:.0}% of the zcat rate (target ≥ 50%)",
+        let share = |r: &serde_json::Value| r["share_of_zcat_rate"].as_f64().unwrap_or(0.0);
+        let worst_share = rows[1..].iter().map(share).fold(f64::MAX, f64::min);
+        let slowest = rows.iter().map(share).fold(f64::MAX, f64::min);
+        say!(
+            a.json,
+            "last / second sweep: {ratio:.2} (target ≤ 1.2); slowest sweep at {:.0}% of the zcat rate (target ≥ 60%), slowest later one at {:.0}%",
+            100.0 * slowest,
             100.0 * worst_share
         );
-        targets =
-            json!({"last_over_second": ratio, "slowest_later_share_of_zcat_rate": worst_share});
+        targets = json!({"last_over_second": ratio, "slowest_later_share_of_zcat_rate": worst_share,
+            "slowest_share_of_zcat_rate": slowest});
     }
-    println!(
+    say!(
+        a.json,
         "index: {} docs, {} captures, {:.1} MB on disk, {:.0} bytes per doc",
         stats["docs"],
         stats["captures"],
