@@ -245,11 +245,11 @@ impl TokenSink<'_> {
     /// Tokens of `s` (continuing the token the last feed ended in, if any).
     fn feed(&mut self, s: &str) {
         let bytes = s.as_bytes();
-        let mut i = 0;
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vbmi2")
         {
+            let mut i = 0;
             while i < bytes.len() {
                 let to = (i + 64).min(bytes.len());
                 // SAFETY: the CPU has AVX-512 BW and VBMI2 (checked just above).
@@ -262,7 +262,7 @@ impl TokenSink<'_> {
             }
             return;
         }
-        self.feed_scalar(s, i, bytes.len());
+        self.feed_scalar(s, 0, bytes.len());
     }
 
     /// [`TokenSink::feed`] of the characters of `s` starting in `from..to` (the last one
@@ -357,7 +357,7 @@ impl TokenSink<'_> {
         let mut ends = token & !(token >> 1) & (live >> 1);
         while ends != 0 {
             let q = ends.trailing_zeros();
-            let through = if q == 63 { !0 } else { (2u64 << q) - 1 };
+            let through = u64::MAX >> (63 - q);
             self.ends
                 .push((base + (keep & through).count_ones() as usize) as u32);
             ends &= ends - 1;
@@ -849,7 +849,7 @@ mod tests {
     #[test]
     fn blocks_tokenize_as_characters_do() {
         // Random text of letters, digits, separators and a few non-ASCII characters,
-        // fed in random pieces: by 32-byte blocks where the CPU can, and by characters.
+        // fed in random pieces: by 64-byte chunks where the CPU can, and by characters.
         let alphabet: Vec<char> = "aZ9 .-_\n\tqQ0<>éÉ日ß"
             .chars()
             .chain(('a'..='z').chain('A'..='Z').chain('0'..='9'))
