@@ -90,7 +90,7 @@ pub fn search(
     let mut shared: U64Map<Shared> = U64Map::default();
     let mut heads: Vec<u64> = Vec::new();
     let mut over = vec![false; values.len()];
-    for (i, (v, stored)) in values.iter().zip(&lookup.lists).enumerate() {
+    for (i, (v, stored)) in values.iter().zip(lookup.lists()).enumerate() {
         let fresh = fresh.entries(*v);
         let list: &[u8] = match stored {
             Stored::Over(head) => {

@@ -94,14 +94,22 @@ pub fn posting_level(s: &Sketch, posting_target: u32) -> u8 {
 }
 
 /// A stored list as a lookup saw it.
-#[derive(Debug, Clone)]
-pub enum Stored {
+#[derive(Debug, Clone, Copy)]
+pub enum Stored<'a> {
     /// No stored entries.
     Absent,
     /// The entries (at most the cap).
-    List(Vec<u8>),
+    List(&'a [u8]),
     /// Over the cap: only the first docs.
-    Over(Vec<u64>),
+    Over(&'a [u64]),
+}
+
+/// Where a value's list is in a [`Lookup`]'s buffers.
+#[derive(Debug, Clone, Copy)]
+enum Found {
+    Absent,
+    List(usize, usize),
+    Over(usize, usize),
 }
 
 /// Stored lists of some values, and the mark they were read under.
@@ -110,7 +118,22 @@ pub struct Lookup {
     /// First doc id not in the stored lists.
     pub mark: u64,
     /// One per value, in the order asked.
-    pub lists: Vec<Stored>,
+    found: Vec<Found>,
+    /// The lists' entries, one after another.
+    entries: Vec<u8>,
+    /// The over-cap lists' heads, one after another.
+    heads: Vec<u64>,
+}
+
+impl Lookup {
+    /// The lists, one per value, in the order asked.
+    pub fn lists(&self) -> impl Iterator<Item = Stored<'_>> + '_ {
+        self.found.iter().map(|f| match *f {
+            Found::Absent => Stored::Absent,
+            Found::List(a, b) => Stored::List(&self.entries[a..b]),
+            Found::Over(a, b) => Stored::Over(&self.heads[a..b]),
+        })
+    }
 }
 
 /// Values whose stored lists are over the cap, with their heads. Lists only grow and
@@ -120,10 +143,6 @@ pub struct Lookup {
 pub struct OverCap(RwLock<U64Map<Vec<u64>>>);
 
 impl OverCap {
-    fn get(&self, v: u64) -> Option<Vec<u64>> {
-        self.0.read().ok()?.get(&v).cloned()
-    }
-
     fn insert(&self, v: u64, head: Vec<u64>) {
         if let Ok(mut m) = self.0.write() {
             if m.len() < OVER_CAP_LIMIT {
@@ -143,46 +162,63 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
     // the slots are asked for 16 values ahead, the records (found through the slot,
     // loaded by then) 8 ahead.
     const AHEAD: usize = 8;
-    let mut lists = Vec::with_capacity(values.len());
-    let mut entries: Vec<u8> = Vec::new();
-    for (i, v) in values.iter().enumerate() {
-        if let Some(next) = values.get(i + 2 * AHEAD) {
-            for r in runs {
-                r.prefetch(*next);
-            }
-        }
-        if let Some(next) = values.get(i + AHEAD) {
-            for r in runs {
-                r.prefetch_records(*next);
-            }
-        }
-        if let Some(head) = over.get(*v) {
-            lists.push(Stored::Over(head));
-            continue;
-        }
-        entries.clear();
-        // Up to cap + 1 entries: enough to know the list is over the cap.
-        let mut n = 0;
-        for r in runs {
-            if n > cap {
-                break;
-            }
-            n += r.entries_of(*v, &mut entries, cap + 1 - n);
-        }
-        lists.push(if n > cap {
-            let head = heads_of(&entries);
-            over.insert(*v, head.clone());
-            Stored::Over(head)
-        } else if n == 0 {
-            Stored::Absent
-        } else {
-            Stored::List(entries.clone())
-        });
-    }
-    Ok(Lookup {
+    // All lists in one buffer, all heads in another: a vector per value was 8 M
+    // allocations in a redesign sweep. The over-cap values known are read under one
+    // lock for the whole call (a lock a value had the two cores pass its cache line to
+    // and fro); those found now are shared when it ends.
+    let mut out = Lookup {
         mark: store.mark(),
-        lists,
-    })
+        found: Vec::with_capacity(values.len()),
+        entries: Vec::new(),
+        heads: Vec::new(),
+    };
+    let mut found_over: Vec<(u64, Vec<u64>)> = Vec::new();
+    {
+        let known = over.0.read().ok();
+        for (i, v) in values.iter().enumerate() {
+            if let Some(next) = values.get(i + 2 * AHEAD) {
+                for r in runs {
+                    r.prefetch(*next);
+                }
+            }
+            if let Some(next) = values.get(i + AHEAD) {
+                for r in runs {
+                    r.prefetch_records(*next);
+                }
+            }
+            if let Some(head) = known.as_ref().and_then(|m| m.get(v)) {
+                let at = out.heads.len();
+                out.heads.extend_from_slice(head);
+                out.found.push(Found::Over(at, out.heads.len()));
+                continue;
+            }
+            // Up to cap + 1 entries: enough to know the list is over the cap.
+            let at = out.entries.len();
+            let mut n = 0;
+            for r in runs {
+                if n > cap {
+                    break;
+                }
+                n += r.entries_of(*v, &mut out.entries, cap + 1 - n);
+            }
+            out.found.push(if n > cap {
+                let head = heads_of(&out.entries[at..]);
+                out.entries.truncate(at);
+                let h = out.heads.len();
+                out.heads.extend_from_slice(&head);
+                found_over.push((*v, head));
+                Found::Over(h, out.heads.len())
+            } else if n == 0 {
+                Found::Absent
+            } else {
+                Found::List(at, out.entries.len())
+            });
+        }
+    }
+    for (v, head) in found_over {
+        over.insert(v, head);
+    }
+    Ok(out)
 }
 
 fn heads_of(list: &[u8]) -> Vec<u64> {
