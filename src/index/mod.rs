@@ -238,9 +238,9 @@ pub struct Index {
     path: PathBuf,
     params: IndexParams,
     counters: std::sync::Mutex<Counters>,
-    /// Whether automatic compactions are off in this process (the end of an ingest
-    /// turns them off; they are on at open).
-    pub(crate) compactions_paused: std::sync::atomic::AtomicBool,
+    /// The families whose automatic compactions are off in this process (the end of an
+    /// ingest turns some off; they are on at open).
+    pub(crate) compactions_paused: std::sync::Mutex<Vec<&'static str>>,
     /// The stored postings (files beside RocksDB's, [`postings::store`]), once opened.
     postings: std::sync::Mutex<Option<std::sync::Arc<postings::store::Store>>>,
     read_only: bool,

@@ -62,7 +62,7 @@ use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
 use batch::{BatchSketches, Flight, Item, Planned, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH};
-use commit::{auto_compactions, settle_compactions};
+use commit::{pause_compactions, resume_compactions, settle_compactions};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 pub use summary::{FileError, IngestSummary, Progress, WriterTimes};
@@ -425,7 +425,7 @@ fn ingest_files<'scope>(
     let over_cap = OverCap::default();
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
-    auto_compactions(index, true)?;
+    resume_compactions(index)?;
     let fresh_budget = opts.postings_buffer_mb << 20;
     let mut fresh = Fresh::load(index)?;
     fresh.size_for(fresh_budget);
@@ -602,7 +602,7 @@ fn ingest_files<'scope>(
     // leave CPU to spare — not now, when this ingest would wait for them alone, or have
     // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
     // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
-    auto_compactions(index, false)?;
+    pause_compactions(index, opts.store_texts as u64)?;
     // Three things left, none reading what another writes, side by side: the sweep's
     // templates (now that all its pages are in) and the content resemblance of its
     // changed pages, on every core a host at a time; the last spill of the postings; and

@@ -142,8 +142,13 @@ fn base_options(cx: &Tuning) -> (Options, BlockBasedOptions) {
     o.set_compression_type(DBCompressionType::None);
     o.set_bottommost_compression_type(DBCompressionType::Zstd);
     o.set_level_compaction_dynamic_level_bytes(true);
+    o.set_level_zero_file_num_compaction_trigger(L0_COMPACTION_TRIGGER as i32);
     (o, t)
 }
+
+/// Level-0 files that start a compaction of a family (RocksDB's default; the end of an
+/// ingest counts against it, `ingest::commit::pause_compactions`).
+pub(crate) const L0_COMPACTION_TRIGGER: u64 = 4;
 
 /// For families read by point lookups, most of them misses for new content: full-key
 /// bloom filters, in the SST files and in the memtable (a miss then costs no skip-list
