@@ -149,13 +149,22 @@ pub(super) fn pause_compactions(index: &Index, extra_flushes: u64) -> Result<()>
             + (int(name, "rocksdb.num-entries-active-mem-table")? > 0) as u64;
         let l0 = int(name, "rocksdb.num-files-at-level0")? + pending + written + extra_flushes;
         let due = int(name, "rocksdb.compaction-pending")? > 0;
-        if running || due || l0 >= crate::index::columns::L0_COMPACTION_TRIGGER {
+        // A small family's merge takes less than its pause (a few ms of a background
+        // thread): it is left to run now.
+        let small = int(name, "rocksdb.total-sst-files-size")?
+            + int(name, "rocksdb.cur-size-all-mem-tables")?
+            < SMALL_FAMILY;
+        let trigger = l0 >= crate::index::columns::L0_COMPACTION_TRIGGER && !small;
+        if running || due || trigger {
             db.set_options_cf(index.cf(name), &[("disable_auto_compactions", "true")])?;
             paused.push(name);
         }
     }
     Ok(())
 }
+
+/// Bytes under which a family's merge at the end of an ingest is cheaper than pausing it.
+const SMALL_FAMILY: u64 = 4 << 20;
 
 /// The families the end of an ingest writes after its memtable flush (the templates and
 /// the content resemblance of changed pages: [`super::templates::finish`]).
