@@ -162,10 +162,10 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
     // the slots are asked for 16 values ahead, the records (found through the slot,
     // loaded by then) 8 ahead.
     const AHEAD: usize = 8;
-    // All lists in one buffer, all heads in another: a vector per value was 8 M
-    // allocations in a redesign sweep. The over-cap values known are read under one
-    // lock for the whole call (a lock a value had the two cores pass its cache line to
-    // and fro); those found now are shared when it ends.
+    // All lists in one buffer, all heads in another (not a vector for each value
+    // found). The over-cap values known are read under one lock for the whole call (a
+    // lock a value had the two cores pass its cache line to and fro); those found now
+    // are shared when it ends.
     let mut out = Lookup {
         mark: store.mark(),
         found: Vec::with_capacity(values.len()),
