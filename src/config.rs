@@ -202,6 +202,8 @@ pub struct IngestConfig {
     pub postings_buffer_mb: usize,
     /// MiB of sketches compared lately kept by the writer.
     pub sketch_cache_mb: usize,
+    /// MiB of a sweep's records held until its templates are learned (edges on content).
+    pub hold_mb: usize,
     /// Key ranges of the pair step's join per batch; 0 = four per thread.
     pub pair_partitions: usize,
 }

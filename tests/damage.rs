@@ -483,7 +483,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 11u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 12u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -494,7 +494,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 11; this tidemark reads version 12")
+            err.contains("has schema version 12; this tidemark reads version 13")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -253,11 +253,45 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
 
 #[test]
 fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
+    killed_and_resumed("full");
+}
+
+/// With edges on content a sweep is read and sequenced whole, its templates written, then
+/// its batches committed: kills land in each phase.
+#[test]
+fn killed_at_random_moments_and_resumed_equals_a_clean_run_on_content() {
+    killed_and_resumed("content");
+}
+
+fn killed_and_resumed(resemblance: &str) {
     let corpus = tempfile::tempdir().unwrap();
     let sweeps = 3;
     generate(corpus.path(), 600, sweeps, 33);
     let work = tempfile::tempdir().unwrap();
     let clean = work.path().join("clean");
+    let base = format!("[cluster]\nresemblance = \"{resemblance}\"\n");
+    let config = work.path().join("config.toml");
+    std::fs::write(&config, &base).unwrap();
+    // Even rounds write postings every few dozen new docs instead of once per sweep, so
+    // kills also land between spills and inside them.
+    let small_buffer = work.path().join("small-buffer.toml");
+    std::fs::write(
+        &small_buffer,
+        format!("{base}[ingest]\npostings_buffer_mb = 1\n"),
+    )
+    .unwrap();
+    let with = |db: &Path, args: &[&str]| {
+        let mut all = vec!["--db".to_string(), s(db), "--config".into(), s(&config)];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let out = tidemark(&all.iter().map(|a| a.as_str()).collect::<Vec<_>>());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
     // How long a clean ingest of each sweep takes: kills land inside that window.
     let mut window = Vec::new();
     for k in 1..=sweeps {
@@ -266,22 +300,16 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
             &clean,
             &format!("sweep-{k}"),
             &sweep_files(corpus.path(), k),
-            &[],
+            &["--config", &s(&config)],
         );
         assert_eq!(out.status.code(), Some(0));
         window.push(t.elapsed().as_millis().max(20) as usize);
     }
-    let clean_export = export(&clean);
-    let clean_jsonl = export_jsonl(&clean);
-    let sw = |db: &Path| {
-        String::from_utf8(tidemark(&["--db", &s(db), "sweeps", "--json"]).stdout).unwrap()
-    };
-    let clean_sweeps = sw(&clean);
+    let clean_export = with(&clean, &["export"]);
+    let clean_jsonl = with(&clean, &["export", "--format", "jsonl"]);
+    let clean_sweeps = with(&clean, &["sweeps", "--json"]);
+    let clean_report = with(&clean, &["report", "--format", "json"]);
     let mut rng = tidemark::synth::Rng::new(99);
-    // Even rounds write postings every few dozen new docs instead of once per sweep, so
-    // kills also land between spills and inside them.
-    let small_buffer = work.path().join("small-buffer.toml");
-    std::fs::write(&small_buffer, "[ingest]\npostings_buffer_mb = 1\n").unwrap();
     let (mut kills, mut runs, mut round) = (0, 0, 0);
     while kills < 20 {
         round += 1;
@@ -290,10 +318,12 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
         for k in 1..=sweeps {
             loop {
                 runs += 1;
-                let mut args: Vec<String> = vec!["--db".into(), s(&crashy)];
-                if round % 2 == 0 {
-                    args.extend(["--config".into(), s(&small_buffer)]);
-                }
+                let mut args: Vec<String> = vec!["--db".into(), s(&crashy), "--config".into()];
+                args.push(s(if round % 2 == 0 {
+                    &small_buffer
+                } else {
+                    &config
+                }));
                 args.extend(["ingest".into(), "--sweep".into(), format!("sweep-{k}")]);
                 args.extend(sweep_files(corpus.path(), k).iter().map(|f| s(f)));
                 let delay = Duration::from_millis(rng.below(window[k - 1]) as u64);
@@ -304,18 +334,24 @@ fn killed_at_random_moments_and_resumed_equals_a_clean_run() {
             }
         }
         assert_eq!(
-            export(&crashy),
+            with(&crashy, &["export"]),
             clean_export,
             "round {round}: kill -9 and resume must give the clean run's index"
         );
-        assert_eq!(export_jsonl(&crashy), clean_jsonl, "round {round}");
+        let jsonl = with(&crashy, &["export", "--format", "jsonl"]);
+        assert_eq!(jsonl, clean_jsonl, "round {round}");
         assert_eq!(
-            sw(&crashy),
+            with(&crashy, &["sweeps", "--json"]),
             clean_sweeps,
             "round {round}: counters must not count anything twice"
         );
+        assert_eq!(
+            with(&crashy, &["report", "--format", "json"]),
+            clean_report,
+            "round {round}"
+        );
     }
-    println!("{kills} kills in {runs} runs over {round} rounds; every round equals the clean run");
+    println!("{resemblance}: {kills} kills in {runs} runs over {round} rounds; every round equals the clean run");
 }
 
 #[test]
@@ -1120,6 +1156,105 @@ fn all_pairs_on_content(db: &Path, config: &Config, least: f64) -> (u64, Vec<(f6
     (n, pairs)
 }
 
+/// With edges on content each new doc is compared without its own sweep's template of
+/// its host (learned from the whole sweep before its docs are committed), where the
+/// host has one there: the first sweep's docs too, which no earlier sweep could give one.
+fn own_sweeps_templates_named(db: &Path, config: &Config, corpus: &Path, jsonl: &str) {
+    // Each doc's first sweep (of its captures' files) and the hosts it was captured on
+    // there: one host names the doc's template (mirrors across hosts are left out).
+    let mut first: BTreeMap<u64, (u32, std::collections::BTreeSet<String>)> = BTreeMap::new();
+    for line in jsonl.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(doc) = row["doc"].as_u64() else {
+            continue;
+        };
+        let surt = row["url_surtkey"].as_str().unwrap();
+        let file = row["warc_filename"].as_str().unwrap();
+        let sweep = (1..=3u32)
+            .find(|k| {
+                sweep_files(corpus, *k as usize)
+                    .iter()
+                    .any(|f| f.file_name().unwrap().to_str() == Some(file))
+            })
+            .unwrap();
+        let host = surt[..=surt.find(')').unwrap()].to_string();
+        let e = first.entry(doc).or_insert((sweep, Default::default()));
+        if sweep < e.0 {
+            *e = (sweep, Default::default());
+        }
+        if sweep == e.0 {
+            e.1.insert(host);
+        }
+    }
+    first.retain(|_, (_, hosts)| hosts.len() == 1);
+    let index = Index::open_read_only(db, config).unwrap();
+    let docs: Vec<u64> = first.keys().copied().collect();
+    let sketches: HashMap<u64, u32> = index
+        .sketches()
+        .read_compact(&docs, None)
+        .unwrap()
+        .into_iter()
+        .map(|(d, c)| (d, c.template))
+        .collect();
+    let mut named = [0usize; 4];
+    for (doc, (sweep, hosts)) in &first {
+        let host = hosts.first().unwrap();
+        let own = index.templates().of_host(host).unwrap();
+        if let Some((_, t)) = own.iter().find(|(s, _)| s == sweep) {
+            assert_eq!(sketches[doc], t.id, "doc {doc} of {host} in sweep {sweep}");
+            named[*sweep as usize] += 1;
+        }
+    }
+    assert!(
+        named[1..].iter().all(|n| *n > 100),
+        "docs naming their sweep's template: {named:?}"
+    );
+}
+
+/// A sweep that outgrows `ingest.hold_mb` learns its templates from the part read by
+/// then, says so, and commits the rest as it comes: every doc is still compared
+/// without the template it names (the all-pairs oracle on content).
+#[test]
+fn a_sweep_past_the_hold_budget_is_committed_with_the_templates_of_its_first_part() {
+    let corpus = tempfile::tempdir().unwrap();
+    generate(corpus.path(), 2000, 1, 47);
+    let work = tempfile::tempdir().unwrap();
+    let toml = work.path().join("content.toml");
+    std::fs::write(
+        &toml,
+        "[cluster]\nresemblance = \"content\"\n[ingest]\nhold_mb = 1\n",
+    )
+    .unwrap();
+    let config = Config::parse(&std::fs::read_to_string(&toml).unwrap()).unwrap();
+    let db = work.path().join("db");
+    let cfg = ["--config", toml.to_str().unwrap()];
+    let summary = ingest_summary(&db, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
+    assert_eq!(summary["writer"]["held_over_budget"], true, "{summary}");
+    assert!(summary["new_docs"].as_u64().unwrap() > 1500, "{summary}");
+    let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
+    let mut all = vec!["--db", db.to_str().unwrap()];
+    all.extend_from_slice(&cfg);
+    all.push("export");
+    let text = String::from_utf8(common::tidemark_ok(&all).stdout).unwrap();
+    equals_all_pairs(
+        &clusters_from_export(&text),
+        &pairs,
+        n,
+        config.cluster.threshold,
+    );
+    // With room for the whole sweep, it is held whole.
+    let roomy = work.path().join("roomy.toml");
+    std::fs::write(&roomy, "[cluster]\nresemblance = \"content\"\n").unwrap();
+    let db2 = work.path().join("db2");
+    let summary = ingest_summary(
+        &db2,
+        "sweep-1",
+        &sweep_files(corpus.path(), 1),
+        &["--config", roomy.to_str().unwrap()],
+    );
+    assert_eq!(summary["writer"]["held_over_budget"], false, "{summary}");
+}
+
 #[test]
 fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     let corpus = tempfile::tempdir().unwrap();
@@ -1147,6 +1282,12 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     };
     let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
     let on_content = check(config.cluster.threshold, &pairs, n);
+    own_sweeps_templates_named(
+        &db,
+        &config,
+        corpus.path(),
+        &run(&["export", "--format", "jsonl"]),
+    );
     // recluster rebuilds finer partitions from the stored (content) edges.
     run(&["recluster", "--threshold", "0.8"]);
     let finer = check(0.8, &pairs, n);

@@ -431,3 +431,66 @@ fn a_sweep_ingested_in_two_runs_equals_one() {
     };
     assert_eq!(content(&first), content(&corpus));
 }
+
+/// On content, a sweep ingested in two runs: the second learns the sweep's templates
+/// from all its pages, the first run's docs keep the edges they were given, and every
+/// page's content resemblance is the one a single run gives (`schema/README.md`,
+/// version 13).
+#[test]
+fn a_sweep_ingested_in_two_runs_on_content_has_one_runs_content_resemblances() {
+    let (dir, _) = corpus();
+    let files = sweep_files(dir, 3);
+    let whole = std::fs::read(&files[0]).unwrap();
+    let members: Vec<usize> = (0..whole.len() - 2)
+        .filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole[i + 2] == 8)
+        .collect();
+    let cut = members[members.len() / 3];
+    let work = tempfile::tempdir().unwrap();
+    let (a, b) = (work.path().join("a.warc.gz"), work.path().join("b.warc.gz"));
+    std::fs::write(&a, &whole[..cut]).unwrap();
+    std::fs::write(&b, &whole[cut..]).unwrap();
+    let toml = work.path().join("content.toml");
+    std::fs::write(&toml, "[cluster]\nresemblance = \"content\"\n").unwrap();
+    let run = |db: &Path, args: &[String]| {
+        let mut all = vec!["--db".to_string(), s(db), "--config".into(), s(&toml)];
+        all.extend(args.iter().cloned());
+        tidemark_ok(&all.iter().map(|x| x.as_str()).collect::<Vec<_>>()).stdout
+    };
+    let (two, one) = (work.path().join("two"), work.path().join("one"));
+    for db in [&two, &one] {
+        for k in 1..=2 {
+            let mut args = vec!["ingest".to_string(), "--sweep".into(), format!("sweep-{k}")];
+            args.extend(sweep_files(dir, k).iter().map(|f| s(f)));
+            run(db, &args);
+        }
+    }
+    let sweep3 = |files: &[&PathBuf]| {
+        let mut args = vec!["ingest".to_string(), "--sweep".into(), "sweep-3".into()];
+        args.extend(files.iter().map(|f| s(f)));
+        args
+    };
+    run(&two, &sweep3(&[&a]));
+    run(&two, &sweep3(&[&b]));
+    run(&one, &sweep3(&[&a, &b]));
+    let content = |db: &Path| -> Vec<(String, String, Option<f64>)> {
+        String::from_utf8(run(
+            db,
+            &["export".into(), "--format".into(), "jsonl".into()],
+        ))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["url"].as_str().unwrap().to_string(),
+                r["fetch_time"].as_str().unwrap().to_string(),
+                r["content_resemblance_to_previous"].as_f64(),
+            )
+        })
+        .collect()
+    };
+    let (got, want) = (content(&two), content(&one));
+    assert_eq!(got.len(), want.len());
+    assert!(want.iter().filter(|r| r.2.is_some()).count() > 1000);
+    assert_eq!(got, want);
+}

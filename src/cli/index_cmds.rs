@@ -107,6 +107,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         record_cap: g.config.ingest.record_cap,
         postings_buffer_mb: g.config.ingest.postings_buffer_mb,
         sketch_cache_mb: g.config.ingest.sketch_cache_mb,
+        hold_mb: g.config.ingest.hold_mb,
         pair_partitions: g.config.ingest.pair_partitions,
         template: g.config.template,
         store_texts: g.config.index.store_texts,
@@ -121,10 +122,12 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             let secs = started.elapsed().as_secs_f64().max(1e-3);
             b.set_message(format!(
                 "{} records, {:.0} records/s{}",
-                p.records,
-                p.records as f64 / secs,
+                p.read.max(p.records),
+                p.read.max(p.records) as f64 / secs,
                 if p.finishing {
                     "; writing postings, compacting"
+                } else if p.committing_held {
+                    "; learning the sweep's templates, committing"
                 } else {
                     ""
                 }

@@ -26,13 +26,15 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 11: hosts' templates per
+/// Version of the on-disk layout this build reads and writes. 13: with edges on content
+/// a sweep's new docs name its own templates, and revisits are no template sample; 12:
+/// edges on content resemblance; 11: hosts' templates per
 /// sweep and content resemblance to the previous capture; 10: postings in runs of
 /// their own beside RocksDB (`postings/`); 9: sketches stored
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {

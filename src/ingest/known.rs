@@ -141,6 +141,7 @@ impl Writer<'_> {
                 d,
                 previous,
                 &ck,
+                content == Content::Revisit,
             );
             let mut dk = Vec::with_capacity(8 + captures::TAIL);
             dk.extend_from_slice(&d.to_be_bytes());

@@ -30,6 +30,12 @@
 //! batch is committed; a record that reads what that write holds waits for it. Only (a)
 //! and (c) are serial (`serial_s`). [`batch`] takes a batch through the three steps;
 //! this file plans the files, feeds the batches and finishes the sweep.
+//!
+//! With edges on content (`cluster.resemblance = "content"`) a new doc is compared
+//! without its host's template of its own sweep, which is a share of the whole sweep's
+//! pages: the sweep's batches are sequenced (a) and held until the input ends
+//! (`ingest.hold_mb`), its templates learned and written ([`templates::learn_held`]),
+//! and only then do (b) and (c) run over the held batches ([`Writer::flush`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,7 +67,9 @@ use crate::index::texts::{self, TextEncoder};
 use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
-use batch::{BatchSketches, Flight, Item, Planned, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH};
+use batch::{
+    BatchSketches, Flight, Item, Planned, Sequenced, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH,
+};
 use commit::{pause_compactions, resume_compactions, settle_compactions};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
@@ -88,6 +96,9 @@ pub struct IngestOptions {
     pub postings_buffer_mb: usize,
     /// Memory for sketches compared lately, in MiB.
     pub sketch_cache_mb: usize,
+    /// With edges on content: memory for the sweep's records held until its templates
+    /// are learned, in MiB.
+    pub hold_mb: usize,
     /// Store new docs' canonical texts.
     pub store_texts: bool,
     /// Key ranges the pair step's join is cut into per batch (0: four per thread). Any
@@ -208,6 +219,15 @@ struct Writer<'a> {
     overlay: Overlay,
     /// The batch sequenced and paired, waiting for its commit.
     flight: Option<Flight>,
+    /// With edges on content, the sweep's batches sequenced and held until the input
+    /// ends: its new docs are compared without its own templates, learned from all its
+    /// pages first ([`Writer::flush`]). `None` once released, or on full resemblance.
+    held: Option<Vec<Sequenced>>,
+    /// About the bytes `held` takes, and the most it may (`ingest.hold_mb`).
+    held_bytes: usize,
+    hold_budget: usize,
+    /// How templates are learned.
+    template: crate::template::TemplateParams,
     /// The last committed batch's sketches and which of its docs were stored against a
     /// base: the batch after it was paired with them.
     last_against: Option<(Arc<BatchSketches>, Vec<bool>)>,
@@ -451,6 +471,10 @@ fn ingest_files<'scope>(
         next_doc: index.counters().next_doc,
         overlay: Overlay::default(),
         flight: None,
+        held: None,
+        held_bytes: 0,
+        hold_budget: opts.hold_mb << 20,
+        template: opts.template,
         last_against: None,
         adds: Vec::new(),
         made: Vec::new(),
@@ -472,6 +496,7 @@ fn ingest_files<'scope>(
         summary,
         files: states,
     };
+    w.held = w.for_pairs.is_some().then(Vec::new);
     let scan_opts = ScanOptions {
         threads: opts.threads,
         params: w.index_params_sketch(),
@@ -511,13 +536,15 @@ fn ingest_files<'scope>(
     // read (a sweep smaller than one full batch was read whole before its commit began:
     // llvm-docs sweeps of ~2,000 pages 30-70% slower); each is twice the one before.
     let mut limit = FIRST_BATCH;
+    let mut read = 0u64;
     let mut on_event = |ev: ScanEvent<std::result::Result<Scanned<Prepared>, IndexError>>| {
         lap(&mut clock, &mut w.summary.writer.wait_s);
-        let before = w.sweep.counts.records;
+        let before = w.sweep.counts.records + read;
         let r = match ev {
             ScanEvent::FileStart { .. } => Ok(()),
             ScanEvent::Record { file, scanned } => match *scanned {
                 Ok(sc) => {
+                    read += 1;
                     done_bytes = file_base + sc.record.offset + sc.record.length;
                     // Likely new content: what the workers prepared something for.
                     pending_new += sc.prepared.is_some() as usize;
@@ -558,11 +585,15 @@ fn ingest_files<'scope>(
                 Ok(())
             }
         };
-        if w.sweep.counts.records / 256 != before / 256 {
+        // Every 256 records read or committed (a sweep held for its templates commits
+        // after it is read).
+        if (w.sweep.counts.records + read) / 256 != before / 256 {
             progress(Progress {
                 records: w.sweep.counts.records - w.counts_before.records,
+                read,
                 input_bytes: done_bytes,
                 input_total,
+                committing_held: false,
                 finishing: false,
             });
         }
@@ -583,6 +614,16 @@ fn ingest_files<'scope>(
         prepare_new: &prepare_new,
     };
     source.read(&todo, &skips, &context, &mut on_event);
+    if failure.is_none() && w.held.as_ref().is_some_and(|h| !h.is_empty()) {
+        progress(Progress {
+            records: w.sweep.counts.records - w.counts_before.records,
+            read,
+            input_bytes: input_total,
+            input_total,
+            committing_held: true,
+            finishing: false,
+        });
+    }
     if failure.is_none() {
         failure = w.push_batch(pending).and_then(|()| w.flush()).err();
     }
@@ -593,8 +634,10 @@ fn ingest_files<'scope>(
     }
     progress(Progress {
         records: w.sweep.counts.records - w.counts_before.records,
+        read,
         input_bytes: input_total,
         input_total,
+        committing_held: false,
         finishing: true,
     });
     // The last spill and the memtable flush add sorted runs and level-0 files; merges

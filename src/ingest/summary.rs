@@ -56,6 +56,13 @@ pub struct WriterTimes {
     pub wait_s: f64,
     /// (a) Sequencing: payload and text lookups, new docs numbered.
     pub sequence_s: f64,
+    /// With edges on content (`cluster.resemblance = "content"`): the sweep's templates
+    /// learned from all its pages, after they are read and sequenced and before the
+    /// first of its batches is paired.
+    pub templates_s: f64,
+    /// The sweep's records outgrew `ingest.hold_mb` before its end: its templates were
+    /// learned from its first part.
+    pub held_over_budget: bool,
     /// (b) The pair step's join: posting lists, stored, fresh and of the batch, counted
     /// (on every core; wall time).
     pub candidates_s: f64,
@@ -108,6 +115,11 @@ pub struct WriterTimes {
 pub struct Progress {
     /// Records committed so far in this run.
     pub records: u64,
+    /// Records read so far in this run (with edges on content a sweep is read whole
+    /// before its first record is committed).
+    pub read: u64,
+    /// The sweep is read; its templates are learned and its records committed.
+    pub committing_held: bool,
     /// Compressed bytes of the input consumed so far (by record offsets).
     pub input_bytes: u64,
     /// Total compressed bytes of the input.

@@ -5,7 +5,10 @@
 //! that enters it, and every page whose doc differs from its URL's previous capture's.
 //! At the end of the ingest ([`finish`]) each host the sweep captured learns its template
 //! from its sample's sketches (`templates`), and each changed page gets its content
-//! resemblance, written into its capture (`cr_prev`). An ingest that adds files to a
+//! resemblance, written into its capture (`cr_prev`). With edges on content the same
+//! templates are learned before the sweep's first record is committed, from the held
+//! sweep ([`learn_held`]), so that its new docs are compared without them; [`finish`]
+//! then finds them unchanged. An ingest that adds files to a
 //! sweep learns the sweep's templates again; a host whose template changed has its
 //! pages' content resemblance computed again, so the index is the one a single ingest of
 //! all the sweep's files makes.
@@ -37,8 +40,10 @@ impl Pages {
             keep: p.sample_pages.max(1) as usize,
             hosts: Default::default(),
         };
-        index.sweep_pages().of_sweep(sweep, |k, _| {
-            pages.sampled(&k.host, k.hash);
+        index.sweep_pages().of_sweep(sweep, |k, v| {
+            if !v.revisit {
+                pages.sampled(&k.host, k.hash);
+            }
             Ok(true)
         })?;
         Ok(pages)
@@ -68,7 +73,8 @@ impl Pages {
     }
 
     /// A page of the sweep (a capture with a doc): kept when it enters its host's
-    /// sample or its doc is not its URL's `previous` (doc, sweep).
+    /// sample or its doc is not its URL's `previous` (doc, sweep). A page that came by
+    /// a revisit record is never sampled.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn note(
         &mut self,
@@ -81,9 +87,10 @@ impl Pages {
         doc: u64,
         previous: Option<(u64, u32)>,
         capture: &[u8],
+        revisit: bool,
     ) {
         let hash = url_hash(surt);
-        if self.sampled(host, hash) || previous.is_some() {
+        if (!revisit && self.sampled(host, hash)) || previous.is_some() {
             let key = SweepPageKey {
                 sweep,
                 host: host.to_string(),
@@ -95,6 +102,7 @@ impl Pages {
                 previous,
                 content_r: None,
                 capture: capture.to_vec(),
+                revisit,
             };
             batch.put::<SweepPages>(index, &key, &page);
         }
@@ -203,17 +211,13 @@ fn one_host(
     cache: &SketchCache,
 ) -> Result<HostDone> {
     let mut counts = TemplateCounts::default();
-    // The sample: the lowest hashes, one page (its latest capture) per URL.
-    let mut sample: Vec<u64> = Vec::new();
-    let mut i = 0;
-    while i < entries.len() && sample.len() < p.sample_pages as usize {
-        let mut j = i;
-        while j + 1 < entries.len() && entries[j + 1].0.hash == entries[i].0.hash {
-            j += 1;
-        }
-        sample.push(entries[j].1.doc);
-        i = j + 1;
-    }
+    let sample = Sample::of(
+        entries
+            .iter()
+            .filter(|(_, v)| !v.revisit)
+            .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
+        p,
+    );
     let mut docs = sample.clone();
     docs.sort_unstable();
     docs.dedup();
@@ -309,6 +313,28 @@ fn one_host(
     Ok((batch, counts, store))
 }
 
+/// A host's sample: the docs of its pages (latest capture per URL, revisits left out)
+/// with the `sample_pages` lowest URL hashes.
+struct Sample;
+
+impl Sample {
+    /// From its pages as (URL hash, timestamp, doc), by hash then timestamp.
+    fn of<'a>(pages: impl Iterator<Item = (u64, &'a str, u64)>, p: &TemplateParams) -> Vec<u64> {
+        let mut sample: Vec<(u64, u64)> = Vec::new();
+        let keep = p.sample_pages as usize;
+        for (hash, _, doc) in pages {
+            let n = sample.len();
+            match sample.last_mut() {
+                // A later capture of the same URL: its latest is sampled.
+                Some((h, d)) if *h == hash => *d = doc,
+                _ if n >= keep => break,
+                _ => sample.push((hash, doc)),
+            }
+        }
+        sample.into_iter().map(|(_, d)| d).collect()
+    }
+}
+
 /// The compact sketches of `docs` (ascending): from the writer's cache where it keeps
 /// them (most of a sweep's new docs and the docs they were compared with), else read.
 fn compacts(
@@ -331,9 +357,10 @@ fn compacts(
 }
 
 /// The templates the pair step leaves out of a sweep's new docs when edges are taken on
-/// content (`cluster.resemblance = "content"`): each host's latest template from a sweep
-/// before `sweep` (a sweep's own is learned when its ingest ends), and every template by
-/// id, for the older docs compared with.
+/// content (`cluster.resemblance = "content"`): each host's template of the sweep itself
+/// (learned from the whole sweep before its new docs are committed: [`learn_held`]), or
+/// where it has none, its latest from an earlier sweep; and every template by id, for
+/// the older docs compared with.
 pub(super) struct ForPairs {
     /// Host SURT → template id.
     pub by_host: FastMap<String, u32>,
@@ -357,6 +384,14 @@ impl ForPairs {
         })
     }
 
+    /// With the templates [`learn_held`] learned for the sweep itself, where a host has
+    /// one (the others keep their latest earlier one).
+    pub(super) fn with_own(mut self, index: &Index, own: FastMap<String, u32>) -> Result<Self> {
+        self.by_host.extend(own);
+        self.set = index.template_values().all()?;
+        Ok(self)
+    }
+
     /// The template id of a new doc first captured at `url`.
     pub(super) fn of_url(&self, url: Option<&str>) -> u32 {
         let Some(url) = url else { return 0 };
@@ -366,4 +401,126 @@ impl ForPairs {
             .copied()
             .unwrap_or(0)
     }
+}
+
+/// A page of the sweep held before its commit (`cluster.resemblance = "content"`): a
+/// capture whose doc sequencing knows (new, or known by digest or text).
+pub(super) struct HeldPage {
+    pub host: String,
+    pub hash: u64,
+    pub timestamp: String,
+    pub doc: u64,
+}
+
+/// With edges on content, a sweep's new docs are compared without their own sweep's
+/// template, so it is learned before any of them is committed: from the pages of the
+/// whole sweep, by the rule [`finish`] applies at the end (which then finds it
+/// unchanged). `held` are this run's pages in input order, `compact` the sketch of a
+/// doc they created; the pages committed by earlier runs of the sweep are in
+/// `sweep_pages`. Writes each host's template whose values changed (and makes its
+/// committed pages' content resemblance due again), in one batch, before anything
+/// else; returns the template id of each host of `held` that has one.
+pub(super) fn learn_held(
+    index: &Index,
+    sweep: u32,
+    p: &TemplateParams,
+    mut held: Vec<HeldPage>,
+    compact: &(dyn Fn(u64) -> Option<CompactSketch> + Sync),
+    threads: usize,
+) -> Result<FastMap<String, u32>> {
+    // By host, URL hash and timestamp; a later record of the same key wins, as its
+    // `sweep_pages` entry overwrites the earlier one's.
+    held.sort_by(|a, b| (&a.host, a.hash, &a.timestamp).cmp(&(&b.host, b.hash, &b.timestamp)));
+    let mut hosts: Vec<(String, Vec<(u64, String, u64)>)> = Vec::new();
+    for h in held {
+        if hosts.last().is_none_or(|(last, _)| *last != h.host) {
+            hosts.push((h.host.clone(), Vec::new()));
+        }
+        let pages = &mut hosts.last_mut().expect("pushed").1;
+        pages.push((h.hash, h.timestamp, h.doc));
+    }
+    // What earlier runs committed of the sweep's pages (none for a new sweep).
+    let mut committed: FastMap<String, Vec<(SweepPageKey, SweepPage)>> = Default::default();
+    index.sweep_pages().of_sweep(sweep, |k, v| {
+        if hosts
+            .binary_search_by(|(h, _)| h.as_str().cmp(&k.host))
+            .is_ok()
+        {
+            committed.entry(k.host.clone()).or_default().push((k, v));
+        }
+        Ok(true)
+    })?;
+    let learned = super::pairs::parallel(threads, &hosts, |(host, pages)| {
+        let before = committed.get(host).map(Vec::as_slice).unwrap_or(&[]);
+        let mut all: Vec<(u64, &str, u64)> = before
+            .iter()
+            .filter(|(_, v)| !v.revisit)
+            .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc))
+            .chain(pages.iter().map(|(h, t, d)| (*h, t.as_str(), *d)))
+            .collect();
+        // Stable: on equal keys the held page (later) stays after the committed one.
+        all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let sample = Sample::of(all.into_iter(), p);
+        if (sample.len() as u64) < p.min_pages as u64 {
+            return Ok(None);
+        }
+        let mut sketches: FastMap<u64, CompactSketch> = Default::default();
+        let mut missed: Vec<u64> = Vec::new();
+        for d in &sample {
+            match compact(*d) {
+                Some(c) => {
+                    sketches.insert(*d, c);
+                }
+                None => missed.push(*d),
+            }
+        }
+        missed.sort_unstable();
+        missed.dedup();
+        sketches.extend(index.sketches().read_compact(&missed, None)?);
+        let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
+        Ok(learn(&pages, p))
+    })?;
+    // Ids in host order, so that the same sweeps make the same index.
+    let mut next_id = index.template_values().next_id()?;
+    let mut batch = Batch::default();
+    let mut by_host: FastMap<String, u32> = Default::default();
+    for ((host, _), learned) in hosts.iter().zip(learned) {
+        let key = (host.clone(), sweep);
+        let before = index.templates().get(&key)?;
+        let changed = match (&before, &learned) {
+            (Some(b), Some(l)) => !b.same_as(l),
+            (b, l) => b.is_some() != l.is_some(),
+        };
+        match learned {
+            Some(mut t) => {
+                if changed {
+                    t.id = next_id;
+                    next_id += 1;
+                    batch.put::<TemplateValues>(index, &t.id, &t.values);
+                    batch.put::<Templates>(index, &key, &t);
+                } else if let Some(b) = &before {
+                    t.id = b.id;
+                }
+                by_host.insert(host.clone(), t.id);
+            }
+            None if changed => batch.delete::<Templates>(index, &key),
+            None => {}
+        }
+        // Pages compared without the old template are compared again at the end.
+        if changed {
+            for (k, v) in committed.get(host).map(Vec::as_slice).unwrap_or(&[]) {
+                if v.content_r.is_some() {
+                    let due = SweepPage {
+                        content_r: None,
+                        ..v.clone()
+                    };
+                    batch.put::<SweepPages>(index, k, &due);
+                }
+            }
+        }
+    }
+    if !batch.is_empty() {
+        index.write(batch)?;
+    }
+    Ok(by_host)
 }

@@ -83,6 +83,10 @@ struct Args {
     /// Index for --queries and --content-bands.
     #[arg(long, value_name = "DIR")]
     db: Option<PathBuf>,
+    /// For --ingest: the tidemark configuration its ingests use (e.g. one with
+    /// `cluster.resemblance = "full"` to measure edges on all shingles).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Check content resemblance on the index at --db against exact code: every changed
     /// URL's exact content Jaccard (all shingles of the pages in the index's own WARC
     /// files, each host's exact template per sweep left out) in the same band (≥ 0.9,
@@ -448,7 +452,11 @@ fn bench_ingest(a: &Args) -> ExitCode {
             let files = warc_files(dir);
             let t_zcat = zcat(&files);
             let label = dir.file_name().unwrap().to_string_lossy().to_string();
-            let args: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let mut args: Vec<String> = Vec::new();
+            if let Some(c) = &a.config {
+                args.extend(["--config".into(), c.display().to_string()]);
+            }
+            args.extend(files.iter().map(|f| f.display().to_string()));
             let Some((secs, v)) = timed_ingest(&exe, &db, &label, &args) else {
                 return ExitCode::from(1);
             };

@@ -1,5 +1,5 @@
 //! `sweep_pages`: sweep id u32 BE ‖ host SURT ‖ 0x00 ‖ URL hash u64 BE ‖ timestamp (14
-//! ASCII digits) → [`SweepPage`] (doc u64 BE ‖ flags u8 ‖ content resemblance f32 BE ‖
+//! ASCII digits) → [`SweepPage`] (doc u64 BE ‖ flags u8 (1 previous, 2 computed, 4 revisit) ‖ content resemblance f32 BE ‖
 //! previous doc u64 BE ‖ previous sweep u32 BE ‖ the capture's key). Two kinds of a
 //! sweep's pages (2xx captures with text), so that the end of an ingest finds them
 //! without reading every capture of the index:
@@ -7,7 +7,8 @@
 //! - the host's *sample*: each page whose URL hash was among the host's
 //!   `template.sample_pages` lowest when it was captured (so the lowest of the whole
 //!   sweep are all here: the first keys of the host's range), from which its template
-//!   is learned ([`crate::template`]);
+//!   is learned ([`crate::template`]); pages that came by a revisit record are never in
+//!   it (`flags` bit 4: what the sweep fetched shows the host's template now);
 //! - the pages whose doc differs from their URL's previous capture's, with that doc and
 //!   its sweep: their content resemblance to it is computed once the sweep's templates
 //!   are known, and written into the capture (`flags` says it is).
@@ -46,6 +47,9 @@ pub struct SweepPage {
     pub content_r: Option<Option<f32>>,
     /// The capture's key in `captures`.
     pub capture: Vec<u8>,
+    /// Its content came by a revisit record: written for its previous capture only,
+    /// never part of the host's sample (what the sweep fetched shows its template).
+    pub revisit: bool,
 }
 
 /// The hash of a URL's SURT that orders a host's sample: the same in every sweep, so a
@@ -57,6 +61,7 @@ pub fn url_hash(surt: &str) -> u64 {
 const FIXED: usize = 8 + 1 + 4 + 8 + 4;
 const HAS_PREVIOUS: u8 = 1;
 const COMPUTED: u8 = 2;
+const REVISIT: u8 = 4;
 
 impl Column for SweepPages {
     const NAME: &'static str = "sweep_pages";
@@ -96,7 +101,8 @@ impl Column for SweepPages {
             HAS_PREVIOUS
         } else {
             0
-        } | if v.content_r.is_some() { COMPUTED } else { 0 };
+        } | if v.content_r.is_some() { COMPUTED } else { 0 }
+            | if v.revisit { REVISIT } else { 0 };
         out.push(flags);
         let r = v.content_r.flatten().unwrap_or(f32::NAN);
         out.extend_from_slice(&r.to_be_bytes());
@@ -108,7 +114,9 @@ impl Column for SweepPages {
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<SweepPage, String> {
-        if b.len() < FIXED + 1 + super::captures::TAIL || b[8] & !(HAS_PREVIOUS | COMPUTED) != 0 {
+        if b.len() < FIXED + 1 + super::captures::TAIL
+            || b[8] & !(HAS_PREVIOUS | COMPUTED | REVISIT) != 0
+        {
             return Err(format!("not a sweep page ({} bytes)", b.len()));
         }
         let r = f32::from_be_bytes(b[9..13].try_into().expect("4 bytes"));
@@ -119,6 +127,7 @@ impl Column for SweepPages {
                 .transpose()?,
             content_r: (b[8] & COMPUTED != 0).then_some((!r.is_nan()).then_some(r)),
             capture: b[FIXED..].to_vec(),
+            revisit: b[8] & REVISIT != 0,
         })
     }
 }
