@@ -107,18 +107,25 @@ impl Whole {
         while self.window.len() < want && !self.inner_done {
             let len = self.window.len();
             self.window.resize(len.max(want).max(len + READ), 0);
-            let n = loop {
-                match self.inner.read(&mut self.window[len..]) {
+            // The zeroed part is filled as far as reads go before what is left of it is
+            // given back: a source that hands out a few bytes a read (a pipe, a test's
+            // trickle) would otherwise have READ bytes zeroed for each of them.
+            let mut got = len;
+            while got < want && got < self.window.len() {
+                match self.inner.read(&mut self.window[got..]) {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r,
+                    Err(e) => {
+                        self.window.truncate(got);
+                        return Err(e);
+                    }
+                    Ok(0) => {
+                        self.inner_done = true;
+                        break;
+                    }
+                    Ok(n) => got += n,
                 }
-            };
-            self.window.truncate(len + *n.as_ref().unwrap_or(&0));
-            match n {
-                Ok(0) => self.inner_done = true,
-                Ok(_) => {}
-                Err(e) => return Err(e),
             }
+            self.window.truncate(got);
         }
         Ok(())
     }
