@@ -1228,7 +1228,14 @@ fn a_sweep_past_the_hold_budget_is_committed_with_the_templates_of_its_first_par
     let config = Config::parse(&std::fs::read_to_string(&toml).unwrap()).unwrap();
     let db = work.path().join("db");
     let cfg = ["--config", toml.to_str().unwrap()];
-    let summary = ingest_summary(&db, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
+    let out = ingest(&db, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sweep sweep-1 outgrew ingest.hold_mb (1 MiB)"),
+        "{err}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["writer"]["held_over_budget"], true, "{summary}");
     assert!(summary["new_docs"].as_u64().unwrap() > 1500, "{summary}");
     let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);

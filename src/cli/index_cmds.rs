@@ -147,6 +147,14 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             e.file, e.offset, e.message
         );
     }
+    if summary.writer.held_over_budget {
+        eprintln!(
+            "tidemark ingest: sweep {} outgrew ingest.hold_mb ({} MiB): its templates were \
+             learned from the part read by then, and the rest was compared with them; a \
+             larger ingest.hold_mb holds the whole sweep",
+            summary.sweep, g.config.ingest.hold_mb
+        );
+    }
     let mut out = stdout();
     if a.json {
         /// The summary and how long it took.
