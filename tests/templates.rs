@@ -372,23 +372,29 @@ fn the_exact_content_band_check_agrees_with_the_truth_and_the_index() {
     }
 }
 
-#[test]
-fn a_sweep_ingested_in_two_runs_equals_one() {
-    let (dir, db) = corpus();
-    // Sweep 3's file cut in two at a gzip member boundary, ingested by two runs into the
-    // same sweep: the templates learned after the first half are learned again after
-    // the second, and the content resemblances made with them are made again.
+/// Sweep 3's file cut in two at the gzip member `1/part` of the way in, written to `out`.
+fn split_sweep_3(dir: &Path, out: &Path, part: usize) -> (PathBuf, PathBuf) {
     let files = sweep_files(dir, 3);
     assert_eq!(files.len(), 1);
     let whole = std::fs::read(&files[0]).unwrap();
     let members: Vec<usize> = (0..whole.len() - 2)
         .filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole[i + 2] == 8)
         .collect();
-    let cut = members[members.len() / 2];
-    let work = tempfile::tempdir().unwrap();
-    let (a, b) = (work.path().join("a.warc.gz"), work.path().join("b.warc.gz"));
+    let cut = members[members.len() / part];
+    let (a, b) = (out.join("a.warc.gz"), out.join("b.warc.gz"));
     std::fs::write(&a, &whole[..cut]).unwrap();
     std::fs::write(&b, &whole[cut..]).unwrap();
+    (a, b)
+}
+
+#[test]
+fn a_sweep_ingested_in_two_runs_equals_one() {
+    let (dir, db) = corpus();
+    // Sweep 3's file cut in two at a gzip member boundary, ingested by two runs into the
+    // same sweep: the templates learned after the first half are learned again after
+    // the second, and the content resemblances made with them are made again.
+    let work = tempfile::tempdir().unwrap();
+    let (a, b) = split_sweep_3(dir, work.path(), 2);
     let two = work.path().join("two");
     let one = work.path().join("one");
     for db in [&two, &one] {
@@ -439,16 +445,8 @@ fn a_sweep_ingested_in_two_runs_equals_one() {
 #[test]
 fn a_sweep_ingested_in_two_runs_on_content_has_one_runs_content_resemblances() {
     let (dir, _) = corpus();
-    let files = sweep_files(dir, 3);
-    let whole = std::fs::read(&files[0]).unwrap();
-    let members: Vec<usize> = (0..whole.len() - 2)
-        .filter(|&i| whole[i] == 0x1f && whole[i + 1] == 0x8b && whole[i + 2] == 8)
-        .collect();
-    let cut = members[members.len() / 3];
     let work = tempfile::tempdir().unwrap();
-    let (a, b) = (work.path().join("a.warc.gz"), work.path().join("b.warc.gz"));
-    std::fs::write(&a, &whole[..cut]).unwrap();
-    std::fs::write(&b, &whole[cut..]).unwrap();
+    let (a, b) = split_sweep_3(dir, work.path(), 3);
     let toml = work.path().join("content.toml");
     std::fs::write(&toml, "[cluster]\nresemblance = \"content\"\n").unwrap();
     let run = |db: &Path, args: &[String]| {
