@@ -46,7 +46,21 @@ fn ingest_summary(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> 
 }
 
 fn export(db: &Path) -> String {
-    let out = tidemark(&["--db", &s(db), "export"]);
+    export_with(db, &[], &[])
+}
+
+fn export_jsonl(db: &Path) -> String {
+    export_with(db, &[], &["--format", "jsonl"])
+}
+
+/// `tidemark --db DB GLOBAL… export ARGS…`.
+fn export_with(db: &Path, global: &[&str], args: &[&str]) -> String {
+    let db = s(db);
+    let mut all = vec!["--db", db.as_str()];
+    all.extend_from_slice(global);
+    all.push("export");
+    all.extend_from_slice(args);
+    let out = tidemark(&all);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -56,15 +70,13 @@ fn export(db: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn export_jsonl(db: &Path) -> String {
-    let out = tidemark(&["--db", &s(db), "export", "--format", "jsonl"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// A configuration with edges on all shingles, for the tests of that setting whatever
+/// the default: its path, and the `--config` arguments naming it.
+fn full_config(dir: &Path, extra: &str) -> (Config, [String; 2]) {
+    let text = format!("[cluster]\nresemblance = \"full\"\n{extra}");
+    let path = dir.join("full.toml");
+    std::fs::write(&path, &text).unwrap();
+    (Config::parse(&text).unwrap(), ["--config".into(), s(&path)])
 }
 
 fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
@@ -136,8 +148,8 @@ fn union_find_partition(n: u64, pairs: &[(u64, u64)]) -> BTreeMap<u64, u64> {
 
 /// The docs of the index at `db`, and every pair of them whose estimated resemblance
 /// over the stored sketches is at least `least`: (resemblance, doc, doc).
-fn all_pairs(db: &Path, least: f64) -> (u64, Vec<(f64, u64, u64)>) {
-    let index = Index::open(db, &Config::default(), false).unwrap();
+fn all_pairs(db: &Path, config: &Config, least: f64) -> (u64, Vec<(f64, u64, u64)>) {
+    let index = Index::open(db, config, false).unwrap();
     let n = index.doc_count();
     let sketches: Vec<_> = (1..=n).map(|d| index.sketch(d).unwrap().unwrap()).collect();
     let mut pairs = Vec::new();
@@ -178,15 +190,25 @@ fn equals_all_pairs(
 }
 
 /// Runs `recluster` at each threshold and checks its clusters against the all-pairs
-/// oracle over the stored sketches; returns the partitions.
-fn recluster_equals_all_pairs(db: &Path, thresholds: &[f64]) -> Vec<Vec<Vec<u64>>> {
-    let (n, scored) = all_pairs(db, Config::default().cluster.edge_floor);
+/// oracle over the stored sketches (an index on all shingles, `cfg` its `--config`
+/// arguments); returns the partitions.
+fn recluster_equals_all_pairs(
+    db: &Path,
+    config: &Config,
+    cfg: &[&str],
+    thresholds: &[f64],
+) -> Vec<Vec<Vec<u64>>> {
+    let (n, scored) = all_pairs(db, config, config.cluster.edge_floor);
     let mut out = Vec::new();
     for t in thresholds {
-        let o = tidemark(&["--db", &s(db), "recluster", "--threshold", &t.to_string()]);
+        let (db_s, t_s) = (s(db), t.to_string());
+        let mut args = vec!["--db", db_s.as_str()];
+        args.extend_from_slice(cfg);
+        args.extend(["recluster", "--threshold", t_s.as_str()]);
+        let o = tidemark(&args);
         assert_eq!(o.status.code(), Some(0), "recluster {t}");
         out.push(equals_all_pairs(
-            &clusters_from_export(&export(db)),
+            &clusters_from_export(&export_with(db, cfg, &[])),
             &scored,
             n,
             *t,
@@ -201,21 +223,35 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     let sweeps = 4;
     generate(corpus.path(), 300, sweeps, 21);
     let work = tempfile::tempdir().unwrap();
+    // The oracle estimates on all shingles (clusters on content: their own test).
+    let (config, full) = full_config(work.path(), "");
+    let cfg: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
     let (db1, db3) = (work.path().join("t1"), work.path().join("t3"));
-    ingest_all(&db1, corpus.path(), sweeps, &["--threads", "1"]);
-    ingest_all(&db3, corpus.path(), sweeps, &["--threads", "3"]);
-    let e1 = export(&db1);
+    ingest_all(
+        &db1,
+        corpus.path(),
+        sweeps,
+        &[&["--threads", "1"], &cfg[..]].concat(),
+    );
+    ingest_all(
+        &db3,
+        corpus.path(),
+        sweeps,
+        &[&["--threads", "3"], &cfg[..]].concat(),
+    );
+    let e1 = export_with(&db1, &cfg, &[]);
     assert!(e1.lines().count() > 1000);
     assert_eq!(
         e1,
-        export(&db3),
+        export_with(&db3, &cfg, &[]),
         "1 thread and 3 threads must give the same index"
     );
-    assert_eq!(export_jsonl(&db1), export_jsonl(&db3));
+    let jsonl = |db: &Path| export_with(db, &cfg, &["--format", "jsonl"]);
+    assert_eq!(jsonl(&db1), jsonl(&db3));
     let incremental = clusters_from_export(&e1);
 
     // All pairs over the stored sketches, at the threshold, from scratch.
-    let (n, pairs) = all_pairs(&db1, Config::default().cluster.threshold);
+    let (n, pairs) = all_pairs(&db1, &config, config.cluster.threshold);
     let pairs: Vec<(u64, u64)> = pairs.iter().map(|(_, a, b)| (*a, *b)).collect();
     let oracle = union_find_partition(n, &pairs);
     let docs_with_captures: Vec<u64> = incremental.keys().copied().collect();
@@ -233,17 +269,23 @@ fn incremental_clusters_equal_all_pairs_and_recluster_and_any_thread_count() {
     );
 
     // recluster at the same threshold rebuilds the same clusters from the edges.
-    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.5"]);
-    assert_eq!(out.status.code(), Some(0));
+    let recluster = |t: &str| {
+        let db = s(&db1);
+        let mut args = vec!["--db", db.as_str()];
+        args.extend_from_slice(&cfg);
+        args.extend(["recluster", "--threshold", t]);
+        tidemark(&args)
+    };
+    assert_eq!(recluster("0.5").status.code(), Some(0));
     assert_eq!(
-        partition(&clusters_from_export(&export(&db1))),
+        partition(&clusters_from_export(&export_with(&db1, &cfg, &[]))),
         partition(&incremental)
     );
     // And another threshold gives another, finer, partition without WARCs: the one all
     // pairs give at it, though only a spanning forest of the edges is stored.
-    let finer = recluster_equals_all_pairs(&db1, &[0.7, 0.9]);
+    let finer = recluster_equals_all_pairs(&db1, &config, &cfg, &[0.7, 0.9]);
     assert!(finer[1].len() > partition(&incremental).len());
-    let out = tidemark(&["--db", &s(&db1), "recluster", "--threshold", "0.1"]);
+    let out = recluster("0.1");
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -671,7 +713,12 @@ fn a_family_larger_than_the_common_shingle_cap_stays_one_cluster() {
     let warc = dir.path().join("family.warc.gz");
     write_warc(&warc, &pages);
     let cfg = dir.path().join("cap5.toml");
-    std::fs::write(&cfg, "[cluster]\ncommon_shingle_cap = 5\n").unwrap();
+    // On all shingles: on content, 40 copies of one page on one host are its template.
+    std::fs::write(
+        &cfg,
+        "[cluster]\ncommon_shingle_cap = 5\nresemblance = \"full\"\n",
+    )
+    .unwrap();
     let db = dir.path().join("db");
     let out = ingest(&db, "s", &[warc], &["--config", &s(&cfg)]);
     assert_eq!(
@@ -778,12 +825,19 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
     let mut settled_coarse = Vec::new();
     let (mut found_edges, mut stored_edges) = (0u64, 0u64);
     let mut default_misses = 0;
+    // On all shingles: the template families this test reads through are what content
+    // leaves out.
+    let (config, full) = full_config(work.path(), "");
     for (name, mb) in [("default", None), ("off", Some(0)), ("tiny", Some(1))] {
         let db = work.path().join(name);
-        let mut extra = Vec::new();
+        let mut extra = full.to_vec();
         let cfg = work.path().join(format!("{name}.toml"));
         if let Some(mb) = mb {
-            std::fs::write(&cfg, format!("[ingest]\nsketch_cache_mb = {mb}\n")).unwrap();
+            std::fs::write(
+                &cfg,
+                format!("[cluster]\nresemblance = \"full\"\n[ingest]\nsketch_cache_mb = {mb}\n"),
+            )
+            .unwrap();
             extra = vec!["--config".to_string(), s(&cfg)];
         }
         let extra: Vec<&str> = extra.iter().map(|x| x.as_str()).collect();
@@ -821,7 +875,11 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
             _ => {}
         }
         settled_coarse.push(settled);
-        exports.push((name, export(&db), export_jsonl(&db)));
+        exports.push((
+            name,
+            export_with(&db, &extra, &[]),
+            export_with(&db, &extra, &["--format", "jsonl"]),
+        ));
     }
     assert!(
         settled_coarse.windows(2).all(|w| w[0] == w[1]),
@@ -831,7 +889,7 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
         assert!(*cdxj == exports[0].1, "cache {name}: another CDXJ export");
         assert!(*jsonl == exports[0].2, "cache {name}: another JSONL export");
     }
-    let index = Index::open(&work.path().join("tiny"), &Config::default(), false).unwrap();
+    let index = Index::open(&work.path().join("tiny"), &config, false).unwrap();
     let mut edges = 0;
     index
         .edges()
@@ -876,7 +934,13 @@ fn redesign_sweeps_give_the_same_index_whatever_the_sketch_cache() {
         "a forest, not every pair: {stored_edges} of {found_edges}"
     );
     drop(index);
-    recluster_equals_all_pairs(&work.path().join("tiny"), &[0.4, 0.5, 0.6, 0.8]);
+    let cfg: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
+    recluster_equals_all_pairs(
+        &work.path().join("tiny"),
+        &config,
+        &cfg,
+        &[0.4, 0.5, 0.6, 0.8],
+    );
 }
 
 /// Everything a user can read of an index: both exports, the sweeps and the report of
@@ -1273,7 +1337,9 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     let (db, full_db) = (work.path().join("content"), work.path().join("full"));
     let cfg = ["--config", toml.to_str().unwrap()];
     ingest_all(&db, corpus.path(), 3, &cfg);
-    ingest_all(&full_db, corpus.path(), 3, &[]);
+    let (_, full) = full_config(work.path(), "");
+    let full: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
+    ingest_all(&full_db, corpus.path(), 3, &full);
     let run = |args: &[&str]| {
         let mut all = vec![
             "--db",
@@ -1308,7 +1374,7 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
             .map(|c| c.len())
             .sum::<usize>()
     };
-    let full = partition(&clusters_from_export(&export(&full_db)));
+    let full = partition(&clusters_from_export(&export_with(&full_db, &full, &[])));
     assert!(
         clustered(&on_content) > clustered(&full),
         "docs in clusters: {} on content, {} on all shingles",
