@@ -1337,9 +1337,26 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     let (db, full_db) = (work.path().join("content"), work.path().join("full"));
     let cfg = ["--config", toml.to_str().unwrap()];
     ingest_all(&db, corpus.path(), 3, &cfg);
-    let (_, full) = full_config(work.path(), "");
+    let (full_cfg, full) = full_config(work.path(), "");
     let full: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
     ingest_all(&full_db, corpus.path(), 3, &full);
+    // The templates learned before the commit (content) are those the end of an ingest
+    // learns (full): the same values for every host and sweep.
+    let templates = |db: &Path, config: &Config| {
+        let index = Index::open_read_only(db, config).unwrap();
+        let mut out = Vec::new();
+        index
+            .templates()
+            .scan_prefix(&[], |k, t| {
+                out.push((k, t.sampled, t.values));
+                Ok(true)
+            })
+            .unwrap();
+        out
+    };
+    let learned = templates(&db, &config);
+    assert!(learned.len() >= 3, "{} templates", learned.len());
+    assert_eq!(learned, templates(&full_db, &full_cfg));
     let run = |args: &[&str]| {
         let mut all = vec![
             "--db",

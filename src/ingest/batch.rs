@@ -190,6 +190,8 @@ impl Writer<'_> {
                     // read so far, and the rest of it is committed as it comes.
                     self.summary.writer.held_over_budget = true;
                     self.release_held()?;
+                    // Its end learns them again, from all its pages.
+                    self.learned_early = None;
                 }
                 Ok(())
             }
@@ -527,7 +529,8 @@ impl Writer<'_> {
             self.threads,
         )?;
         let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
-        self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, own)?));
+        self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
+        self.learned_early = Some(own);
         self.summary.writer.templates_s += clock.elapsed().as_secs_f64();
         self.serial_cpu += thread_cpu() - cpu;
         Ok(())

@@ -228,6 +228,9 @@ struct Writer<'a> {
     hold_budget: usize,
     /// How templates are learned.
     template: crate::template::TemplateParams,
+    /// The templates learned from the whole sweep before its commit: the end of the
+    /// ingest, whose sample holds the same pages, takes them instead of learning again.
+    learned_early: Option<templates::Learned>,
     /// The last committed batch's sketches and which of its docs were stored against a
     /// base: the batch after it was paired with them.
     last_against: Option<(Arc<BatchSketches>, Vec<bool>)>,
@@ -475,6 +478,7 @@ fn ingest_files<'scope>(
         held_bytes: 0,
         hold_budget: opts.hold_mb << 20,
         template: opts.template,
+        learned_early: None,
         last_against: None,
         adds: Vec::new(),
         made: Vec::new(),
@@ -653,11 +657,11 @@ fn ingest_files<'scope>(
     // on RocksDB's threads. One after another they left a core idle for most of a
     // redesign sweep's last seconds (rd100k: 1.1–1.6 cores busy of 2).
     let next_doc = index.counters().next_doc;
-    let (cache, threads) = (&w.sketch_cache, w.threads);
+    let (cache, threads, early) = (&w.sketch_cache, w.threads, w.learned_early.as_ref());
     let (learned, spilled, flushed) = std::thread::scope(|s| {
         let learn = s.spawn(|| {
             let t0 = std::time::Instant::now();
-            let r = templates::finish(index, sweep_id, &opts.template, cache, threads);
+            let r = templates::finish(index, sweep_id, &opts.template, cache, threads, early);
             r.map(|mut t| {
                 t.seconds = t0.elapsed().as_secs_f64();
                 t

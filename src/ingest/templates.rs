@@ -132,6 +132,7 @@ pub(super) fn finish(
     p: &TemplateParams,
     cache: &SketchCache,
     threads: usize,
+    early: Option<&Learned>,
 ) -> Result<TemplateCounts> {
     let mut counts = TemplateCounts::default();
     let mut next_id = index.template_values().next_id()?;
@@ -148,7 +149,8 @@ pub(super) fn finish(
                     let Some((host, entries)) = hosts.get(i) else {
                         return out;
                     };
-                    out.push((i, one_host(index, sweep, host, entries, p, cache)));
+                    let early = early.and_then(|e| e.get(host));
+                    out.push((i, one_host(index, sweep, host, entries, p, cache, early)));
                 }
             };
             let spawned: Vec<_> = (1..threads.max(1)).map(|_| s.spawn(work)).collect();
@@ -201,7 +203,8 @@ type HostDone = (Batch, TemplateCounts, Option<(String, Template)>);
 /// Pages [`finish`] holds at once (by whole hosts).
 const GROUP_PAGES: usize = 1 << 16;
 
-/// [`finish`] for one host: `entries` are its pages in `sweep_pages`, by URL hash.
+/// [`finish`] for one host: `entries` are its pages in `sweep_pages`, by URL hash;
+/// `early`, its template as [`learn_held`] learned it from the same pages.
 fn one_host(
     index: &Index,
     sweep: u32,
@@ -209,21 +212,28 @@ fn one_host(
     entries: &[(SweepPageKey, SweepPage)],
     p: &TemplateParams,
     cache: &SketchCache,
+    early: Option<&Option<Template>>,
 ) -> Result<HostDone> {
     let mut counts = TemplateCounts::default();
-    let sample = Sample::of(
-        entries
-            .iter()
-            .filter(|(_, v)| !v.revisit)
-            .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
-        p,
-    );
-    let mut docs = sample.clone();
-    docs.sort_unstable();
-    docs.dedup();
-    let sketches = compacts(index, cache, &docs)?;
-    let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
-    let learned = learn(&pages, p);
+    let learned = match early {
+        Some(t) => t.clone(),
+        None => {
+            let sample = Sample::of(
+                entries
+                    .iter()
+                    .filter(|(_, v)| !v.revisit)
+                    .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
+                p,
+            );
+            let mut docs = sample.clone();
+            docs.sort_unstable();
+            docs.dedup();
+            let sketches = compacts(index, cache, &docs)?;
+            let pages: Vec<&CompactSketch> =
+                sample.iter().filter_map(|d| sketches.get(d)).collect();
+            learn(&pages, p)
+        }
+    };
     let key = (host.to_string(), sweep);
     let before = index.templates().get(&key)?;
     let changed = match (&before, &learned) {
@@ -386,8 +396,11 @@ impl ForPairs {
 
     /// With the templates [`learn_held`] learned for the sweep itself, where a host has
     /// one (the others keep their latest earlier one).
-    pub(super) fn with_own(mut self, index: &Index, own: FastMap<String, u32>) -> Result<Self> {
-        self.by_host.extend(own);
+    pub(super) fn with_own(mut self, index: &Index, own: &Learned) -> Result<Self> {
+        self.by_host.extend(
+            own.iter()
+                .filter_map(|(h, t)| Some((h.clone(), t.as_ref()?.id))),
+        );
         self.set = index.template_values().all()?;
         Ok(self)
     }
@@ -402,6 +415,9 @@ impl ForPairs {
             .unwrap_or(0)
     }
 }
+
+/// The templates [`learn_held`] learned, by host (none: the host has none there).
+pub(super) type Learned = FastMap<String, Option<Template>>;
 
 /// A page of the sweep held before its commit (`cluster.resemblance = "content"`): a
 /// capture whose doc sequencing knows (new, or known by digest or text).
@@ -419,7 +435,7 @@ pub(super) struct HeldPage {
 /// doc they created; the pages committed by earlier runs of the sweep are in
 /// `sweep_pages`. Writes each host's template whose values changed (and makes its
 /// committed pages' content resemblance due again), in one batch, before anything
-/// else; returns the template id of each host of `held` that has one.
+/// else; returns the template of each host of `held`, its id as stored.
 pub(super) fn learn_held(
     index: &Index,
     sweep: u32,
@@ -427,7 +443,7 @@ pub(super) fn learn_held(
     mut held: Vec<HeldPage>,
     compact: &(dyn Fn(u64) -> Option<CompactSketch> + Sync),
     threads: usize,
-) -> Result<FastMap<String, u32>> {
+) -> Result<Learned> {
     // By host, URL hash and timestamp; a later record of the same key wins, as its
     // `sweep_pages` entry overwrites the earlier one's.
     held.sort_by(|a, b| (&a.host, a.hash, &a.timestamp).cmp(&(&b.host, b.hash, &b.timestamp)));
@@ -483,7 +499,7 @@ pub(super) fn learn_held(
     // Ids in host order, so that the same sweeps make the same index.
     let mut next_id = index.template_values().next_id()?;
     let mut batch = Batch::default();
-    let mut by_host: FastMap<String, u32> = Default::default();
+    let mut out: Learned = Default::default();
     for ((host, _), learned) in hosts.iter().zip(learned) {
         let key = (host.clone(), sweep);
         let before = index.templates().get(&key)?;
@@ -491,7 +507,7 @@ pub(super) fn learn_held(
             (Some(b), Some(l)) => !b.same_as(l),
             (b, l) => b.is_some() != l.is_some(),
         };
-        match learned {
+        let learned = match learned {
             Some(mut t) => {
                 if changed {
                     t.id = next_id;
@@ -501,11 +517,16 @@ pub(super) fn learn_held(
                 } else if let Some(b) = &before {
                     t.id = b.id;
                 }
-                by_host.insert(host.clone(), t.id);
+                Some(t)
             }
-            None if changed => batch.delete::<Templates>(index, &key),
-            None => {}
-        }
+            None => {
+                if changed {
+                    batch.delete::<Templates>(index, &key);
+                }
+                None
+            }
+        };
+        out.insert(host.clone(), learned);
         // Pages compared without the old template are compared again at the end.
         if changed {
             for (k, v) in committed.get(host).map(Vec::as_slice).unwrap_or(&[]) {
@@ -522,5 +543,5 @@ pub(super) fn learn_held(
     if !batch.is_empty() {
         index.write(batch)?;
     }
-    Ok(by_host)
+    Ok(out)
 }
