@@ -70,13 +70,19 @@ fn export_with(db: &Path, global: &[&str], args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// A configuration file `name` in `dir` holding `text`: as parsed, and the `--config`
+/// arguments naming it.
+fn config_file(dir: &Path, name: &str, text: &str) -> (Config, [String; 2]) {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    (Config::parse(text).unwrap(), ["--config".into(), s(&path)])
+}
+
 /// A configuration with edges on all shingles, for the tests of that setting whatever
-/// the default: its path, and the `--config` arguments naming it.
+/// the default.
 fn full_config(dir: &Path, extra: &str) -> (Config, [String; 2]) {
     let text = format!("[cluster]\nresemblance = \"full\"\n{extra}");
-    let path = dir.join("full.toml");
-    std::fs::write(&path, &text).unwrap();
-    (Config::parse(&text).unwrap(), ["--config".into(), s(&path)])
+    config_file(dir, "full.toml", &text)
 }
 
 fn ingest_all(db: &Path, corpus: &Path, sweeps: usize, extra: &[&str]) {
@@ -1283,15 +1289,14 @@ fn a_sweep_past_the_hold_budget_is_committed_with_the_templates_of_its_first_par
     let corpus = tempfile::tempdir().unwrap();
     generate(corpus.path(), 2000, 1, 47);
     let work = tempfile::tempdir().unwrap();
-    let toml = work.path().join("content.toml");
-    std::fs::write(
-        &toml,
-        "[cluster]\nresemblance = \"content\"\n[ingest]\nhold_mb = 1\n",
-    )
-    .unwrap();
-    let config = Config::parse(&std::fs::read_to_string(&toml).unwrap()).unwrap();
+    let content = "[cluster]\nresemblance = \"content\"\n";
+    let (config, args) = config_file(
+        work.path(),
+        "small.toml",
+        &format!("{content}[ingest]\nhold_mb = 1\n"),
+    );
+    let cfg: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
     let db = work.path().join("db");
-    let cfg = ["--config", toml.to_str().unwrap()];
     let out = ingest(&db, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1303,26 +1308,17 @@ fn a_sweep_past_the_hold_budget_is_committed_with_the_templates_of_its_first_par
     assert_eq!(summary["writer"]["held_over_budget"], true, "{summary}");
     assert!(summary["new_docs"].as_u64().unwrap() > 1500, "{summary}");
     let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
-    let mut all = vec!["--db", db.to_str().unwrap()];
-    all.extend_from_slice(&cfg);
-    all.push("export");
-    let text = String::from_utf8(common::tidemark_ok(&all).stdout).unwrap();
     equals_all_pairs(
-        &clusters_from_export(&text),
+        &clusters_from_export(&export_with(&db, &cfg, &[])),
         &pairs,
         n,
         config.cluster.threshold,
     );
     // With room for the whole sweep, it is held whole.
-    let roomy = work.path().join("roomy.toml");
-    std::fs::write(&roomy, "[cluster]\nresemblance = \"content\"\n").unwrap();
+    let (_, roomy) = config_file(work.path(), "roomy.toml", content);
+    let roomy: Vec<&str> = roomy.iter().map(|a| a.as_str()).collect();
     let db2 = work.path().join("db2");
-    let summary = ingest_summary(
-        &db2,
-        "sweep-1",
-        &sweep_files(corpus.path(), 1),
-        &["--config", roomy.to_str().unwrap()],
-    );
+    let summary = ingest_summary(&db2, "sweep-1", &sweep_files(corpus.path(), 1), &roomy);
     assert_eq!(summary["writer"]["held_over_budget"], false, "{summary}");
 }
 
@@ -1331,11 +1327,13 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     let corpus = tempfile::tempdir().unwrap();
     common::generate_redesign(corpus.path(), 600, 41);
     let work = tempfile::tempdir().unwrap();
-    let toml = work.path().join("content.toml");
-    std::fs::write(&toml, "[cluster]\nresemblance = \"content\"\n").unwrap();
-    let config = Config::parse(&std::fs::read_to_string(&toml).unwrap()).unwrap();
+    let (config, args) = config_file(
+        work.path(),
+        "content.toml",
+        "[cluster]\nresemblance = \"content\"\n",
+    );
+    let cfg: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
     let (db, full_db) = (work.path().join("content"), work.path().join("full"));
-    let cfg = ["--config", toml.to_str().unwrap()];
     ingest_all(&db, corpus.path(), 3, &cfg);
     let (full_cfg, full) = full_config(work.path(), "");
     let full: Vec<&str> = full.iter().map(|a| a.as_str()).collect();
@@ -1358,12 +1356,8 @@ fn clusters_on_content_equal_all_pairs_on_content_and_recluster() {
     assert!(learned.len() >= 3, "{} templates", learned.len());
     assert_eq!(learned, templates(&full_db, &full_cfg));
     let run = |args: &[&str]| {
-        let mut all = vec![
-            "--db",
-            db.to_str().unwrap(),
-            "--config",
-            toml.to_str().unwrap(),
-        ];
+        let mut all = vec!["--db", db.to_str().unwrap()];
+        all.extend_from_slice(&cfg);
         all.extend_from_slice(args);
         String::from_utf8(common::tidemark_ok(&all).stdout).unwrap()
     };

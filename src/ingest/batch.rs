@@ -483,16 +483,21 @@ impl Writer<'_> {
             return Ok(());
         }
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-        let records: Vec<(&Scanned<Prepared>, u64)> = held
-            .iter()
-            .flat_map(|s| s.items.iter().zip(&s.contents))
-            .filter_map(|(item, c)| match (item, c) {
-                (Item::Record(_, sc), Content::Payload(d) | Content::Text { doc: d, .. }) => {
-                    Some((sc, *d))
+        // The held pages with a doc, and the docs they create.
+        let mut records: Vec<(&Scanned<Prepared>, u64)> = Vec::new();
+        let mut news: FastMap<u64, &Scanned<Prepared>> = Default::default();
+        for (item, c) in held.iter().flat_map(|s| s.items.iter().zip(&s.contents)) {
+            match (item, c) {
+                (Item::Record(_, sc), Content::Text { doc, new, .. }) => {
+                    records.push((sc, *doc));
+                    if *new {
+                        news.insert(*doc, sc);
+                    }
                 }
-                _ => None,
-            })
-            .collect();
+                (Item::Record(_, sc), Content::Payload(d)) => records.push((sc, *d)),
+                _ => {}
+            }
+        }
         let pages = pairs::parallel(self.threads, &records, |(sc, doc)| {
             let (Some(url), Some(timestamp)) = (&sc.capture.url, &sc.capture.timestamp) else {
                 return Err(IndexError::Invalid("a capture without URL or date".into()));
@@ -505,20 +510,10 @@ impl Writer<'_> {
                 doc: *doc,
             })
         })?;
-        // The sketches of the docs the held records create.
-        let news: FastMap<u64, &Scanned<Prepared>> = held
-            .iter()
-            .flat_map(|s| s.items.iter().zip(&s.contents))
-            .filter_map(|(item, c)| match (item, c) {
-                (Item::Record(_, sc), Content::Text { doc, new: true, .. }) => Some((*doc, sc)),
-                _ => None,
-            })
-            .collect();
-        let target = self.index.params().posting_target;
         let compact = |d: u64| {
             let sc = news.get(&d)?;
             let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
-            DocSketch::of(stored, sc.capture.sketch.as_ref()).map(|s| s.stored(target).compact())
+            DocSketch::of(stored, sc.capture.sketch.as_ref()).map(DocSketch::compact)
         };
         let own = templates::learn_held(
             self.index,

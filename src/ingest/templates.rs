@@ -215,23 +215,18 @@ fn one_host(
     early: Option<&Option<Template>>,
 ) -> Result<HostDone> {
     let mut counts = TemplateCounts::default();
+    let kept = |d: u64| cache.get(d).cloned();
     let learned = match early {
         Some(t) => t.clone(),
         None => {
-            let sample = Sample::of(
+            let sample = sample_docs(
                 entries
                     .iter()
                     .filter(|(_, v)| !v.revisit)
                     .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
                 p,
             );
-            let mut docs = sample.clone();
-            docs.sort_unstable();
-            docs.dedup();
-            let sketches = compacts(index, cache, &docs)?;
-            let pages: Vec<&CompactSketch> =
-                sample.iter().filter_map(|d| sketches.get(d)).collect();
-            learn(&pages, p)
+            learn_sample(index, &sample, p, &kept, Some(cache))?
         }
     };
     let key = (host.to_string(), sweep);
@@ -272,7 +267,7 @@ fn one_host(
         }
         wanted.sort_unstable();
         wanted.dedup();
-        let sketches = compacts(index, cache, &wanted)?;
+        let sketches = compacts(index, &wanted, &kept, Some(cache))?;
         let mut keys: Vec<&[u8]> = todo
             .iter()
             .map(|&i| entries[i].1.capture.as_slice())
@@ -324,45 +319,66 @@ fn one_host(
 }
 
 /// A host's sample: the docs of its pages (latest capture per URL, revisits left out)
-/// with the `sample_pages` lowest URL hashes.
-struct Sample;
-
-impl Sample {
-    /// From its pages as (URL hash, timestamp, doc), by hash then timestamp.
-    fn of<'a>(pages: impl Iterator<Item = (u64, &'a str, u64)>, p: &TemplateParams) -> Vec<u64> {
-        let mut sample: Vec<(u64, u64)> = Vec::new();
-        let keep = p.sample_pages as usize;
-        for (hash, _, doc) in pages {
-            let n = sample.len();
-            match sample.last_mut() {
-                // A later capture of the same URL: its latest is sampled.
-                Some((h, d)) if *h == hash => *d = doc,
-                _ if n >= keep => break,
-                _ => sample.push((hash, doc)),
-            }
+/// with the `sample_pages` lowest URL hashes, from its pages as (URL hash, timestamp,
+/// doc), by hash then timestamp.
+fn sample_docs<'a>(
+    pages: impl Iterator<Item = (u64, &'a str, u64)>,
+    p: &TemplateParams,
+) -> Vec<u64> {
+    let mut sample: Vec<(u64, u64)> = Vec::new();
+    let keep = p.sample_pages as usize;
+    for (hash, _, doc) in pages {
+        let n = sample.len();
+        match sample.last_mut() {
+            // A later capture of the same URL: its latest is sampled.
+            Some((h, d)) if *h == hash => *d = doc,
+            _ if n >= keep => break,
+            _ => sample.push((hash, doc)),
         }
-        sample.into_iter().map(|(_, d)| d).collect()
     }
+    sample.into_iter().map(|(_, d)| d).collect()
 }
 
-/// The compact sketches of `docs` (ascending): from the writer's cache where it keeps
-/// them (most of a sweep's new docs and the docs they were compared with), else read.
+/// The template learned from a host's `sample` (its docs): none under
+/// `template.min_pages`.
+fn learn_sample(
+    index: &Index,
+    sample: &[u64],
+    p: &TemplateParams,
+    found: &dyn Fn(u64) -> Option<CompactSketch>,
+    cache: Option<&SketchCache>,
+) -> Result<Option<Template>> {
+    if (sample.len() as u64) < p.min_pages as u64 {
+        return Ok(None);
+    }
+    let mut docs = sample.to_vec();
+    docs.sort_unstable();
+    docs.dedup();
+    let sketches = compacts(index, &docs, found, cache)?;
+    let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
+    Ok(learn(&pages, p))
+}
+
+/// The compact sketches of `docs` (ascending): those `found` has (the writer's cache
+/// keeps most of a sweep's new docs and the docs they were compared with; the held
+/// sweep, its new docs), the others read.
 fn compacts(
     index: &Index,
-    cache: &SketchCache,
     docs: &[u64],
+    found: &dyn Fn(u64) -> Option<CompactSketch>,
+    cache: Option<&SketchCache>,
 ) -> Result<FastMap<u64, CompactSketch>> {
     let mut out: FastMap<u64, CompactSketch> = Default::default();
     let mut missed = Vec::new();
     for d in docs {
-        match cache.get(*d) {
+        match found(*d) {
             Some(c) => {
-                out.insert(*d, c.clone());
+                out.insert(*d, c);
             }
             None => missed.push(*d),
         }
     }
-    out.extend(index.sketches().read_compact(&missed, Some(cache))?);
+    out.extend(index.sketches().read_compact(&missed, cache)?);
     Ok(out)
 }
 
@@ -476,25 +492,8 @@ pub(super) fn learn_held(
             .collect();
         // Stable: on equal keys the held page (later) stays after the committed one.
         all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let sample = Sample::of(all.into_iter(), p);
-        if (sample.len() as u64) < p.min_pages as u64 {
-            return Ok(None);
-        }
-        let mut sketches: FastMap<u64, CompactSketch> = Default::default();
-        let mut missed: Vec<u64> = Vec::new();
-        for d in &sample {
-            match compact(*d) {
-                Some(c) => {
-                    sketches.insert(*d, c);
-                }
-                None => missed.push(*d),
-            }
-        }
-        missed.sort_unstable();
-        missed.dedup();
-        sketches.extend(index.sketches().read_compact(&missed, None)?);
-        let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
-        Ok(learn(&pages, p))
+        let sample = sample_docs(all.into_iter(), p);
+        learn_sample(index, &sample, p, compact, None)
     })?;
     // Ids in host order, so that the same sweeps make the same index.
     let mut next_id = index.template_values().next_id()?;
