@@ -202,8 +202,10 @@ pub struct IngestConfig {
     pub postings_buffer_mb: usize,
     /// MiB of sketches compared lately kept by the writer.
     pub sketch_cache_mb: usize,
-    /// MiB of a sweep's records held until its templates are learned (edges on content).
-    pub hold_mb: usize,
+    /// No longer used: edges on content once held a sweep's records in memory until its
+    /// templates were learned (schema 13); a config file that sets it still loads.
+    #[serde(default, skip_serializing)]
+    pub hold_mb: Option<usize>,
     /// Key ranges of the pair step's join per batch; 0 = four per thread.
     pub pair_partitions: usize,
 }

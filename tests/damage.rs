@@ -470,8 +470,9 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     }
 }
 
-/// An index of the previous layout (schema 11: sketches without a template id) is refused with the version
-/// found and what to do, not misread.
+/// An index of the previous layout (schema 13: with edges on content no `unpaired`
+/// family, a sweep held in memory) is refused with the version found and what to do,
+/// not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
@@ -483,7 +484,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 12u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 13u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -494,7 +495,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 12; this tidemark reads version 13")
+            err.contains("has schema version 13; this tidemark reads version 14")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

@@ -1281,45 +1281,84 @@ fn own_sweeps_templates_named(db: &Path, config: &Config, corpus: &Path, jsonl: 
     );
 }
 
-/// A sweep that outgrows `ingest.hold_mb` learns its templates from the part read by
-/// then, says so, and commits the rest as it comes: every doc is still compared
-/// without the template it names (the all-pairs oracle on content).
+/// With edges on content a sweep's new docs wait for their pairs until the sweep is
+/// read and its templates learned (`unpaired`). A run stopped there leaves them waiting:
+/// the same command pairs them, and so does a run of the next sweep (first, with the
+/// stopped sweep's templates); the index is the one clean runs make.
 #[test]
-fn a_sweep_past_the_hold_budget_is_committed_with_the_templates_of_its_first_part() {
+fn a_run_stopped_while_pairing_on_content_is_finished_by_the_next_run() {
     let corpus = tempfile::tempdir().unwrap();
-    generate(corpus.path(), 2000, 1, 47);
+    // Over two batches of new docs (1,024 each) in each sweep.
+    generate(corpus.path(), 2500, 3, 53);
     let work = tempfile::tempdir().unwrap();
-    let content = "[cluster]\nresemblance = \"content\"\n";
     let (config, args) = config_file(
         work.path(),
-        "small.toml",
-        &format!("{content}[ingest]\nhold_mb = 1\n"),
+        "content.toml",
+        "[cluster]\nresemblance = \"content\"\n",
     );
     let cfg: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
-    let db = work.path().join("db");
-    let out = ingest(&db, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
-    assert_eq!(out.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let clean = work.path().join("clean");
+    ingest_all(&clean, corpus.path(), 3, &cfg);
+    let stopped = work.path().join("stopped");
+    let stop = |label: &str, sweep: usize, after: &str| {
+        let mut all: Vec<String> = vec!["--db".into(), s(&stopped)];
+        all.extend(args.iter().cloned());
+        all.extend([
+            "ingest".into(),
+            "--sweep".into(),
+            label.into(),
+            "--json".into(),
+        ]);
+        all.extend(sweep_files(corpus.path(), sweep).iter().map(|f| s(f)));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(&all)
+            .env("TIDEMARK_TEST_STOP_PAIRING_AFTER", after)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains(&format!("stopped after {after} batches of pairs")),
+            "{err}"
+        );
+    };
+    // The first doc waiting for its pairs, and its sweep.
+    let waiting = || {
+        let index = Index::open_read_only(&stopped, &config).unwrap();
+        index.unpaired().first().unwrap()
+    };
+    // Sweep 1 stopped after one batch of pairs, then finished by the same command.
+    stop("sweep-1", 1, "1");
+    assert_eq!(waiting().map(|(d, s)| (d > 1000, s)), Some((true, 1)));
+    let again = ingest_summary(&stopped, "sweep-1", &sweep_files(corpus.path(), 1), &cfg);
+    assert_eq!(again["new_docs"], 0, "{again}");
+    // Its waiting docs were paired.
     assert!(
-        err.contains("sweep sweep-1 outgrew ingest.hold_mb (1 MiB)"),
-        "{err}"
+        again["writer"]["candidates"].as_u64().unwrap() > 0,
+        "{again}"
     );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(summary["writer"]["held_over_budget"], true, "{summary}");
-    assert!(summary["new_docs"].as_u64().unwrap() > 1500, "{summary}");
-    let (n, pairs) = all_pairs_on_content(&db, &config, config.cluster.edge_floor);
-    equals_all_pairs(
-        &clusters_from_export(&export_with(&db, &cfg, &[])),
-        &pairs,
-        n,
-        config.cluster.threshold,
+    assert_eq!(waiting(), None);
+    // Sweep 2 stopped before any pairs; sweep 3's run pairs them first.
+    stop("sweep-2", 2, "0");
+    assert_eq!(waiting().map(|(_, s)| s), Some(2));
+    ingest_summary(&stopped, "sweep-3", &sweep_files(corpus.path(), 3), &cfg);
+    for args in [&[][..], &["--format", "jsonl"][..]] {
+        assert_eq!(
+            export_with(&stopped, &cfg, args),
+            export_with(&clean, &cfg, args),
+            "export {args:?}"
+        );
+    }
+    let sweeps = |db: &Path| {
+        let mut all = vec!["--db".to_string(), s(db)];
+        all.extend(args.iter().cloned());
+        all.extend(["sweeps".into(), "--json".into()]);
+        common::tidemark_ok(&all.iter().map(|a| a.as_str()).collect::<Vec<_>>()).stdout
+    };
+    assert_eq!(
+        String::from_utf8(sweeps(&stopped)).unwrap(),
+        String::from_utf8(sweeps(&clean)).unwrap()
     );
-    // With room for the whole sweep, it is held whole.
-    let (_, roomy) = config_file(work.path(), "roomy.toml", content);
-    let roomy: Vec<&str> = roomy.iter().map(|a| a.as_str()).collect();
-    let db2 = work.path().join("db2");
-    let summary = ingest_summary(&db2, "sweep-1", &sweep_files(corpus.path(), 1), &roomy);
-    assert_eq!(summary["writer"]["held_over_budget"], false, "{summary}");
 }
 
 #[test]

@@ -104,7 +104,6 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             record_cap: g.config.ingest.record_cap,
             postings_buffer_mb: g.config.ingest.postings_buffer_mb,
             sketch_cache_mb: g.config.ingest.sketch_cache_mb,
-            hold_mb: g.config.ingest.hold_mb,
             pair_partitions: g.config.ingest.pair_partitions,
             template: g.config.template,
             // The demo keeps texts so `history --diff` has something to show.

@@ -107,7 +107,6 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         record_cap: g.config.ingest.record_cap,
         postings_buffer_mb: g.config.ingest.postings_buffer_mb,
         sketch_cache_mb: g.config.ingest.sketch_cache_mb,
-        hold_mb: g.config.ingest.hold_mb,
         pair_partitions: g.config.ingest.pair_partitions,
         template: g.config.template,
         store_texts: g.config.index.store_texts,
@@ -117,21 +116,41 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     let run = if a.sketches { ingest_shards } else { ingest };
     let summary = run(&index, &files, &opts, |p: tidemark::ingest::Progress| {
         if let Some(b) = &bar {
-            b.set_length(p.input_total.max(1));
-            b.set_position(p.input_bytes);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
-            b.set_message(format!(
-                "{} records, {:.0} records/s{}",
-                p.read.max(p.records),
-                p.read.max(p.records) as f64 / secs,
-                if p.finishing {
-                    "; writing postings, compacting"
-                } else if p.committing_held {
-                    "; learning the sweep's templates, committing"
-                } else {
-                    ""
+            match p.pairs {
+                // Edges on content: the sweep's new docs paired once it is read.
+                Some((done, total)) => {
+                    if done == 0 {
+                        b.set_style(
+                            indicatif::ProgressStyle::with_template(
+                                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} docs ETA {eta} {msg}",
+                            )
+                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                        );
+                        b.reset_eta();
+                    }
+                    b.set_length(total.max(1));
+                    b.set_position(done);
+                    b.set_message(format!(
+                        "{} records in; the new docs' pairs (templates learned)",
+                        p.read.max(p.records),
+                    ));
                 }
-            ));
+                None => {
+                    b.set_length(p.input_total.max(1));
+                    b.set_position(p.input_bytes);
+                    b.set_message(format!(
+                        "{} records, {:.0} records/s{}",
+                        p.read.max(p.records),
+                        p.read.max(p.records) as f64 / secs,
+                        if p.finishing {
+                            "; writing postings, compacting"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
         }
     })?;
     if let Some(b) = bar {
@@ -145,14 +164,6 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         eprintln!(
             "tidemark ingest: {}: damaged at offset {}: {} (the records before it are indexed)",
             e.file, e.offset, e.message
-        );
-    }
-    if summary.writer.held_over_budget {
-        eprintln!(
-            "tidemark ingest: sweep {} outgrew ingest.hold_mb ({} MiB): its templates were \
-             learned from the part read by then, and the rest was compared with them; a \
-             larger ingest.hold_mb holds the whole sweep",
-            summary.sweep, g.config.ingest.hold_mb
         );
     }
     let mut out = stdout();

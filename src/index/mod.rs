@@ -26,7 +26,9 @@ use crate::sketch::{Sketch, SKETCH_SCHEME};
 use codec::DocInfo;
 use columns::{Batch, Col, Column, Tuning};
 
-/// Version of the on-disk layout this build reads and writes. 13: with edges on content
+/// Version of the on-disk layout this build reads and writes. 14: with edges on content
+/// a sweep's new docs are committed as read and paired after its templates (`unpaired`);
+/// 13: with edges on content
 /// a sweep's new docs name its own templates, and revisits are no template sample; 12:
 /// edges on content resemblance; 11: hosts' templates per
 /// sweep and content resemblance to the previous capture; 10: postings in runs of
@@ -34,7 +36,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -77,6 +79,8 @@ pub mod cf {
     pub const SWEEP_PAGES: &str = sweep_pages::SweepPages::NAME;
     /// `texts`.
     pub const TEXTS: &str = texts::Texts::NAME;
+    /// `unpaired`.
+    pub const UNPAIRED: &str = unpaired::Unpaired::NAME;
 }
 
 /// The parameters an index is built with; data made with other values cannot be mixed.
@@ -553,6 +557,12 @@ impl Index {
 
     /// `texts`: doc id → compressed canonical text.
     pub fn texts(&self) -> Col<'_, columns::texts::Texts> {
+        Col::new(self)
+    }
+
+    /// `unpaired`: doc id → its sweep and URL, while its pairs wait for the sweep's
+    /// templates.
+    pub fn unpaired(&self) -> Col<'_, columns::unpaired::Unpaired> {
         Col::new(self)
     }
 

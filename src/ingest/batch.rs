@@ -5,10 +5,9 @@
 use std::sync::Arc;
 
 use super::sequence::Content;
-use super::{known, lap, pairs, templates, thread_cpu, DocSketch, FastMap, Prepared, Writer};
+use super::{known, lap, pairs, thread_cpu, DocSketch, Prepared, Stage, Writer};
 use crate::compact::CompactSketch;
 use crate::index::columns::sketches::StoredSketch;
-use crate::index::columns::sweep_pages::url_hash;
 use crate::index::{IndexError, Result};
 use crate::scan::Scanned;
 use pairs::DocPairs;
@@ -28,6 +27,13 @@ pub(super) enum Item {
     Record(usize, Scanned<Prepared>),
     /// A file read to its end or its first damage: `(file, bytes, damage)`.
     End(usize, u64, Option<(u64, String)>),
+    /// Edges on content: a new doc committed while its sweep was read, waiting for its
+    /// pairs (`unpaired`), with the URL that created it and its sketch as stored then.
+    Waiting {
+        doc: u64,
+        url: String,
+        stored: StoredSketch,
+    },
 }
 
 /// The sketches of a batch's new docs (numbered from `first`), as stored in full and
@@ -63,36 +69,6 @@ pub(super) struct Sequenced {
     pub(super) failed: Option<IndexError>,
     /// The id of its first new doc.
     pub(super) first: u64,
-}
-
-impl Sequenced {
-    /// About what it holds in memory, in bytes.
-    fn bytes(&self) -> usize {
-        let record = |sc: &Scanned<Prepared>| {
-            let fields: usize = sc
-                .record
-                .fields
-                .iter()
-                .map(|(n, v)| 48 + n.len() + v.len())
-                .sum();
-            let prepared = sc.prepared.as_ref().map_or(0, |p| {
-                p.text.as_ref().map_or(0, Vec::len)
-                    + p.stored
-                        .as_ref()
-                        .map_or(0, |s| 4 * s.low.len() + 8 * s.posting.len())
-            });
-            let sketch = sc.capture.sketch.as_ref().map_or(0, |s| 8 * s.values.len());
-            let url = sc.capture.url.as_ref().map_or(0, String::len);
-            1024 + fields + prepared + sketch + 2 * url
-        };
-        self.items
-            .iter()
-            .map(|item| match item {
-                Item::Record(_, sc) => record(sc),
-                Item::End(..) => 64,
-            })
-            .sum()
-    }
 }
 
 /// A batch's new docs between the pair step and their commit.
@@ -173,43 +149,15 @@ impl Planned {
 }
 
 impl Writer<'_> {
-    /// Takes a full batch: (a) sequences it; then, unless the sweep is held for its
-    /// templates ([`Writer::held`]), (b) finds its pairs on the worker threads while (c)
-    /// the batch before it is committed on this one ([`Writer::pair_batch`]).
+    /// Takes a full batch: (a) sequences it, then (b) finds its pairs on the worker
+    /// threads while (c) the batch before it is committed on this one
+    /// ([`Writer::pair_batch`]).
     pub(super) fn push_batch(&mut self, items: Vec<Item>) -> Result<()> {
         if items.is_empty() {
             return Ok(());
         }
         let sequenced = self.sequence_batch(items);
-        match &mut self.held {
-            Some(held) => {
-                self.held_bytes += sequenced.bytes();
-                held.push(sequenced);
-                if self.held_bytes > self.hold_budget {
-                    // Past the budget: the templates are learned from the sweep's pages
-                    // read so far, and the rest of it is committed as it comes.
-                    self.summary.writer.held_over_budget = true;
-                    self.release_held()?;
-                    // Its end learns them again, from all its pages.
-                    self.learned_early = None;
-                }
-                Ok(())
-            }
-            None => self.pair_batch(sequenced),
-        }
-    }
-
-    /// The sweep held for its templates: they are learned, and its batches go through
-    /// (b) and (c); what comes after is not held.
-    fn release_held(&mut self) -> Result<()> {
-        if let Some(held) = self.held.take() {
-            self.learn_templates(&held)?;
-            self.held_bytes = 0;
-            for sequenced in held {
-                self.pair_batch(sequenced)?;
-            }
-        }
-        Ok(())
+        self.pair_batch(sequenced)
     }
 
     /// (a) Each record's content; new docs numbered after those of the batch before.
@@ -240,14 +188,8 @@ impl Writer<'_> {
             }
         }
         // What the batch before added is in the index once it is committed: the overlay
-        // keeps the last two batches', or every batch held.
-        self.overlay = match self.held {
-            Some(_) => overlay.hold_batch(),
-            None => overlay.next_batch(),
-        };
-        if self.held.is_some() {
-            self.keep_stored_only(&mut items, &contents);
-        }
+        // keeps the last two batches'.
+        self.overlay = overlay.next_batch();
         self.next_doc = next;
         self.serial_cpu += thread_cpu() - cpu;
         lap(&mut self.clock, &mut self.summary.writer.sequence_s);
@@ -259,44 +201,10 @@ impl Writer<'_> {
         }
     }
 
-    /// A batch held until the input ends keeps each new doc's sketch in the form the
-    /// index stores (its compact values and posting keys: about half the memory of the
-    /// sampled one), made on every core; the pair step then takes it as it takes a
-    /// shard's.
-    fn keep_stored_only(&self, items: &mut [Item], contents: &[Content]) {
-        let target = self.index.params().posting_target;
-        let news: Vec<usize> = (0..items.len())
-            .filter(|&k| matches!(contents.get(k), Some(Content::Text { new: true, .. })))
-            .collect();
-        let made = {
-            let items = &*items;
-            pairs::parallel(self.threads, &news, |&k| {
-                Ok(match &items[k] {
-                    Item::Record(_, sc)
-                        if sc.prepared.as_ref().is_none_or(|p| p.stored.is_none()) =>
-                    {
-                        sc.capture
-                            .sketch
-                            .as_ref()
-                            .map(|s| DocSketch::Made(s).stored(target))
-                    }
-                    _ => None,
-                })
-            })
-        };
-        let Ok(made) = made else { return };
-        for (k, stored) in news.into_iter().zip(made) {
-            if let (Item::Record(_, sc), Some(stored)) = (&mut items[k], stored) {
-                sc.prepared.get_or_insert_with(Prepared::default).stored = Some(stored);
-                sc.capture.sketch = None;
-            }
-        }
-    }
-
     /// (b) ∥ (c): the pair step of a sequenced batch, beside the commit of the batch
     /// before it; the batch then waits for its commit until the next one comes or the
     /// input ends ([`Writer::flush`]).
-    fn pair_batch(&mut self, sequenced: Sequenced) -> Result<()> {
+    pub(super) fn pair_batch(&mut self, sequenced: Sequenced) -> Result<()> {
         let Sequenced {
             items,
             contents,
@@ -304,25 +212,37 @@ impl Writer<'_> {
             first,
         } = sequenced;
         self.clock = std::time::Instant::now();
-        let news: Vec<&Scanned<Prepared>> = items
+        // The new docs: records' (in the pair step's stage, and while a sweep on content
+        // is read) or waiting ones.
+        let news: Vec<(Option<DocSketch>, Option<&str>)> = items
             .iter()
             .zip(&contents)
             .filter_map(|(item, c)| match (item, c) {
-                (Item::Record(_, sc), Content::Text { new: true, .. }) => Some(sc),
+                (Item::Record(_, sc), Content::Text { new: true, .. }) => {
+                    let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
+                    let sketch = DocSketch::of(stored, sc.capture.sketch.as_ref());
+                    Some((sketch, sc.capture.url.as_deref()))
+                }
+                (Item::Waiting { url, stored, .. }, _) => {
+                    Some((Some(DocSketch::Stored(stored)), Some(url.as_str())))
+                }
                 _ => None,
             })
             .collect();
         // The new docs' sketches as stored, on every core.
         let target = self.index.params().posting_target;
-        let for_pairs = self.for_pairs.as_deref();
-        let made = pairs::parallel(self.threads, &news, |sc| {
-            let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
-            let sketch = DocSketch::of(stored, sc.capture.sketch.as_ref())
-                .ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
+        // On content: compared, now and later, without their host's template (while the
+        // sweep is read they are stored without one, and wait: [`Stage::Waiting`]).
+        let for_pairs = match self.stage {
+            Stage::Waiting => None,
+            Stage::WithRecord | Stage::Pairing => self.for_pairs.as_deref(),
+        };
+        let made = pairs::parallel(self.threads, &news, |(sketch, url)| {
+            let sketch =
+                sketch.ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
             let mut stored = sketch.stored(target);
-            // On content: compared, now and later, without its host's template.
             if let Some(t) = for_pairs {
-                stored.template = t.of_url(sc.capture.url.as_deref());
+                stored.template = t.of_url(*url);
             }
             let compact = stored.compact();
             Ok((stored, compact))
@@ -386,6 +306,7 @@ impl Writer<'_> {
             floor: self.index.params().edge_floor,
         };
         let mine = Arc::clone(&sketches);
+        let waiting = self.stage == Stage::Waiting;
         let mut buffers = std::mem::take(&mut self.pair_buffers);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
@@ -412,7 +333,11 @@ impl Writer<'_> {
                 readable: &|docs| written.wait_docs(docs),
                 templates: for_pairs.as_ref().map(|t| &t.set),
             };
-            let found = pairs::find(&view, start, &docs, from, settings, &mut buffers);
+            // While a sweep on content is read its new docs wait for their pairs.
+            let found = match waiting {
+                true => Ok(pairs::BatchPairs::default()),
+                false => pairs::find(&view, start, &docs, from, settings, &mut buffers),
+            };
             (
                 found,
                 known::Latest::read(index, &urls, from_write),
@@ -461,74 +386,12 @@ impl Writer<'_> {
     }
 
     /// Commits the batch waiting for its commit, if any, and waits until it is written.
-    /// A sweep held for its templates learns them first, and its batches go through
-    /// (b) and (c).
     pub(super) fn flush(&mut self) -> Result<()> {
-        self.release_held()?;
-        match self.flight.take() {
-            Some(f) => {
-                self.commit(f)?;
-                self.settle()?;
-            }
-            None => {}
+        if let Some(f) = self.flight.take() {
+            self.commit(f)?;
+            self.settle()?;
         }
         self.wait_written()
-    }
-
-    /// With edges on content: the templates of the sweep's hosts, learned from the pages
-    /// of the whole sweep (`held`, and what earlier runs of it committed) before any of
-    /// its new docs is, so that each is compared without its own sweep's template.
-    fn learn_templates(&mut self, held: &[Sequenced]) -> Result<()> {
-        if self.for_pairs.is_none() {
-            return Ok(());
-        }
-        let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-        // The held pages with a doc, and the docs they create.
-        let mut records: Vec<(&Scanned<Prepared>, u64)> = Vec::new();
-        let mut news: FastMap<u64, &Scanned<Prepared>> = Default::default();
-        for (item, c) in held.iter().flat_map(|s| s.items.iter().zip(&s.contents)) {
-            match (item, c) {
-                (Item::Record(_, sc), Content::Text { doc, new, .. }) => {
-                    records.push((sc, *doc));
-                    if *new {
-                        news.insert(*doc, sc);
-                    }
-                }
-                (Item::Record(_, sc), Content::Payload(d)) => records.push((sc, *d)),
-                _ => {}
-            }
-        }
-        let pages = pairs::parallel(self.threads, &records, |(sc, doc)| {
-            let (Some(url), Some(timestamp)) = (&sc.capture.url, &sc.capture.timestamp) else {
-                return Err(IndexError::Invalid("a capture without URL or date".into()));
-            };
-            let surt = crate::url::surt(url);
-            Ok(templates::HeldPage {
-                host: crate::url::host_of_surt(&surt).to_string(),
-                hash: url_hash(&surt),
-                timestamp: timestamp.clone(),
-                doc: *doc,
-            })
-        })?;
-        let compact = |d: u64| {
-            let sc = news.get(&d)?;
-            let stored = sc.prepared.as_ref().and_then(|p| p.stored.as_ref());
-            DocSketch::of(stored, sc.capture.sketch.as_ref()).map(DocSketch::compact)
-        };
-        let own = templates::learn_held(
-            self.index,
-            self.sweep_id,
-            &self.template,
-            pages,
-            &compact,
-            self.threads,
-        )?;
-        let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
-        self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
-        self.learned_early = Some(own);
-        self.summary.writer.templates_s += clock.elapsed().as_secs_f64();
-        self.serial_cpu += thread_cpu() - cpu;
-        Ok(())
     }
 
     /// (c) The commit of a batch, in input order. What it adds to the postings buffer
@@ -557,6 +420,7 @@ impl Writer<'_> {
                     self.summary.bytes += bytes;
                     self.file_end(file, damage);
                 }
+                Item::Waiting { doc, .. } => self.waiting_doc(doc)?,
             }
         }
         self.write_pending()?;

@@ -265,7 +265,9 @@ impl Writer<'_> {
         if counters.next_doc != p.holds.first_doc {
             self.index.meta().put_counters(&mut p.batch, &counters);
         }
-        self.writes.send(p.batch, counters.next_doc)?;
+        // Docs under `next_pair` are whole once it is written (with edges on content the
+        // newer ones wait for their pairs).
+        self.writes.send(p.batch, self.next_pair)?;
         self.sent += 1;
         self.staged.write = self.sent + 1;
         self.in_writing = Some(p.holds);

@@ -33,9 +33,14 @@
 //!
 //! With edges on content (`cluster.resemblance = "content"`) a new doc is compared
 //! without its host's template of its own sweep, which is a share of the whole sweep's
-//! pages: the sweep's batches are sequenced (a) and held until the input ends
-//! (`ingest.hold_mb`), its templates learned and written ([`templates::learn_held`]),
-//! and only then do (b) and (c) run over the held batches ([`Writer::flush`]).
+//! pages. So the sweep is committed in two stages ([`Stage`]): while it is read, every
+//! record is committed as above except for its new docs' pairs (each new doc's sketch
+//! stored in full, without a template, and noted in `unpaired`); once it is read, its
+//! templates are learned from its committed pages ([`templates::learn_committed`]), and
+//! the waiting docs go through (b) and (c) in doc order, batch by batch, each batch's
+//! pairs committed with the deletion of its `unpaired` entries. The commit of the
+//! records still runs beside the reading; a run killed in either stage resumes where it
+//! stopped.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -51,6 +56,7 @@ mod sequence;
 mod source;
 mod summary;
 mod templates;
+mod waiting;
 mod write;
 
 use crate::capture::Capture;
@@ -67,9 +73,7 @@ use crate::index::texts::{self, TextEncoder};
 use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
-use batch::{
-    BatchSketches, Flight, Item, Planned, Sequenced, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH,
-};
+use batch::{BatchSketches, Flight, Item, Planned, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH};
 use commit::{pause_compactions, resume_compactions, settle_compactions};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
@@ -96,9 +100,6 @@ pub struct IngestOptions {
     pub postings_buffer_mb: usize,
     /// Memory for sketches compared lately, in MiB.
     pub sketch_cache_mb: usize,
-    /// With edges on content: memory for the sweep's records held until its templates
-    /// are learned, in MiB.
-    pub hold_mb: usize,
     /// Store new docs' canonical texts.
     pub store_texts: bool,
     /// Key ranges the pair step's join is cut into per batch (0: four per thread). Any
@@ -154,6 +155,19 @@ impl<'a> DocSketch<'a> {
             DocSketch::Stored(s) => s.compact(),
         }
     }
+}
+
+/// Where a new doc's pairs are committed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage {
+    /// With its record (edges on full resemblance).
+    WithRecord,
+    /// Edges on content, while the sweep is read: new docs are committed without pairs
+    /// and wait in `unpaired`.
+    Waiting,
+    /// Edges on content, once the sweep is read and its templates learned: the waiting
+    /// docs' pairs.
+    Pairing,
 }
 
 /// CPU seconds this thread has used: the serial steps' cost without the time the
@@ -219,16 +233,15 @@ struct Writer<'a> {
     overlay: Overlay,
     /// The batch sequenced and paired, waiting for its commit.
     flight: Option<Flight>,
-    /// With edges on content, the sweep's batches sequenced and held until the input
-    /// ends: its new docs are compared without its own templates, learned from all its
-    /// pages first ([`Writer::flush`]). `None` once released, or on full resemblance.
-    held: Option<Vec<Sequenced>>,
-    /// About the bytes `held` takes, and the most it may (`ingest.hold_mb`).
-    held_bytes: usize,
-    hold_budget: usize,
+    /// Where new docs get their pairs: with their records, or (edges on content) after
+    /// the whole sweep is committed and its templates learned.
+    stage: Stage,
+    /// The next new doc whose pairs are committed (every doc below it has its pairs);
+    /// on content the docs from it on wait in `unpaired`.
+    next_pair: u64,
     /// How templates are learned.
     template: crate::template::TemplateParams,
-    /// The templates learned from the whole sweep before its commit: the end of the
+    /// The templates learned from the whole sweep before its pairs: the end of the
     /// ingest, whose sample holds the same pages, takes them instead of learning again.
     learned_early: Option<templates::Learned>,
     /// The last committed batch's sketches and which of its docs were stored against a
@@ -284,6 +297,21 @@ pub fn run(
     opts: &IngestOptions,
     progress: impl FnMut(Progress),
 ) -> Result<IngestSummary> {
+    // Edges on content: a run stopped while it paired a sweep's new docs left them
+    // waiting; a run of another sweep pairs them first, with that sweep's templates.
+    if let Some((_, waiting)) = index.unpaired().first()? {
+        let sweeps = index.sweeps().all()?;
+        let other = sweeps.iter().find(|(id, _)| *id == waiting);
+        if let Some((_, s)) = other.filter(|(_, s)| s.label != opts.sweep) {
+            let earlier = IngestOptions {
+                sweep: s.label.clone(),
+                date: None,
+                ..opts.clone()
+            };
+            let quiet: fn(Progress) = |_| {};
+            run(index, &Warcs(&[]), &earlier, quiet)?;
+        }
+    }
     // The sweep: resumed by label, or new.
     let sweeps = index.sweeps().all()?;
     let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
@@ -449,8 +477,14 @@ fn ingest_files<'scope>(
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
     resume_compactions(index)?;
+    // With edges on content, the docs a killed run left waiting for their pairs (the
+    // newest; all of this sweep: [`run`] pairs another sweep's first).
+    let next_pair = match index.unpaired().first()? {
+        Some((d, _)) => d,
+        None => index.counters().next_doc,
+    };
     let fresh_budget = opts.postings_buffer_mb << 20;
-    let mut fresh = Fresh::load(index)?;
+    let mut fresh = Fresh::load(index, Some(next_pair))?;
     fresh.size_for(fresh_budget);
     let fresh = Arc::new(fresh);
     let mut w = Writer {
@@ -474,9 +508,11 @@ fn ingest_files<'scope>(
         next_doc: index.counters().next_doc,
         overlay: Overlay::default(),
         flight: None,
-        held: None,
-        held_bytes: 0,
-        hold_budget: opts.hold_mb << 20,
+        stage: match index.params().resemblance {
+            crate::config::Resemblance::Content => Stage::Waiting,
+            crate::config::Resemblance::Full => Stage::WithRecord,
+        },
+        next_pair,
         template: opts.template,
         learned_early: None,
         last_against: None,
@@ -484,7 +520,7 @@ fn ingest_files<'scope>(
         made: Vec::new(),
         serial_cpu: 0.0,
         pending: commit::Pending::new(index.counters().next_doc),
-        writes: write::Writes::start(scope, index, index.counters().next_doc),
+        writes: write::Writes::start(scope, index, next_pair),
         sent: 0,
         in_writing: None,
         staged: unionfind::Staged::for_write(1),
@@ -500,7 +536,6 @@ fn ingest_files<'scope>(
         summary,
         files: states,
     };
-    w.held = w.for_pairs.is_some().then(Vec::new);
     let scan_opts = ScanOptions {
         threads: opts.threads,
         params: w.index_params_sketch(),
@@ -589,15 +624,14 @@ fn ingest_files<'scope>(
                 Ok(())
             }
         };
-        // Every 256 records read or committed (a sweep held for its templates commits
-        // after it is read).
+        // Every 256 records read or committed.
         if (w.sweep.counts.records + read) / 256 != before / 256 {
             progress(Progress {
                 records: w.sweep.counts.records - w.counts_before.records,
                 read,
                 input_bytes: done_bytes,
                 input_total,
-                committing_held: false,
+                pairs: None,
                 finishing: false,
             });
         }
@@ -618,18 +652,24 @@ fn ingest_files<'scope>(
         prepare_new: &prepare_new,
     };
     source.read(&todo, &skips, &context, &mut on_event);
-    if failure.is_none() && w.held.as_ref().is_some_and(|h| !h.is_empty()) {
-        progress(Progress {
-            records: w.sweep.counts.records - w.counts_before.records,
-            read,
-            input_bytes: input_total,
-            input_total,
-            committing_held: true,
-            finishing: false,
-        });
-    }
     if failure.is_none() {
         failure = w.push_batch(pending).and_then(|()| w.flush()).err();
+    }
+    // Edges on content: the sweep is committed but for its new docs' pairs.
+    if failure.is_none() && w.stage == Stage::Waiting {
+        let records = w.sweep.counts.records - w.counts_before.records;
+        let mut report = |done: u64, total: u64| {
+            progress(Progress {
+                records,
+                read,
+                input_bytes: input_total,
+                input_total,
+                pairs: Some((done, total)),
+                finishing: false,
+            })
+        };
+        report(0, index.counters().next_doc - w.next_pair);
+        failure = w.pair_waiting(report).err();
     }
     let finish = std::time::Instant::now();
     let finish_cpu = thread_cpu();
@@ -641,7 +681,7 @@ fn ingest_files<'scope>(
         read,
         input_bytes: input_total,
         input_total,
-        committing_held: false,
+        pairs: None,
         finishing: true,
     });
     // The last spill and the memtable flush add sorted runs and level-0 files; merges

@@ -1,21 +1,24 @@
-//! Step (c) for a new doc: its id, facts, sketch (stored against the older doc it shares
-//! most values with) and text; its edges (from the estimates of the pair step,
-//! [`super::pairs`]), unions and postings.
+//! Step (c) for a new doc: its id, facts and text; its sketch (stored against the older
+//! doc it shares most values with), edges (from the estimates of the pair step,
+//! [`super::pairs`]), unions and postings — with its record, or on content once its
+//! sweep's templates are learned.
 
-use super::{unionfind, Capture, Counters, Prepared, Result, Writer};
+use super::{unionfind, Capture, Counters, Prepared, Result, Stage, Writer};
 use crate::compact::CompactSketch;
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
 use crate::index::columns::sketches::Sketches;
 use crate::index::columns::texts::Texts;
+use crate::index::columns::unpaired::{Unpaired, Waiting};
 use crate::index::columns::{Batch, Column};
 use crate::index::postings::MAX_DOCS;
 use crate::index::IndexError;
 
 impl Writer<'_> {
-    /// New doc `d` (the next id, as sequencing numbered it): facts, sketch, edges,
-    /// unions, postings.
+    /// New doc `d` (the next id, as sequencing numbered it): its facts and text; then,
+    /// unless it waits for its sweep's templates ([`Stage::Waiting`]: its sketch stored
+    /// in full, no template, and an `unpaired` entry), its pairs ([`Writer::doc_pairs`]).
     pub(super) fn new_doc(
         &mut self,
         batch: &mut Batch,
@@ -24,20 +27,29 @@ impl Writer<'_> {
         d: u64,
         prepared: Option<Prepared>,
     ) -> Result<()> {
-        use super::lap;
         let counters = self.index.counters();
         if d >= MAX_DOCS {
             return Err(IndexError::Invalid(format!(
                 "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
             )));
         }
-        let (sketches, k, mut pairs) = self.planned.take(d, counters.next_doc)?;
+        let sketches = self.planned.sketches.clone();
+        let Some((sketches, k)) = sketches
+            .and_then(|s| Some((s.get(d)?, s)))
+            .filter(|_| d == counters.next_doc)
+            .map(|(k, s)| (s, k))
+        else {
+            return Err(IndexError::Invalid(format!(
+                "doc {d} was not sequenced in this batch (next id {})",
+                counters.next_doc
+            )));
+        };
         // Stored with the pending batch ([`Writer::write_pending`]).
         self.index.set_counters(Counters {
             next_doc: d + 1,
             ..counters
         });
-        let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
+        let stored = &sketches.stored[k];
         let info = DocInfo {
             shingles: stored.shingles,
             tokens: cap.tokens,
@@ -50,6 +62,38 @@ impl Writer<'_> {
             batch.put_raw::<Texts>(self.index, &Texts::key(&d), &text);
         }
         self.sweep.counts.new_docs += 1;
+        match self.stage {
+            Stage::Waiting => {
+                batch.put::<Sketches>(self.index, &d, stored);
+                let waiting = Waiting {
+                    sweep: self.sweep_id,
+                    url: cap.url.clone().unwrap_or_default(),
+                };
+                batch.put::<Unpaired>(self.index, &d, &waiting);
+                Ok(())
+            }
+            Stage::WithRecord | Stage::Pairing => self.doc_pairs(batch, d),
+        }
+    }
+
+    /// Edges on content, once the sweep's templates are learned: the pairs of doc `d`,
+    /// committed while its sweep was read, and no longer waiting.
+    pub(super) fn waiting_doc(&mut self, d: u64) -> Result<()> {
+        self.clock = std::time::Instant::now();
+        let mut batch = std::mem::take(&mut self.pending.batch);
+        let done = self.doc_pairs(&mut batch, d);
+        batch.delete::<Unpaired>(self.index, &d);
+        self.pending.batch = batch;
+        done
+    }
+
+    /// New doc `d`'s sketch (stored against a base, or in full) and its edges, unions
+    /// and postings, from the estimates of the pair step ([`super::pairs`]), in doc order.
+    fn doc_pairs(&mut self, batch: &mut Batch, d: u64) -> Result<()> {
+        use super::lap;
+        let (sketches, k, mut pairs) = self.planned.take(d, self.next_pair)?;
+        self.next_pair = d + 1;
+        let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
         if stored.low.is_empty() && stored.posting.is_empty() {
             batch.put::<Sketches>(self.index, &d, stored);
             return Ok(());

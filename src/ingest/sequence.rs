@@ -65,19 +65,6 @@ impl Overlay {
         }
     }
 
-    /// For the next batch while the sweep is held for its templates
-    /// ([`super::Writer::held`]): nothing is committed until the input ends, so every
-    /// batch's additions stay.
-    pub fn hold_batch(mut self) -> Overlay {
-        self.older.payloads.extend(self.newer.payloads);
-        self.older.texts.extend(self.newer.texts);
-        Overlay {
-            newer: Added::default(),
-            older: self.older,
-            oldest: self.oldest,
-        }
-    }
-
     fn payload(&self, digest: &str) -> Option<u64> {
         let g = |a: &Added| a.payloads.get(digest).copied();
         g(&self.newer)

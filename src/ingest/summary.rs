@@ -57,12 +57,9 @@ pub struct WriterTimes {
     /// (a) Sequencing: payload and text lookups, new docs numbered.
     pub sequence_s: f64,
     /// With edges on content (`cluster.resemblance = "content"`): the sweep's templates
-    /// learned from all its pages, after they are read and sequenced and before the
-    /// first of its batches is paired.
+    /// learned from all its pages, once its records are committed and before its new
+    /// docs are paired.
     pub templates_s: f64,
-    /// The sweep's records outgrew `ingest.hold_mb` before its end: its templates were
-    /// learned from its first part.
-    pub held_over_budget: bool,
     /// (b) The pair step's join: posting lists, stored, fresh and of the batch, counted
     /// (on every core; wall time).
     pub candidates_s: f64,
@@ -115,11 +112,11 @@ pub struct WriterTimes {
 pub struct Progress {
     /// Records committed so far in this run.
     pub records: u64,
-    /// Records read so far in this run (with edges on content a sweep is read whole
-    /// before its first record is committed).
+    /// Records read so far in this run.
     pub read: u64,
-    /// The sweep is read; its templates are learned and its records committed.
-    pub committing_held: bool,
+    /// Edges on content: the sweep is read and committed, its templates learned, and
+    /// its new docs' pairs found: (docs paired, docs waiting at the start).
+    pub pairs: Option<(u64, u64)>,
     /// Compressed bytes of the input consumed so far (by record offsets).
     pub input_bytes: u64,
     /// Total compressed bytes of the input.

@@ -6,9 +6,9 @@
 //! At the end of the ingest ([`finish`]) each host the sweep captured learns its template
 //! from its sample's sketches (`templates`), and each changed page gets its content
 //! resemblance, written into its capture (`cr_prev`). With edges on content the same
-//! templates are learned before the sweep's first record is committed, from the held
-//! sweep ([`learn_held`]), so that its new docs are compared without them; [`finish`]
-//! then finds them unchanged. An ingest that adds files to a
+//! templates are learned before the sweep's new docs are paired, once its records are
+//! committed ([`learn_committed`]), so that they are compared without them; [`finish`]
+//! then takes them. An ingest that adds files to a
 //! sweep learns the sweep's templates again; a host whose template changed has its
 //! pages' content resemblance computed again, so the index is the one a single ingest of
 //! all the sweep's files makes.
@@ -204,7 +204,7 @@ type HostDone = (Batch, TemplateCounts, Option<(String, Template)>);
 const GROUP_PAGES: usize = 1 << 16;
 
 /// [`finish`] for one host: `entries` are its pages in `sweep_pages`, by URL hash;
-/// `early`, its template as [`learn_held`] learned it from the same pages.
+/// `early`, its template as [`learn_committed`] learned it from the same pages.
 fn one_host(
     index: &Index,
     sweep: u32,
@@ -360,8 +360,8 @@ fn learn_sample(
 }
 
 /// The compact sketches of `docs` (ascending): those `found` has (the writer's cache
-/// keeps most of a sweep's new docs and the docs they were compared with; the held
-/// sweep, its new docs), the others read.
+/// keeps most of a sweep's new docs and the docs they were compared with), the others
+/// read.
 fn compacts(
     index: &Index,
     docs: &[u64],
@@ -384,7 +384,7 @@ fn compacts(
 
 /// The templates the pair step leaves out of a sweep's new docs when edges are taken on
 /// content (`cluster.resemblance = "content"`): each host's template of the sweep itself
-/// (learned from the whole sweep before its new docs are committed: [`learn_held`]), or
+/// (learned from the whole sweep before its new docs are paired: [`learn_committed`]), or
 /// where it has none, its latest from an earlier sweep; and every template by id, for
 /// the older docs compared with.
 pub(super) struct ForPairs {
@@ -410,7 +410,7 @@ impl ForPairs {
         })
     }
 
-    /// With the templates [`learn_held`] learned for the sweep itself, where a host has
+    /// With the templates [`learn_committed`] learned for the sweep itself, where a host has
     /// one (the others keep their latest earlier one).
     pub(super) fn with_own(mut self, index: &Index, own: &Learned) -> Result<Self> {
         self.by_host.extend(
@@ -432,74 +432,46 @@ impl ForPairs {
     }
 }
 
-/// The templates [`learn_held`] learned, by host (none: the host has none there).
+/// The templates [`learn_committed`] learned, by host (none: the host has none there).
 pub(super) type Learned = FastMap<String, Option<Template>>;
 
-/// A page of the sweep held before its commit (`cluster.resemblance = "content"`): a
-/// capture whose doc sequencing knows (new, or known by digest or text).
-pub(super) struct HeldPage {
-    pub host: String,
-    pub hash: u64,
-    pub timestamp: String,
-    pub doc: u64,
-}
-
 /// With edges on content, a sweep's new docs are compared without their own sweep's
-/// template, so it is learned before any of them is committed: from the pages of the
-/// whole sweep, by the rule [`finish`] applies at the end (which then finds it
-/// unchanged). `held` are this run's pages in input order, `compact` the sketch of a
-/// doc they created; the pages committed by earlier runs of the sweep are in
-/// `sweep_pages`. Writes each host's template whose values changed (and makes its
-/// committed pages' content resemblance due again), in one batch, before anything
-/// else; returns the template of each host of `held`, its id as stored.
-pub(super) fn learn_held(
+/// template, so it is learned before their pairs are found: once the sweep's records are
+/// committed (its new docs waiting in `unpaired`), from its pages in `sweep_pages`, by
+/// the rule [`finish`] applies at the end (which then takes it instead of learning it
+/// again). Writes each host's template whose values changed (and makes the content
+/// resemblance of its pages compared without the old one due again), in one batch;
+/// returns every host's template, its id as stored.
+pub(super) fn learn_committed(
     index: &Index,
     sweep: u32,
     p: &TemplateParams,
-    mut held: Vec<HeldPage>,
-    compact: &(dyn Fn(u64) -> Option<CompactSketch> + Sync),
     threads: usize,
 ) -> Result<Learned> {
-    // By host, URL hash and timestamp; a later record of the same key wins, as its
-    // `sweep_pages` entry overwrites the earlier one's.
-    held.sort_by(|a, b| (&a.host, a.hash, &a.timestamp).cmp(&(&b.host, b.hash, &b.timestamp)));
-    let mut hosts: Vec<(String, Vec<(u64, String, u64)>)> = Vec::new();
-    for h in held {
-        if hosts.last().is_none_or(|(last, _)| *last != h.host) {
-            hosts.push((h.host.clone(), Vec::new()));
-        }
-        let pages = &mut hosts.last_mut().expect("pushed").1;
-        pages.push((h.hash, h.timestamp, h.doc));
-    }
-    // What earlier runs committed of the sweep's pages (none for a new sweep).
-    let mut committed: FastMap<String, Vec<(SweepPageKey, SweepPage)>> = Default::default();
+    // The sweep's pages by host, URL hash and timestamp.
+    let mut hosts: Vec<(String, Vec<(SweepPageKey, SweepPage)>)> = Vec::new();
     index.sweep_pages().of_sweep(sweep, |k, v| {
-        if hosts
-            .binary_search_by(|(h, _)| h.as_str().cmp(&k.host))
-            .is_ok()
-        {
-            committed.entry(k.host.clone()).or_default().push((k, v));
+        if hosts.last().is_none_or(|(h, _)| *h != k.host) {
+            hosts.push((k.host.clone(), Vec::new()));
         }
+        hosts.last_mut().expect("pushed").1.push((k, v));
         Ok(true)
     })?;
-    let learned = super::pairs::parallel(threads, &hosts, |(host, pages)| {
-        let before = committed.get(host).map(Vec::as_slice).unwrap_or(&[]);
-        let mut all: Vec<(u64, &str, u64)> = before
-            .iter()
-            .filter(|(_, v)| !v.revisit)
-            .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc))
-            .chain(pages.iter().map(|(h, t, d)| (*h, t.as_str(), *d)))
-            .collect();
-        // Stable: on equal keys the held page (later) stays after the committed one.
-        all.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let sample = sample_docs(all.into_iter(), p);
-        learn_sample(index, &sample, p, compact, None)
+    let learned = super::pairs::parallel(threads, &hosts, |(_, pages)| {
+        let sample = sample_docs(
+            pages
+                .iter()
+                .filter(|(_, v)| !v.revisit)
+                .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
+            p,
+        );
+        learn_sample(index, &sample, p, &|_| None, None)
     })?;
     // Ids in host order, so that the same sweeps make the same index.
     let mut next_id = index.template_values().next_id()?;
     let mut batch = Batch::default();
     let mut out: Learned = Default::default();
-    for ((host, _), learned) in hosts.iter().zip(learned) {
+    for ((host, pages), learned) in hosts.iter().zip(learned) {
         let key = (host.clone(), sweep);
         let before = index.templates().get(&key)?;
         let changed = match (&before, &learned) {
@@ -528,7 +500,7 @@ pub(super) fn learn_held(
         out.insert(host.clone(), learned);
         // Pages compared without the old template are compared again at the end.
         if changed {
-            for (k, v) in committed.get(host).map(Vec::as_slice).unwrap_or(&[]) {
+            for (k, v) in pages {
                 if v.content_r.is_some() {
                     let due = SweepPage {
                         content_r: None,

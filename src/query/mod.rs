@@ -93,7 +93,11 @@ impl Prepared {
         Ok(Prepared {
             sweeps: Arc::new(sweeps),
             over_cap: Arc::new(OverCap::default()),
-            fresh: Arc::new(Fresh::load(index)?),
+            // Docs an interrupted ingest left waiting for their pairs have no postings.
+            fresh: Arc::new(Fresh::load(
+                index,
+                index.unpaired().first()?.map(|(d, _)| d),
+            )?),
         })
     }
 }

@@ -27,6 +27,7 @@ pub mod sweeps;
 pub mod template_values;
 pub mod templates;
 pub mod texts;
+pub mod unpaired;
 pub mod url_last;
 
 use std::marker::PhantomData;
@@ -82,7 +83,8 @@ macro_rules! with_columns {
             templates::Templates,
             template_values::TemplateValues,
             sweep_pages::SweepPages,
-            texts::Texts
+            texts::Texts,
+            unpaired::Unpaired
         )
     };
 }

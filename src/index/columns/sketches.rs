@@ -247,18 +247,26 @@ impl Col<'_, Sketches> {
             .map_err(|e| corrupt::<Sketches>(&doc.to_be_bytes(), e))
     }
 
-    /// Every stored sketch from doc `first` on, in doc order, whole ([`Col::whole`]).
+    /// Every stored sketch from doc `first` on (below `end`), in doc order, whole
+    /// ([`Col::whole`]).
     pub fn from_doc(
         &self,
         first: u64,
+        end: Option<u64>,
         mut each: impl FnMut(u64, StoredSketch) -> Result<()>,
     ) -> Result<()> {
-        self.scan_raw(&first.to_be_bytes(), None, false, |k, v| {
-            let doc = Sketches::decode_key(k).map_err(|e| corrupt::<Sketches>(k, e))?;
-            let p = parse(v).map_err(|e| corrupt::<Sketches>(k, e))?;
-            each(doc, stored_of(self.resolve(doc, p)?))?;
-            Ok(true)
-        })
+        let end = end.map(u64::to_be_bytes);
+        self.scan_raw(
+            &first.to_be_bytes(),
+            end.as_ref().map(|e| &e[..]),
+            false,
+            |k, v| {
+                let doc = Sketches::decode_key(k).map_err(|e| corrupt::<Sketches>(k, e))?;
+                let p = parse(v).map_err(|e| corrupt::<Sketches>(k, e))?;
+                each(doc, stored_of(self.resolve(doc, p)?))?;
+                Ok(true)
+            },
+        )
     }
 }
 

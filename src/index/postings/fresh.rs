@@ -81,8 +81,9 @@ impl Default for Fresh {
 }
 
 impl Fresh {
-    /// The fresh lists of `index`: rebuilt from the sketches of docs from the mark on.
-    pub fn load(index: &Index) -> Result<Fresh> {
+    /// The fresh lists of `index`: rebuilt from the sketches of docs from the mark on,
+    /// below `end` (the docs from there on wait for their pairs: they have no postings).
+    pub fn load(index: &Index, end: Option<u64>) -> Result<Fresh> {
         let mark = index.postings_mark()?;
         let mut fresh = Fresh {
             mark,
@@ -94,7 +95,7 @@ impl Fresh {
             crate::config::Resemblance::Content => Some(index.template_values().all()?),
             crate::config::Resemblance::Full => None,
         };
-        index.sketches().from_doc(mark, |doc, stored| {
+        index.sketches().from_doc(mark, end, |doc, stored| {
             let (level, values) = (stored.posting_level, stored.posting);
             let count = match &templates {
                 None => values.len(),

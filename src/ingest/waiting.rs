@@ -1,0 +1,111 @@
+//! Edges on content: the second stage of a sweep. Its records are committed while it is
+//! read, its new docs waiting for their pairs (`unpaired`); then its templates are
+//! learned from its committed pages and the waiting docs go through the pair step (b)
+//! and the commit of their pairs (c) in doc order, a batch at a time, each batch's write
+//! deleting its docs' `unpaired` entries. A run killed here resumes with the docs still
+//! waiting, after learning the same templates from the same pages.
+
+use std::sync::Arc;
+
+use super::batch::{Item, Sequenced, BATCH_NEW_DOCS};
+use super::sequence::Content;
+use super::{templates, thread_cpu, Stage, Writer};
+use crate::index::columns::unpaired::Waiting;
+use crate::index::{IndexError, Result};
+
+impl Writer<'_> {
+    /// Learns the sweep's templates and commits the pairs of its waiting docs, calling
+    /// `progress` with the docs paired so far and the docs waiting at the start.
+    pub(super) fn pair_waiting(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<()> {
+        let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
+        let own =
+            templates::learn_committed(self.index, self.sweep_id, &self.template, self.threads)?;
+        let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
+        self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
+        self.learned_early = Some(own);
+        self.summary.writer.templates_s += clock.elapsed().as_secs_f64();
+        self.serial_cpu += thread_cpu() - cpu;
+        self.stage = Stage::Pairing;
+        // The batches committed so far paired nothing: none is an earlier batch of the
+        // pair step's.
+        self.last_against = None;
+        let (start, end) = (self.next_pair, self.index.counters().next_doc);
+        let mut from = start;
+        // For the tests of a run stopped here: the batches after which it stops (unset in
+        // normal use).
+        let stop_after: Option<usize> = std::env::var("TIDEMARK_TEST_STOP_PAIRING_AFTER")
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let mut batches = 0;
+        while from < end {
+            if stop_after == Some(batches) {
+                self.flush()?;
+                return Err(IndexError::Failed(format!(
+                    "stopped after {batches} batches of pairs (TIDEMARK_TEST_STOP_PAIRING_AFTER)"
+                )));
+            }
+            batches += 1;
+            let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
+            let batch = self.read_waiting(from, end)?;
+            self.serial_cpu += thread_cpu() - cpu;
+            self.summary.writer.sequence_s += clock.elapsed().as_secs_f64();
+            let n = batch.len() as u64;
+            self.pair_batch(Sequenced {
+                contents: vec![Content::Nothing; batch.len()],
+                items: batch,
+                failed: None,
+                first: from,
+            })?;
+            from += n;
+            progress(from - start, end - start);
+        }
+        self.flush()
+    }
+
+    /// The waiting docs from `from` on (below `end`), a batch of them: each with its URL
+    /// and its sketch as the first stage stored it.
+    fn read_waiting(&self, from: u64, end: u64) -> Result<Vec<Item>> {
+        let waiting = self.index.unpaired().from(from, BATCH_NEW_DOCS)?;
+        let gap = |d: u64| {
+            IndexError::Invalid(format!(
+                "doc {d} is not waiting for its pairs (unpaired), though every doc from {from} \
+                 to {end} of sweep {} should be",
+                self.sweep.label
+            ))
+        };
+        let last = match waiting.last() {
+            Some((d, _)) if *d < end => *d,
+            _ => return Err(gap(from)),
+        };
+        let mut stored = Vec::with_capacity(waiting.len());
+        self.index
+            .sketches()
+            .from_doc(from, Some(last + 1), |d, s| {
+                stored.push((d, s));
+                Ok(())
+            })?;
+        let mut items = Vec::with_capacity(waiting.len());
+        for (k, ((d, Waiting { sweep, url }), (ds, s))) in
+            waiting.into_iter().zip(stored).enumerate()
+        {
+            if d != from + k as u64 || ds != d {
+                return Err(gap(from + k as u64));
+            }
+            if sweep != self.sweep_id {
+                return Err(IndexError::Invalid(format!(
+                    "doc {d} waits for its pairs in another sweep (id {sweep}) than {}",
+                    self.sweep.label
+                )));
+            }
+            items.push(Item::Waiting {
+                doc: d,
+                url,
+                stored: s,
+            });
+        }
+        if (items.len() as u64) < (last + 1 - from) {
+            return Err(gap(from + items.len() as u64));
+        }
+        Ok(items)
+    }
+}
