@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::sequence::Content;
 use super::{known, lap, pairs, thread_cpu, DocSketch, Prepared, Stage, Writer};
 use crate::compact::CompactSketch;
-use crate::index::columns::sketches::StoredSketch;
+use crate::index::columns::sketches::{Sketches, StoredSketch};
+use crate::index::columns::Column;
 use crate::index::{IndexError, Result};
 use crate::scan::Scanned;
 use pairs::DocPairs;
@@ -42,6 +43,9 @@ pub(super) struct BatchSketches {
     pub(super) first: u64,
     pub(super) stored: Vec<StoredSketch>,
     pub(super) compact: Vec<CompactSketch>,
+    /// While a sweep on content is read: the stored sketches encoded (on every core),
+    /// as the commit writes them.
+    pub(super) encoded: Vec<Vec<u8>>,
 }
 
 impl BatchSketches {
@@ -237,6 +241,7 @@ impl Writer<'_> {
             Stage::Waiting => None,
             Stage::WithRecord | Stage::Pairing => self.for_pairs.as_deref(),
         };
+        let waiting = self.stage == Stage::Waiting;
         let made = pairs::parallel(self.threads, &news, |(sketch, url)| {
             let sketch =
                 sketch.ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
@@ -245,14 +250,25 @@ impl Writer<'_> {
                 stored.template = t.of_url(*url);
             }
             let compact = stored.compact();
-            Ok((stored, compact))
+            let encoded = match waiting {
+                true => Sketches::value(&stored),
+                false => Vec::new(),
+            };
+            Ok((stored, (compact, encoded)))
         })?;
         drop(news);
-        let (stored, compact): (Vec<StoredSketch>, Vec<CompactSketch>) = made.into_iter().unzip();
+        let (stored, rest): (Vec<StoredSketch>, Vec<(CompactSketch, Vec<u8>)>) =
+            made.into_iter().unzip();
+        let (compact, encoded): (Vec<CompactSketch>, Vec<Vec<u8>>) = rest.into_iter().unzip();
+        let encoded = match waiting {
+            true => encoded,
+            false => Vec::new(),
+        };
         let sketches = Arc::new(BatchSketches {
             first,
             stored,
             compact,
+            encoded,
         });
         self.clock = std::time::Instant::now();
         // The postings buffer is spilled when both batches might not fit in it: never
@@ -276,19 +292,30 @@ impl Writer<'_> {
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
             self.serial_cpu += thread_cpu() - cpu;
         }
-        // The URLs whose latest capture the commit reads, and the first write that may
-        // land while the pair step reads them.
-        let urls: Vec<String> = items
+        // The URLs whose latest capture the commit reads (with each capture's doc, when
+        // sequencing knows it), and the first write that may land while the pair step
+        // reads them.
+        let urls: Vec<(String, Option<u64>)> = items
             .iter()
             .zip(&contents)
-            .filter_map(|(item, c)| match (item, c) {
-                (
-                    Item::Record(_, sc),
-                    Content::Payload(_) | Content::Text { .. } | Content::Revisit,
-                ) if sc.record.kind.is_capture() => sc.capture.url.clone(),
-                _ => None,
+            .filter_map(|(item, c)| {
+                let doc = match c {
+                    Content::Payload(d) | Content::Text { doc: d, .. } => Some(*d),
+                    Content::Revisit => None,
+                    Content::Nothing => return None,
+                };
+                match item {
+                    Item::Record(_, sc) if sc.record.kind.is_capture() => {
+                        Some((sc.capture.url.clone()?, doc))
+                    }
+                    _ => None,
+                }
             })
             .collect();
+        // While a sweep on content is read no pair step reads the sketches its captures'
+        // resemblance to their previous ones compares: they are read here instead, those
+        // of docs stored in their final form.
+        let prefetch_below = (self.stage == Stage::Waiting).then_some(self.next_pair);
         let from_write = self.sent;
         // (b) ∥ (c).
         let before = self
@@ -306,7 +333,6 @@ impl Writer<'_> {
             floor: self.index.params().edge_floor,
         };
         let mine = Arc::clone(&sketches);
-        let waiting = self.stage == Stage::Waiting;
         let mut buffers = std::mem::take(&mut self.pair_buffers);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
@@ -340,7 +366,7 @@ impl Writer<'_> {
             };
             (
                 found,
-                known::Latest::read(index, &urls, from_write),
+                known::Latest::read(index, &urls, from_write, prefetch_below, &cache),
                 buffers,
             )
         };
@@ -364,7 +390,7 @@ impl Writer<'_> {
         // reads the buffer and the cache.
         self.settle()?;
         let found = found?;
-        let latest = latest?;
+        let mut latest = latest?;
         self.summary.writer.candidates_s += found.candidates_s;
         self.summary.writer.estimate_s += found.estimate_s;
         let n = sketches.compact.len();
@@ -376,7 +402,10 @@ impl Writer<'_> {
                 before: self.last_against.take(),
                 pairs: found.docs.into_iter().map(Some).collect(),
                 against: vec![false; n],
-                read: found.read,
+                read: match found.read.is_empty() {
+                    true => std::mem::take(&mut latest.compared),
+                    false => found.read,
+                },
                 hits: found.hits,
                 latest,
             },

@@ -14,6 +14,7 @@ use crate::index::columns::host_sweeps::HostSweeps;
 use crate::index::columns::payloads::Payloads;
 use crate::index::columns::url_last::{self, Last, UrlLast};
 use crate::index::columns::{Batch, Column};
+use crate::index::sketch_cache::SketchCache;
 use crate::url::{host_of_surt, resolve, surt};
 
 /// The doc and sweep of a URL's previous capture with content, when its doc is another.
@@ -250,9 +251,16 @@ impl Writer<'_> {
                 Some(c) => c.clone(),
                 None => s.compact(),
             },
-            None => match self.index.sketch(doc)? {
-                Some(s) => CompactSketch::of(&s),
-                None => return Ok(None),
+            None => match self
+                .planned
+                .compact(doc)
+                .or_else(|| self.sketch_cache.get(doc))
+            {
+                Some(c) => c.clone(),
+                None => match self.index.sketch(doc)? {
+                    Some(s) => CompactSketch::of(&s),
+                    None => return Ok(None),
+                },
             },
         };
         // Compared as candidates are (equal to `estimate` of both sketches reduced),
@@ -298,18 +306,50 @@ pub(super) struct Latest {
     by_url: FastMap<String, Option<Last>>,
     /// The first write that may not have been in the index when it was read.
     pub from_write: u64,
+    /// While a sweep on content is read: the sketches its captures' resemblance to their
+    /// previous captures compares, ascending (no pair step reads them then).
+    pub compared: Vec<(u64, CompactSketch)>,
 }
 
 impl Latest {
-    /// Reads the latest captures of `urls`, with writes from `from_write` on suspect.
-    pub(super) fn read(index: &Index, urls: &[String], from_write: u64) -> Result<Latest> {
-        let mut keys: Vec<String> = urls.iter().map(|u| surt(u)).collect();
+    /// Reads the latest captures of `urls` (with each capture's doc, if known), with
+    /// writes from `from_write` on suspect; with `compared_below`, the sketches of the
+    /// docs under it that the commit compares (a capture's doc and its URL's latest one,
+    /// where they differ), those the writer's `cache` does not keep.
+    pub(super) fn read(
+        index: &Index,
+        urls: &[(String, Option<u64>)],
+        from_write: u64,
+        compared_below: Option<u64>,
+        cache: &SketchCache,
+    ) -> Result<Latest> {
+        let surts: Vec<String> = urls.iter().map(|(u, _)| surt(u)).collect();
+        let mut keys: Vec<&str> = surts.iter().map(String::as_str).collect();
         keys.sort_unstable();
         keys.dedup();
         let got = index.url_last().get_sorted_raw(&keys)?;
+        let by_url: FastMap<String, Option<Last>> =
+            keys.into_iter().map(str::to_string).zip(got).collect();
+        let mut compared = Vec::new();
+        if let Some(below) = compared_below {
+            let mut docs: Vec<u64> = Vec::new();
+            for (k, (_, doc)) in surts.iter().zip(urls) {
+                let Some(Some(last)) = by_url.get(k) else {
+                    continue;
+                };
+                if Some(last.doc) != *doc {
+                    docs.extend(doc.iter().chain([&last.doc]).filter(|d| **d < below));
+                }
+            }
+            docs.sort_unstable();
+            docs.dedup();
+            docs.retain(|d| cache.get(*d).is_none());
+            compared = index.sketches().read_compact(&docs, Some(cache))?;
+        }
         Ok(Latest {
-            by_url: keys.into_iter().zip(got).collect(),
+            by_url,
             from_write,
+            compared,
         })
     }
 }

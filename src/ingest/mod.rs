@@ -239,6 +239,10 @@ struct Writer<'a> {
     /// The next new doc whose pairs are committed (every doc below it has its pairs);
     /// on content the docs from it on wait in `unpaired`.
     next_pair: u64,
+    /// The waiting docs from `next_pair` on as committed (sketch, URL), kept while they
+    /// fit in the sketch cache's budget, which the first stage does not use: the second
+    /// then takes them without reading and decoding them again.
+    kept: waiting::Kept,
     /// How templates are learned.
     template: crate::template::TemplateParams,
     /// The templates learned from the whole sweep before its pairs: the end of the
@@ -513,6 +517,7 @@ fn ingest_files<'scope>(
             crate::config::Resemblance::Full => Stage::WithRecord,
         },
         next_pair,
+        kept: waiting::Kept::new(next_pair, opts.sketch_cache_mb << 20),
         template: opts.template,
         learned_early: None,
         last_against: None,

@@ -64,12 +64,17 @@ impl Writer<'_> {
         self.sweep.counts.new_docs += 1;
         match self.stage {
             Stage::Waiting => {
-                batch.put::<Sketches>(self.index, &d, stored);
+                // Encoded by the pair step's threads.
+                match sketches.encoded.get(k) {
+                    Some(value) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), value),
+                    None => batch.put::<Sketches>(self.index, &d, stored),
+                }
                 let waiting = Waiting {
                     sweep: self.sweep_id,
                     url: cap.url.clone().unwrap_or_default(),
                 };
                 batch.put::<Unpaired>(self.index, &d, &waiting);
+                self.kept.keep(d, stored, &waiting.url);
                 Ok(())
             }
             Stage::WithRecord | Stage::Pairing => self.doc_pairs(batch, d),

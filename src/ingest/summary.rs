@@ -60,6 +60,10 @@ pub struct WriterTimes {
     /// learned from all its pages, once its records are committed and before its new
     /// docs are paired.
     pub templates_s: f64,
+    /// With edges on content: the sweep's second stage, from the end of its reading to
+    /// its last pairs committed (its templates learned, its waiting docs paired; the
+    /// steps' times above include it).
+    pub pairing_s: f64,
     /// (b) The pair step's join: posting lists, stored, fresh and of the batch, counted
     /// (on every core; wall time).
     pub candidates_s: f64,

@@ -10,13 +10,73 @@ use std::sync::Arc;
 use super::batch::{Item, Sequenced, BATCH_NEW_DOCS};
 use super::sequence::Content;
 use super::{templates, thread_cpu, Stage, Writer};
+use crate::index::columns::sketches::StoredSketch;
 use crate::index::columns::unpaired::Waiting;
 use crate::index::{IndexError, Result};
+
+/// The waiting docs the first stage kept in memory, from the first one on.
+pub(super) struct Kept {
+    docs: std::collections::VecDeque<(u64, StoredSketch, String)>,
+    /// The doc that would come next (docs are kept only as an unbroken run from the
+    /// first waiting doc), and whether more may come.
+    next: u64,
+    open: bool,
+    bytes: usize,
+    budget: usize,
+}
+
+impl Kept {
+    pub(super) fn new(first: u64, budget: usize) -> Kept {
+        Kept {
+            docs: Default::default(),
+            next: first,
+            open: true,
+            bytes: 0,
+            budget,
+        }
+    }
+
+    /// Keeps waiting doc `d` if it continues the run and fits; else keeps no more.
+    pub(super) fn keep(&mut self, d: u64, stored: &StoredSketch, url: &str) {
+        let bytes = 96 + 4 * stored.low.len() + 8 * stored.posting.len() + url.len();
+        if !self.open || d != self.next || self.bytes + bytes > self.budget {
+            self.open = false;
+            return;
+        }
+        self.docs.push_back((d, stored.clone(), url.to_string()));
+        self.next = d + 1;
+        self.bytes += bytes;
+    }
+
+    /// Up to `n` kept docs from `from` on, if `from` is the first kept.
+    fn take(&mut self, from: u64, n: usize) -> Vec<Item> {
+        if self.docs.front().is_none_or(|(d, _, _)| *d != from) {
+            return Vec::new();
+        }
+        let n = n.min(self.docs.len());
+        let out: Vec<Item> = self
+            .docs
+            .drain(..n)
+            .map(|(doc, stored, url)| Item::Waiting { doc, url, stored })
+            .collect();
+        if self.docs.is_empty() {
+            self.bytes = 0;
+        }
+        out
+    }
+}
 
 impl Writer<'_> {
     /// Learns the sweep's templates and commits the pairs of its waiting docs, calling
     /// `progress` with the docs paired so far and the docs waiting at the start.
     pub(super) fn pair_waiting(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<()> {
+        let clock = std::time::Instant::now();
+        let r = self.learn_and_pair(&mut progress);
+        self.summary.writer.pairing_s += clock.elapsed().as_secs_f64();
+        r
+    }
+
+    fn learn_and_pair(&mut self, progress: &mut impl FnMut(u64, u64)) -> Result<()> {
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
         let own =
             templates::learn_committed(self.index, self.sweep_id, &self.template, self.threads)?;
@@ -64,7 +124,11 @@ impl Writer<'_> {
 
     /// The waiting docs from `from` on (below `end`), a batch of them: each with its URL
     /// and its sketch as the first stage stored it.
-    fn read_waiting(&self, from: u64, end: u64) -> Result<Vec<Item>> {
+    fn read_waiting(&mut self, from: u64, end: u64) -> Result<Vec<Item>> {
+        let kept = self.kept.take(from, BATCH_NEW_DOCS);
+        if !kept.is_empty() {
+            return Ok(kept);
+        }
         let waiting = self.index.unpaired().from(from, BATCH_NEW_DOCS)?;
         let gap = |d: u64| {
             IndexError::Invalid(format!(
@@ -77,13 +141,12 @@ impl Writer<'_> {
             Some((d, _)) if *d < end => *d,
             _ => return Err(gap(from)),
         };
-        let mut stored = Vec::with_capacity(waiting.len());
-        self.index
-            .sketches()
-            .from_doc(from, Some(last + 1), |d, s| {
-                stored.push((d, s));
-                Ok(())
-            })?;
+        // Decoded on every core.
+        let sketches = self.index.sketches();
+        let raw = sketches.raw_range(from, last + 1)?;
+        let stored = super::pairs::parallel(self.threads, &raw, |(d, v)| {
+            Ok((*d, sketches.decode_whole(*d, v)?))
+        })?;
         let mut items = Vec::with_capacity(waiting.len());
         for (k, ((d, Waiting { sweep, url }), (ds, s))) in
             waiting.into_iter().zip(stored).enumerate()

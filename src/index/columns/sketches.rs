@@ -247,6 +247,29 @@ impl Col<'_, Sketches> {
             .map_err(|e| corrupt::<Sketches>(&doc.to_be_bytes(), e))
     }
 
+    /// The stored values of docs `first..end`, in doc order, undecoded (for
+    /// [`Col::decode_whole`] on several threads).
+    pub fn raw_range(&self, first: u64, end: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.scan_raw(
+            &first.to_be_bytes(),
+            Some(&end.to_be_bytes()),
+            false,
+            |k, v| {
+                let doc = Sketches::decode_key(k).map_err(|e| corrupt::<Sketches>(k, e))?;
+                out.push((doc, v.to_vec()));
+                Ok(true)
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// A stored value of `doc` ([`Col::raw_range`]) whole.
+    pub fn decode_whole(&self, doc: u64, value: &[u8]) -> Result<StoredSketch> {
+        let p = parse(value).map_err(|e| corrupt::<Sketches>(&doc.to_be_bytes(), e))?;
+        Ok(stored_of(self.resolve(doc, p)?))
+    }
+
     /// Every stored sketch from doc `first` on (below `end`), in doc order, whole
     /// ([`Col::whole`]).
     pub fn from_doc(
