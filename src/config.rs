@@ -388,6 +388,14 @@ mod tests {
         assert_eq!(c.cluster.threshold, 0.5);
     }
 
+    /// `ingest.hold_mb` (schema 13) is no longer used; files that set it still load.
+    #[test]
+    fn a_file_setting_the_old_hold_mb_loads() {
+        let c = Config::parse("[ingest]\nhold_mb = 4096\n").unwrap();
+        assert_eq!(c.ingest.hold_mb, Some(4096));
+        assert_eq!(Config::default().ingest.hold_mb, None);
+    }
+
     #[test]
     fn partial_files_merge_and_typos_are_errors() {
         let c = Config::parse("[cluster]\nthreshold = 0.7\n").unwrap();
