@@ -21,16 +21,26 @@ fn s(p: &Path) -> String {
 }
 
 fn ingest(db: &Path, label: &str, files: &[PathBuf], extra: &[&str]) -> std::process::Output {
-    let mut args: Vec<String> = vec!["--db".into(), s(db)];
-    args.extend(extra.iter().map(|x| x.to_string()));
-    args.extend([
-        "ingest".into(),
-        "--sweep".into(),
-        label.into(),
-        "--json".into(),
-    ]);
-    args.extend(files.iter().map(|f| s(f)));
-    tidemark(&args.iter().map(|x| x.as_str()).collect::<Vec<_>>())
+    ingest_command(db, label, files, extra)
+        .output()
+        .expect("run tidemark")
+}
+
+/// The command [`ingest`] runs, to run with more (an environment variable).
+fn ingest_command(
+    db: &Path,
+    label: &str,
+    files: &[PathBuf],
+    extra: &[&str],
+) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"));
+    command
+        .arg("--db")
+        .arg(db)
+        .args(extra)
+        .args(["ingest", "--sweep", label, "--json"])
+        .args(files);
+    command
 }
 
 /// An ingest that must succeed, and its `--json` summary.
@@ -55,10 +65,16 @@ fn export_jsonl(db: &Path) -> String {
 
 /// `tidemark --db DB GLOBAL… export ARGS…`.
 fn export_with(db: &Path, global: &[&str], args: &[&str]) -> String {
+    let mut all = vec!["export"];
+    all.extend_from_slice(args);
+    read_with(db, global, &all)
+}
+
+/// The output of command `args` (with `global` options) on `db`, which must succeed.
+fn read_with(db: &Path, global: &[&str], args: &[&str]) -> String {
     let db = s(db);
     let mut all = vec!["--db", db.as_str()];
     all.extend_from_slice(global);
-    all.push("export");
     all.extend_from_slice(args);
     let out = tidemark(&all);
     assert_eq!(
@@ -1301,17 +1317,7 @@ fn a_run_stopped_while_pairing_on_content_is_finished_by_the_next_run() {
     ingest_all(&clean, corpus.path(), 3, &cfg);
     let stopped = work.path().join("stopped");
     let stop = |label: &str, sweep: usize, after: &str| {
-        let mut all: Vec<String> = vec!["--db".into(), s(&stopped)];
-        all.extend(args.iter().cloned());
-        all.extend([
-            "ingest".into(),
-            "--sweep".into(),
-            label.into(),
-            "--json".into(),
-        ]);
-        all.extend(sweep_files(corpus.path(), sweep).iter().map(|f| s(f)));
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(&all)
+        let out = ingest_command(&stopped, label, &sweep_files(corpus.path(), sweep), &cfg)
             .env("TIDEMARK_TEST_STOP_PAIRING_AFTER", after)
             .output()
             .unwrap();
@@ -1349,15 +1355,9 @@ fn a_run_stopped_while_pairing_on_content_is_finished_by_the_next_run() {
             "export {args:?}"
         );
     }
-    let sweeps = |db: &Path| {
-        let mut all = vec!["--db".to_string(), s(db)];
-        all.extend(args.iter().cloned());
-        all.extend(["sweeps".into(), "--json".into()]);
-        common::tidemark_ok(&all.iter().map(|a| a.as_str()).collect::<Vec<_>>()).stdout
-    };
     assert_eq!(
-        String::from_utf8(sweeps(&stopped)).unwrap(),
-        String::from_utf8(sweeps(&clean)).unwrap()
+        read_with(&stopped, &cfg, &["sweeps", "--json"]),
+        read_with(&clean, &cfg, &["sweeps", "--json"])
     );
 }
 

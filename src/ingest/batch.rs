@@ -44,7 +44,7 @@ pub(super) struct BatchSketches {
     pub(super) stored: Vec<StoredSketch>,
     pub(super) compact: Vec<CompactSketch>,
     /// While a sweep on content is read: the stored sketches encoded (on every core),
-    /// as the commit writes them.
+    /// as the commit writes them (else empty).
     pub(super) encoded: Vec<Vec<u8>>,
 }
 
@@ -259,11 +259,7 @@ impl Writer<'_> {
         drop(news);
         let (stored, rest): (Vec<StoredSketch>, Vec<(CompactSketch, Vec<u8>)>) =
             made.into_iter().unzip();
-        let (compact, encoded): (Vec<CompactSketch>, Vec<Vec<u8>>) = rest.into_iter().unzip();
-        let encoded = match waiting {
-            true => encoded,
-            false => Vec::new(),
-        };
+        let (compact, encoded) = rest.into_iter().unzip();
         let sketches = Arc::new(BatchSketches {
             first,
             stored,

@@ -242,40 +242,31 @@ impl Writer<'_> {
         }
         // The current doc may be new in this very batch: use the sketch in hand (a new
         // doc's is kept already).
-        let cur = match current {
-            Some(s) => match self
-                .planned
-                .compact(doc)
-                .or_else(|| self.sketch_cache.get(doc))
-            {
-                Some(c) => c.clone(),
-                None => s.compact(),
-            },
-            None => match self
-                .planned
-                .compact(doc)
-                .or_else(|| self.sketch_cache.get(doc))
-            {
-                Some(c) => c.clone(),
-                None => match self.index.sketch(doc)? {
-                    Some(s) => CompactSketch::of(&s),
-                    None => return Ok(None),
-                },
+        let cur = match (self.kept_compact(doc), current) {
+            (Some(c), _) => c.clone(),
+            (None, Some(s)) => s.compact(),
+            (None, None) => match self.index.sketch(doc)? {
+                Some(s) => CompactSketch::of(&s),
+                None => return Ok(None),
             },
         };
         // Compared as candidates are (equal to `estimate` of both sketches reduced),
         // the previous doc's sketch from the batch (a doc of it, or read for its pairs:
         // mostly the previous version of this page) or the writer's cache when it is
         // kept (read only: a pair step may be reading it), else read now.
-        if let Some(p) = self
-            .planned
-            .compact(prev)
-            .or_else(|| self.sketch_cache.get(prev))
-        {
+        if let Some(p) = self.kept_compact(prev) {
             return Ok(compare(&cur, p, None).map(|e| e.resemblance as f32));
         }
         let e = self.index.sketches().estimates(&[prev], &cur, None, None)?;
         Ok(e.first().map(|(_, e)| e.resemblance as f32))
+    }
+
+    /// `doc`'s compact sketch if the writer has it: of the batch (its docs, the batch's
+    /// before, or read for it) or in its cache.
+    pub(super) fn kept_compact(&self, doc: u64) -> Option<&CompactSketch> {
+        self.planned
+            .compact(doc)
+            .or_else(|| self.sketch_cache.get(doc))
     }
 
     /// The doc and sweep of the latest capture with content before `ts` of a URL,

@@ -34,11 +34,8 @@ impl Writer<'_> {
             )));
         }
         let sketches = self.planned.sketches.clone();
-        let Some((sketches, k)) = sketches
-            .and_then(|s| Some((s.get(d)?, s)))
-            .filter(|_| d == counters.next_doc)
-            .map(|(k, s)| (s, k))
-        else {
+        let found = sketches.filter(|_| d == counters.next_doc);
+        let Some((sketches, k)) = found.and_then(|s| s.get(d).map(|k| (s, k))) else {
             return Err(IndexError::Invalid(format!(
                 "doc {d} was not sequenced in this batch (next id {})",
                 counters.next_doc
@@ -189,10 +186,7 @@ impl Writer<'_> {
 
     /// The compact sketch of `b` (a base): of this batch, read for it, kept, or read now.
     fn base_sketch(&mut self, b: u64) -> Result<Option<CompactSketch>> {
-        if let Some(c) = self.planned.compact(b) {
-            return Ok(Some(c.clone()));
-        }
-        if let Some(c) = self.sketch_cache.get(b) {
+        if let Some(c) = self.kept_compact(b) {
             return Ok(Some(c.clone()));
         }
         let mut read = self

@@ -196,6 +196,14 @@ pub(super) fn finish(
     Ok(counts)
 }
 
+/// Whether a host's template `learned` differs from the one stored `before`.
+fn changed(before: Option<&Template>, learned: Option<&Template>) -> bool {
+    match (before, learned) {
+        (Some(b), Some(l)) => !b.same_as(l),
+        (b, l) => b.is_some() != l.is_some(),
+    }
+}
+
 /// What [`one_host`] leaves to write: its batch, its counts, and its template when it
 /// changed (given its id in host order by [`finish`]).
 type HostDone = (Batch, TemplateCounts, Option<(String, Template)>);
@@ -231,10 +239,7 @@ fn one_host(
     };
     let key = (host.to_string(), sweep);
     let before = index.templates().get(&key)?;
-    let changed = match (&before, &learned) {
-        (Some(b), Some(l)) => !b.same_as(l),
-        (b, l) => b.is_some() != l.is_some(),
-    };
+    let changed = changed(before.as_ref(), learned.as_ref());
     let mut batch = Batch::default();
     let mut store = None;
     match &learned {
@@ -474,10 +479,7 @@ pub(super) fn learn_committed(
     for ((host, pages), learned) in hosts.iter().zip(learned) {
         let key = (host.clone(), sweep);
         let before = index.templates().get(&key)?;
-        let changed = match (&before, &learned) {
-            (Some(b), Some(l)) => !b.same_as(l),
-            (b, l) => b.is_some() != l.is_some(),
-        };
+        let changed = changed(before.as_ref(), learned.as_ref());
         let learned = match learned {
             Some(mut t) => {
                 if changed {

@@ -59,9 +59,6 @@ impl Kept {
             .drain(..n)
             .map(|(doc, stored, url)| Item::Waiting { doc, url, stored })
             .collect();
-        if self.docs.is_empty() {
-            self.bytes = 0;
-        }
         out
     }
 }
