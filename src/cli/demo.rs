@@ -108,6 +108,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
             template: g.config.template,
             // The demo keeps texts so `history --diff` has something to show.
             store_texts: true,
+            pairs: Default::default(),
         };
         let s = tidemark::ingest::ingest(&index, &sw.files, &opts, |_| {})?;
         if !quiet {

@@ -28,7 +28,18 @@ pub struct IngestArgs {
     /// again, into the index those WARC files would make.
     #[arg(long)]
     pub sketches: bool,
-    /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors"}.
+    /// Commit the sweep's records but leave its new docs waiting for their pairs, for a
+    /// pairs job (`tools/spark/pairs_job.py`) and `ingest --pairs`; the next ingest
+    /// without it pairs them here instead. Queries meanwhile see the sweep's captures,
+    /// its new docs not yet in clusters.
+    #[arg(long, conflicts_with = "pairs")]
+    pub pairs_later: bool,
+    /// Take the new docs' pairs from a pairs job's folder (its --out) instead of finding
+    /// them here: the same index. Pairs made for another index state (other parameters,
+    /// sweeps before, inputs or waiting docs) are refused before they are used.
+    #[arg(long, value_name = "DIR")]
+    pub pairs: Option<std::path::PathBuf>,
+    /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors","waiting_docs"}.
     #[arg(long)]
     pub json: bool,
 }
@@ -110,6 +121,11 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
         pair_partitions: g.config.ingest.pair_partitions,
         template: g.config.template,
         store_texts: g.config.index.store_texts,
+        pairs: match (&a.pairs, a.pairs_later) {
+            (Some(dir), _) => tidemark::ingest::PairsFrom::Files(dir.clone()),
+            (None, true) => tidemark::ingest::PairsFrom::Later,
+            (None, false) => tidemark::ingest::PairsFrom::Here,
+        },
     };
     let bar = byte_bar(a.json);
     let started = std::time::Instant::now();
@@ -200,6 +216,13 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             secs,
             summary.bytes as f64 / 1e6 / secs.max(1e-9)
         )?;
+        if summary.waiting_docs > 0 {
+            writeln!(
+                out,
+                "{} new docs wait for their pairs (a pairs job's `ingest --pairs`, or the next ingest)",
+                summary.waiting_docs
+            )?;
+        }
         if !summary.counts.skipped.is_empty() {
             let s: Vec<String> = summary
                 .counts

@@ -6,6 +6,7 @@ mod demo;
 mod index_cmds;
 mod inputs;
 mod inspect;
+mod pairs_cmd;
 mod query_cmds;
 mod reference;
 mod report_cmd;
@@ -72,6 +73,11 @@ pub enum Command {
     /// files into one Parquet shard each (no index needed; deterministic), for
     /// `ingest --sketches` to commit.
     Sketch(sketch_cmd::Args),
+    /// The pair step of a sweep in tasks, for a cluster (`tools/spark/pairs_job.py` runs
+    /// them): `prepare` on the index's machine, `join` per key range and `estimate` per
+    /// doc range anywhere that reads the job's folder; then `ingest --pairs`.
+    #[command(subcommand)]
+    Pairs(pairs_cmd::Command),
     /// Print every capture in key order as CDXJ or JSON lines.
     Export(index_cmds::ExportArgs),
     /// List the sweeps of the index.
@@ -158,6 +164,7 @@ pub fn run() -> ExitCode {
         Command::Inspect(a) => inspect::run(&globals, a),
         Command::Ingest(a) => index_cmds::run_ingest(&globals, a),
         Command::Sketch(a) => sketch_cmd::run(&globals, a),
+        Command::Pairs(c) => pairs_cmd::run(&globals, c),
         Command::Export(a) => index_cmds::run_export(&globals, a),
         Command::Sweeps(a) => index_cmds::run_sweeps(&globals, a),
         Command::Stats(a) => index_cmds::run_stats(&globals, a),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::sequence::Content;
-use super::{known, lap, pairs, thread_cpu, DocSketch, Prepared, Stage, Writer};
+use super::{known, lap, pairs, pairs_job, thread_cpu, DocSketch, Prepared, Stage, Writer};
 use crate::compact::CompactSketch;
 use crate::index::columns::sketches::{Sketches, StoredSketch};
 use crate::index::columns::Column;
@@ -329,6 +329,8 @@ impl Writer<'_> {
             floor: self.index.params().edge_floor,
         };
         let mine = Arc::clone(&sketches);
+        let (pair_files, bits) = (self.pair_files.clone(), self.against_bits.clone());
+        let threads = self.threads;
         let mut buffers = std::mem::take(&mut self.pair_buffers);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
@@ -354,11 +356,20 @@ impl Writer<'_> {
                 cache: &cache,
                 readable: &|docs| written.wait_docs(docs),
                 templates: for_pairs.as_ref().map(|t| &t.set),
+                unsettled: None,
             };
             // While a sweep on content is read its new docs wait for their pairs.
-            let found = match waiting {
-                true => Ok(pairs::BatchPairs::default()),
-                false => pairs::find(&view, start, &docs, from, settings, &mut buffers),
+            let found = match (waiting, &pair_files) {
+                (true, _) => Ok(pairs::BatchPairs::default()),
+                // A pairs job's: read, not found.
+                (false, Some(files)) => pairs_job::batch_from_files(
+                    files,
+                    bits.as_deref(),
+                    (mine.first, &mine.stored),
+                    start,
+                    threads,
+                ),
+                (false, None) => pairs::find(&view, start, &docs, from, settings, &mut buffers),
             };
             (
                 found,

@@ -50,7 +50,9 @@ mod commit;
 mod forest;
 mod known;
 mod new_doc;
+pub mod pair_files;
 pub mod pairs;
+pub mod pairs_job;
 pub mod recluster;
 mod sequence;
 mod source;
@@ -107,6 +109,23 @@ pub struct IngestOptions {
     pub pair_partitions: usize,
     /// How hosts' templates are learned.
     pub template: crate::template::TemplateParams,
+    /// Where the sweep's new docs' pairs come from.
+    pub pairs: PairsFrom,
+}
+
+/// Where a sweep's new docs' pairs come from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PairsFrom {
+    /// Found by this ingest, on every core.
+    #[default]
+    Here,
+    /// Not yet (`ingest --pairs-later`): the sweep's records are committed and its new
+    /// docs wait for their pairs (`unpaired`), for a pairs job
+    /// ([`pairs_job`]) and `ingest --pairs`, or for the next ingest, which pairs them
+    /// here first.
+    Later,
+    /// From the files of a pairs job ([`pairs_job`]), in this folder.
+    Files(PathBuf),
 }
 
 /// What a worker prepares for the writer about new content.
@@ -213,6 +232,10 @@ struct Writer<'a> {
     pages: templates::Pages,
     /// With edges on content: the templates new docs are compared without.
     for_pairs: Option<Arc<templates::ForPairs>>,
+    /// With `--pairs`: the pairs job's files, read a batch at a time by the pair step.
+    pair_files: Option<Arc<std::sync::Mutex<pairs_job::PairsFiles>>>,
+    /// With `--pairs`: which of the sweep's docs the commit stored against a base.
+    against_bits: Option<Arc<pairs_job::AgainstBits>>,
     /// The pair step's vectors, kept from one batch to the next.
     pair_buffers: pairs::Buffers,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
@@ -310,6 +333,7 @@ pub fn run(
             let earlier = IngestOptions {
                 sweep: s.label.clone(),
                 date: None,
+                pairs: PairsFrom::Here,
                 ..opts.clone()
             };
             let quiet: fn(Progress) = |_| {};
@@ -345,12 +369,26 @@ pub fn run(
     let mut states = Vec::new();
     let mut input_total = 0u64;
     let mut sizes: Vec<u64> = Vec::new();
+    let inputs = source.plan(index, opts)?;
+    // Pairs from a pairs job: made for this index state and these inputs, or refused
+    // before anything is written.
+    let pairs_plan = match &opts.pairs {
+        PairsFrom::Files(dir) => {
+            let plan = pairs_job::Plan::load(dir)?;
+            let begun = sweeps.iter().any(|(id, _)| *id == sweep_id);
+            let ids: Vec<(String, [u8; 16])> =
+                inputs.iter().map(|i| (i.name.clone(), i.id)).collect();
+            plan.check_before(index, sweep_id, begun, &ids)?;
+            Some(plan)
+        }
+        _ => None,
+    };
     for Input {
         path,
         name,
         id,
         size,
-    } in source.plan(index, opts)?
+    } in inputs
     {
         let state = index.files().get(&id)?;
         match state {
@@ -442,6 +480,7 @@ pub fn run(
                 states,
                 input_total,
                 sizes,
+                pairs_plan,
             },
         )
     })
@@ -457,6 +496,8 @@ struct Plan {
     states: Vec<(String, [u8; 16], FileState)>,
     input_total: u64,
     sizes: Vec<u64>,
+    /// With `--pairs`: the pairs job's plan, checked.
+    pairs_plan: Option<pairs_job::Plan>,
 }
 
 fn ingest_files<'scope>(
@@ -476,6 +517,7 @@ fn ingest_files<'scope>(
         states,
         input_total,
         sizes,
+        pairs_plan,
     } = planned;
     let over_cap = OverCap::default();
     // Merges the previous ingest's last writes made due start now, beside this one (it
@@ -512,10 +554,15 @@ fn ingest_files<'scope>(
         next_doc: index.counters().next_doc,
         overlay: Overlay::default(),
         flight: None,
-        stage: match index.params().resemblance {
-            crate::config::Resemblance::Content => Stage::Waiting,
-            crate::config::Resemblance::Full => Stage::WithRecord,
+        // New docs wait for their pairs while the sweep is read: on content (for its
+        // templates), or when the pairs come from elsewhere.
+        stage: match (index.params().resemblance, &opts.pairs) {
+            (crate::config::Resemblance::Content, _) => Stage::Waiting,
+            (_, PairsFrom::Later | PairsFrom::Files(_)) => Stage::Waiting,
+            (crate::config::Resemblance::Full, PairsFrom::Here) => Stage::WithRecord,
         },
+        pair_files: None,
+        against_bits: None,
         next_pair,
         kept: waiting::Kept::new(next_pair, opts.sketch_cache_mb << 20),
         template: opts.template,
@@ -660,7 +707,26 @@ fn ingest_files<'scope>(
     if failure.is_none() {
         failure = w.push_batch(pending).and_then(|()| w.flush()).err();
     }
-    // Edges on content: the sweep is committed but for its new docs' pairs.
+    // The sweep is committed but for its new docs' pairs: with `--pairs-later` they
+    // wait (the run ends as one stopped here would); with `--pairs` they come from the
+    // pairs job's files.
+    let waiting_docs = index.counters().next_doc - w.next_pair;
+    if failure.is_none()
+        && w.stage == Stage::Waiting
+        && opts.pairs == PairsFrom::Later
+        && waiting_docs > 0
+    {
+        index.flush()?;
+        (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
+        w.summary.waiting_docs = waiting_docs;
+        w.summary.serial_s = w.serial_cpu;
+        w.summary.files = todo.len() as u64;
+        w.summary.counts = w.sweep.counts.since(&w.counts_before);
+        return Ok(w.summary);
+    }
+    if let (None, Stage::Waiting, PairsFrom::Files(dir)) = (&failure, w.stage, &opts.pairs) {
+        failure = w.from_files(dir, pairs_plan).err();
+    }
     if failure.is_none() && w.stage == Stage::Waiting {
         let records = w.sweep.counts.records - w.counts_before.records;
         let mut report = |done: u64, total: u64| {

@@ -133,6 +133,9 @@ impl Writer<'_> {
                 batch.put::<Sketches>(self.index, &d, &against);
                 compact.against = true;
                 self.planned.set_stored_against(d);
+                if let Some(bits) = &self.against_bits {
+                    bits.set(d);
+                }
             }
             None => match pairs.full.take() {
                 Some(value) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), &value),

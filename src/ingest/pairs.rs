@@ -95,6 +95,19 @@ pub struct View<'a> {
     /// name ([`CompactSketch::template`]). A new doc's template values are not searched
     /// through, and its estimates leave both docs' templates out.
     pub templates: Option<&'a TemplateSet>,
+    /// When the sweep's waiting docs are paired in parts (a cluster's tasks, each with a
+    /// range of them): the earlier ones, read from the index.
+    pub unsettled: Option<Unsettled<'a>>,
+}
+
+/// The sweep's waiting docs from `from` on, as the index holds them before their pairs:
+/// stored in full without their template (their template is `template(doc)`), and
+/// whether each is stored against a base is decided only at commit.
+pub struct Unsettled<'a> {
+    /// The sweep's first waiting doc.
+    pub from: u64,
+    /// A waiting doc's template.
+    pub template: &'a (dyn Fn(u64) -> u32 + Sync),
 }
 
 /// How the step runs and what it keeps.
@@ -164,25 +177,7 @@ pub fn find(
         )));
     }
     let clock = std::time::Instant::now();
-    // Each doc's template (empty with edges on all shingles), and the count its entries
-    // carry.
-    let tmpl: Vec<&[u32]> = docs
-        .iter()
-        .map(|d| {
-            view.templates
-                .map_or(&[][..], |t| t.get(d.compact.template))
-        })
-        .collect();
-    let entry_counts: Vec<usize> = docs
-        .iter()
-        .zip(&tmpl)
-        .map(|(d, t)| {
-            d.values
-                .iter()
-                .filter(|v| !holds_posting_key(t, **v))
-                .count()
-        })
-        .collect();
+    let (tmpl, entry_counts) = doc_templates(view.templates, docs);
     // Cut into ranges of posting keys, each joined on its own: a key range finds its
     // docs' keys (each doc's are ascending), sorts them and joins them with its lists,
     // then sorts what it found by doc.
@@ -199,44 +194,131 @@ pub fn find(
         let mut part = cell
             .lock()
             .map_err(|_| IndexError::Invalid("a pair-step thread panicked".into()))?;
-        part.clear();
-        part.keys_of(docs, from, *k, n);
-        join(
-            view,
-            first,
-            docs,
-            from,
-            s,
-            (&tmpl, &entry_counts),
-            &mut part,
-        )?;
-        part.by_doc(docs.len());
-        Ok(())
+        part.fill(view, first, docs, from, s, (&tmpl, &entry_counts), (*k, n))
     })?;
     let parts: Vec<Part> = cells
         .into_iter()
         .map(|(_, c)| c.into_inner().unwrap_or_default())
         .collect();
     // Heads and over-cap values by doc; each doc's shares are counted where they are.
-    let mut heads: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
-    let mut overs: Vec<Vec<u64>> = vec![Vec::new(); docs.len()];
+    let mut joined = Joined {
+        tmpl,
+        entry_counts,
+        heads: vec![Vec::new(); docs.len()],
+        overs: vec![Vec::new(); docs.len()],
+    };
     for p in &parts {
-        for (i, h) in &p.heads {
-            heads[*i as usize].push(*h);
-        }
-        for (i, v) in &p.overs {
-            overs[*i as usize].push(*v);
-        }
+        p.heads_and_overs(&mut joined, 0);
     }
+    let shares =
+        |i: usize| -> Vec<u64> { parts.iter().flat_map(|p| p.shares_of(i)).copied().collect() };
+    let r = estimate(
+        view,
+        first,
+        docs,
+        from,
+        s,
+        (&joined, &shares),
+        &mut buffers.by_older,
+        clock,
+    );
+    // Kept for the next batch (their pages stay mapped: see [`Buffers`]).
+    buffers.parts.splice(0..0, parts);
+    r
+}
+
+/// The join of key range `k` of `n` for all of `docs` (new docs `first`, `first + 1`,
+/// …): what one join task of a cluster's pair step computes ([`super::pairs_job`]).
+/// Each doc's shares, heads and over-cap values are in the order [`find`] meets them.
+pub fn join_range(
+    view: &View,
+    first: u64,
+    docs: &[NewDoc],
+    s: Settings,
+    (k, n): (usize, usize),
+) -> Result<super::pair_files::Shares> {
+    let (tmpl, entry_counts) = doc_templates(view.templates, docs);
+    let mut part = Part::default();
+    part.fill(view, first, docs, 0, s, (&tmpl, &entry_counts), (k, n))?;
+    let mut out = super::pair_files::Shares::default();
+    for i in 0..docs.len() {
+        let d = first + i as u64;
+        out.shares.extend(part.shares_of(i).iter().map(|v| (d, *v)));
+    }
+    let global = |l: &[(u32, u64)]| -> Vec<(u64, u64)> {
+        l.iter().map(|(i, v)| (first + u64::from(*i), *v)).collect()
+    };
+    out.heads = global(&part.heads);
+    out.overs = global(&part.overs);
+    Ok(out)
+}
+
+/// Each doc's template values (empty with edges on all shingles, or without one), and
+/// the count its posting entries carry.
+pub fn doc_templates<'a>(
+    templates: Option<&'a TemplateSet>,
+    docs: &[NewDoc],
+) -> (Vec<&'a [u32]>, Vec<usize>) {
+    let tmpl: Vec<&[u32]> = docs
+        .iter()
+        .map(|d| templates.map_or(&[][..], |t| t.get(d.compact.template)))
+        .collect();
+    let entry_counts: Vec<usize> = docs
+        .iter()
+        .zip(&tmpl)
+        .map(|(d, t)| {
+            d.values
+                .iter()
+                .filter(|v| !holds_posting_key(t, **v))
+                .count()
+        })
+        .collect();
+    (tmpl, entry_counts)
+}
+
+/// What the join found for a batch's docs, but their shares: each doc's template and
+/// entry count ([`doc_templates`]), the heads of its over-cap lists and its values
+/// whose lists are over the cap.
+pub struct Joined<'a> {
+    /// Per doc: its template's values.
+    pub tmpl: Vec<&'a [u32]>,
+    /// Per doc: the count its entries carry.
+    pub entry_counts: Vec<usize>,
+    /// Per doc: the first docs of its over-cap lists.
+    pub heads: Vec<Vec<u64>>,
+    /// Per doc: its values whose lists are over the cap.
+    pub overs: Vec<Vec<u64>>,
+}
+
+/// The second half of the pair step, from what the join found (`joined`, and each doc's
+/// shares from `shares`, in any order): the counts per doc, the candidates they leave,
+/// their sketches read and compared. `clock` started with the join (its seconds are
+/// `candidates_s`). The step's two halves meet here, so the join can run elsewhere
+/// (key ranges as tasks of a cluster: [`crate::ingest::pairs_job`]).
+#[allow(clippy::too_many_arguments)]
+pub fn estimate(
+    view: &View,
+    first: u64,
+    docs: &[NewDoc],
+    from: usize,
+    s: Settings,
+    (joined, shares): (&Joined, &(dyn Fn(usize) -> Vec<u64> + Sync)),
+    by_older: &mut Vec<u64>,
+    clock: std::time::Instant,
+) -> Result<BatchPairs> {
+    let Joined {
+        tmpl,
+        entry_counts,
+        heads,
+        overs,
+    } = joined;
     let idx: Vec<usize> = (from..docs.len()).collect();
     let counted = parallel(s.threads, &idx, |&i| {
-        let mut mine: Vec<u64> = parts.iter().flat_map(|p| p.shares_of(i)).copied().collect();
+        let mut mine = shares(i);
         Ok(counts(
             &docs[i], tmpl[i], &mut mine, &overs[i], &heads[i], s.floor,
         ))
     })?;
-    // Kept for the next batch (their pages stay mapped: see [`Buffers`]).
-    buffers.parts.splice(0..0, parts);
     let candidates_s = clock.elapsed().as_secs_f64();
     // Each sketch compared is read once for the batch: those not in it nor kept.
     let clock = std::time::Instant::now();
@@ -255,12 +337,18 @@ pub fn find(
     }
     let chunks: Vec<&[u64]> = misses.chunks(256).collect();
     let sketches = view.index.sketches();
-    let read: Vec<(u64, CompactSketch)> = parallel(s.threads, &chunks, |c| {
+    let mut read: Vec<(u64, CompactSketch)> = parallel(s.threads, &chunks, |c| {
         sketches.read_compact(c, Some(view.cache))
     })?
     .into_iter()
     .flatten()
     .collect();
+    // Docs of the sweep paired elsewhere: stored without their template so far.
+    if let Some(u) = &view.unsettled {
+        for (d, c) in read.iter_mut().filter(|(d, _)| *d >= u.from) {
+            c.template = (u.template)(*d);
+        }
+    }
     let sketch_of = |c: u64| -> Option<&CompactSketch> {
         if c >= first {
             return docs.get((c - first) as usize).map(|d| d.compact);
@@ -276,7 +364,7 @@ pub fn find(
         None => Vec::new(),
         Some(_) => docs
             .iter()
-            .zip(&tmpl)
+            .zip(tmpl)
             .map(|(d, t)| without(d.compact.values(), t))
             .collect(),
     };
@@ -284,7 +372,6 @@ pub fn find(
     // once for all the batch's docs it is compared with (theirs stay in the caches),
     // not once a pair. A sketch is ~3 KB and a redesign sweep makes ~60 comparisons a
     // new doc: the estimates waited on memory, not on the comparing.
-    let mut by_older = std::mem::take(&mut buffers.by_older);
     by_older.clear();
     by_older.extend(
         counted
@@ -308,7 +395,8 @@ pub fn find(
             let Some(theirs) = sketch_of(c) else {
                 continue;
             };
-            let against = (c < first).then_some(theirs.against);
+            let settled = view.unsettled.as_ref().is_none_or(|u| c < u.from);
+            let against = (c < first && settled).then_some(theirs.against);
             let none =
                 |set: &TemplateSet| tmpl[i].is_empty() && set.get(theirs.template).is_empty();
             let Some(set) = view.templates.filter(|set| !none(set)) else {
@@ -368,7 +456,6 @@ pub fn find(
         }
         Ok(out)
     })?;
-    buffers.by_older = by_older;
     // Back to new docs, each one's older docs ascending (the order they were found in).
     // Each doc's vector made at its size (~35 estimates a doc in a redesign sweep: grown
     // by doubling, each was moved four or five times).
@@ -447,6 +534,44 @@ struct Part {
 }
 
 impl Part {
+    /// The join of key range `k` of `n` for the docs from `from` on.
+    fn fill(
+        &mut self,
+        view: &View,
+        first: u64,
+        docs: &[NewDoc],
+        from: usize,
+        s: Settings,
+        tmpl: (&[&[u32]], &[usize]),
+        (k, n): (usize, usize),
+    ) -> Result<()> {
+        self.clear();
+        self.keys_of(docs, from, k, n);
+        join(view, first, docs, from, s, tmpl, self)?;
+        self.by_doc(docs.len());
+        Ok(())
+    }
+
+    /// Its heads and over-cap values, into `joined`'s lists of docs from `offset` on.
+    fn heads_and_overs(&self, joined: &mut Joined, offset: usize) {
+        for (i, h) in &self.heads {
+            if let Some(l) = (*i as usize)
+                .checked_sub(offset)
+                .and_then(|i| joined.heads.get_mut(i))
+            {
+                l.push(*h);
+            }
+        }
+        for (i, v) in &self.overs {
+            if let Some(l) = (*i as usize)
+                .checked_sub(offset)
+                .and_then(|i| joined.overs.get_mut(i))
+            {
+                l.push(*v);
+            }
+        }
+    }
+
     fn clear(&mut self) {
         self.keys.clear();
         self.shares.clear();

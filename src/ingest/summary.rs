@@ -46,6 +46,9 @@ pub struct IngestSummary {
     pub writer: WriterTimes,
     /// The sweep's templates learned at the end, and content resemblances computed.
     pub templates: TemplateCounts,
+    /// New docs left waiting for their pairs (`ingest --pairs-later`): a pairs job's
+    /// `ingest --pairs`, or the next ingest, pairs them.
+    pub waiting_docs: u64,
 }
 
 /// The committing thread's time by step and stage, in seconds, and the work behind the

@@ -437,6 +437,18 @@ impl ForPairs {
     }
 }
 
+/// With edges on content: each host's template id for a sweep's waiting docs, as its
+/// second stage assigns them ([`learn_committed`], which writes what it learns).
+pub(super) fn for_waiting(
+    index: &Index,
+    sweep: u32,
+    p: &TemplateParams,
+    threads: usize,
+) -> Result<FastMap<String, u32>> {
+    let own = learn_committed(index, sweep, p, threads)?;
+    Ok(ForPairs::load(index, sweep)?.with_own(index, &own)?.by_host)
+}
+
 /// The templates [`learn_committed`] learned, by host (none: the host has none there).
 pub(super) type Learned = FastMap<String, Option<Template>>;
 

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use super::batch::{Item, Sequenced, BATCH_NEW_DOCS};
 use super::sequence::Content;
-use super::{templates, thread_cpu, Stage, Writer};
+use super::{pairs_job, templates, thread_cpu, Stage, Writer};
 use crate::index::columns::sketches::StoredSketch;
 use crate::index::columns::unpaired::Waiting;
-use crate::index::{IndexError, Result};
+use crate::index::{Index, IndexError, Result};
 
 /// The waiting docs the first stage kept in memory, from the first one on.
 pub(super) struct Kept {
@@ -64,6 +64,36 @@ impl Kept {
 }
 
 impl Writer<'_> {
+    /// With `--pairs`: checks the pairs job's plan against the waiting docs and opens its
+    /// files; the pair step then takes each batch's pairs from them.
+    pub(super) fn from_files(
+        &mut self,
+        dir: &std::path::Path,
+        plan: Option<pairs_job::Plan>,
+    ) -> Result<()> {
+        let plan = match plan {
+            Some(p) => p,
+            None => pairs_job::Plan::load(dir)?,
+        };
+        let end = self.index.counters().next_doc;
+        plan.check_waiting(self.index, self.next_pair, end)?;
+        let bits = pairs_job::AgainstBits::new(plan.first, plan.end);
+        // Docs a stopped run paired: whether each is stored against a base, as stored.
+        let done: Vec<u64> = (plan.first..self.next_pair).collect();
+        for chunk in done.chunks(4096) {
+            for (d, c) in self.index.sketches().read_compact(chunk, None)? {
+                if c.against {
+                    bits.set(d);
+                }
+            }
+        }
+        self.against_bits = Some(bits);
+        self.pair_files = Some(Arc::new(std::sync::Mutex::new(
+            pairs_job::PairsFiles::open(dir, plan)?,
+        )));
+        Ok(())
+    }
+
     /// Learns the sweep's templates and commits the pairs of its waiting docs, calling
     /// `progress` with the docs paired so far and the docs waiting at the start.
     pub(super) fn pair_waiting(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<()> {
@@ -75,11 +105,19 @@ impl Writer<'_> {
 
     fn learn_and_pair(&mut self, progress: &mut impl FnMut(u64, u64)) -> Result<()> {
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-        let own =
-            templates::learn_committed(self.index, self.sweep_id, &self.template, self.threads)?;
-        let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
-        self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
-        self.learned_early = Some(own);
+        // On content, the sweep's templates first (on all shingles the pairs need none:
+        // the end of the ingest learns them, as when the sweep is paired as it is read).
+        if self.index.params().resemblance == crate::config::Resemblance::Content {
+            let own = templates::learn_committed(
+                self.index,
+                self.sweep_id,
+                &self.template,
+                self.threads,
+            )?;
+            let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
+            self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
+            self.learned_early = Some(own);
+        }
         self.summary.writer.templates_s += clock.elapsed().as_secs_f64();
         self.serial_cpu += thread_cpu() - cpu;
         self.stage = Stage::Pairing;
@@ -126,46 +164,55 @@ impl Writer<'_> {
         if !kept.is_empty() {
             return Ok(kept);
         }
-        let waiting = self.index.unpaired().from(from, BATCH_NEW_DOCS)?;
-        let gap = |d: u64| {
-            IndexError::Invalid(format!(
-                "doc {d} is not waiting for its pairs (unpaired), though every doc from {from} \
-                 to {end} of sweep {} should be",
-                self.sweep.label
-            ))
-        };
-        let last = match waiting.last() {
-            Some((d, _)) if *d < end => *d,
-            _ => return Err(gap(from)),
-        };
-        // Decoded on every core.
-        let sketches = self.index.sketches();
-        let raw = sketches.raw_range(from, last + 1)?;
-        let stored = super::pairs::parallel(self.threads, &raw, |(d, v)| {
-            Ok((*d, sketches.decode_whole(*d, v)?))
-        })?;
-        let mut items = Vec::with_capacity(waiting.len());
-        for (k, ((d, Waiting { sweep, url }), (ds, s))) in
-            waiting.into_iter().zip(stored).enumerate()
-        {
-            if d != from + k as u64 || ds != d {
-                return Err(gap(from + k as u64));
-            }
+        let docs = read_waiting_docs(self.index, from, end, self.threads)?;
+        let mut items = Vec::with_capacity(docs.len());
+        for (doc, sweep, stored, url) in docs {
             if sweep != self.sweep_id {
                 return Err(IndexError::Invalid(format!(
-                    "doc {d} waits for its pairs in another sweep (id {sweep}) than {}",
+                    "doc {doc} waits for its pairs in another sweep (id {sweep}) than {}",
                     self.sweep.label
                 )));
             }
-            items.push(Item::Waiting {
-                doc: d,
-                url,
-                stored: s,
-            });
-        }
-        if (items.len() as u64) < (last + 1 - from) {
-            return Err(gap(from + items.len() as u64));
+            items.push(Item::Waiting { doc, url, stored });
         }
         Ok(items)
     }
+}
+
+/// The waiting docs from `from` on (below `end`), a batch of them: each with its sweep,
+/// its sketch as the first stage stored it (decoded on every core) and its URL. Every
+/// doc from `from` to `end` must be waiting.
+pub(super) fn read_waiting_docs(
+    index: &Index,
+    from: u64,
+    end: u64,
+    threads: usize,
+) -> Result<Vec<(u64, u32, StoredSketch, String)>> {
+    let waiting = index.unpaired().from(from, BATCH_NEW_DOCS)?;
+    let gap = |d: u64| {
+        IndexError::Invalid(format!(
+            "doc {d} is not waiting for its pairs (unpaired), though every doc from {from} \
+             to {end} should be"
+        ))
+    };
+    let last = match waiting.iter().take_while(|(d, _)| *d < end).last() {
+        Some((d, _)) => *d,
+        _ => return Err(gap(from)),
+    };
+    let sketches = index.sketches();
+    let raw = sketches.raw_range(from, last + 1)?;
+    let stored = super::pairs::parallel(threads, &raw, |(d, v)| {
+        Ok((*d, sketches.decode_whole(*d, v)?))
+    })?;
+    let mut out = Vec::with_capacity(stored.len());
+    for (k, ((d, Waiting { sweep, url }), (ds, s))) in waiting.into_iter().zip(stored).enumerate() {
+        if d != from + k as u64 || ds != d {
+            return Err(gap(from + k as u64));
+        }
+        out.push((d, sweep, s, url));
+    }
+    if (out.len() as u64) < (last + 1 - from) {
+        return Err(gap(from + out.len() as u64));
+    }
+    Ok(out)
 }

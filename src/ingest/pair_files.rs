@@ -1,0 +1,574 @@
+//! The files a pairs job passes between its steps and to `ingest --pairs` (Parquet, so
+//! that Spark, DuckDB or pandas can read them too): a join task's shares per range of
+//! waiting docs, and an estimate task's pairs of a range. Each names the plan it was
+//! made for and its part in its metadata, and is written under a temporary name and
+//! renamed when whole, so a retried task rewrites the same bytes and a reader never
+//! sees half a file. A file that is not one of these, is truncated, or belongs to
+//! another plan is refused, naming it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BinaryBuilder, BooleanBuilder, Float64Builder, UInt32Builder, UInt64Builder, UInt8Builder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use super::pairs::{DocPairs, PairEstimate};
+use crate::index::{IndexError, Result};
+use crate::sketch::Estimate;
+
+/// The version of these files' layout: files of another are refused.
+pub const PAIRS_FORMAT: u32 = 1;
+
+/// Metadata keys.
+const FORMAT: &str = "tidemark.pairs_format";
+const PLAN: &str = "tidemark.plan";
+const KIND: &str = "tidemark.kind";
+const PART: &str = "tidemark.part";
+const DOCS: &str = "tidemark.docs";
+
+/// A join task's file: what key range `part` found for the waiting docs of one range.
+pub fn shares_path(dir: &Path, part: usize, range: usize) -> PathBuf {
+    dir.join("shares")
+        .join(format!("part-{part:05}.range-{range:05}.parquet"))
+}
+
+/// An estimate task's files: the docs of range `range` and their estimates.
+pub fn pairs_paths(dir: &Path, range: usize) -> (PathBuf, PathBuf) {
+    let d = dir.join("pairs");
+    (
+        d.join(format!("range-{range:05}.docs.parquet")),
+        d.join(format!("range-{range:05}.estimates.parquet")),
+    )
+}
+
+fn invalid(path: &Path, m: impl std::fmt::Display) -> IndexError {
+    IndexError::Invalid(format!("{}: {m}", path.display()))
+}
+
+/// Which file of a plan: its kind, its part and the docs it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    /// The plan's id.
+    pub plan: String,
+    /// "shares", "docs" or "estimates".
+    pub kind: &'static str,
+    /// The join task's key range, or the estimate task's doc range.
+    pub part: usize,
+    /// The waiting docs it covers, [from, to).
+    pub docs: (u64, u64),
+}
+
+impl Stamp {
+    fn meta(&self) -> Vec<KeyValue> {
+        let kv = |k: &str, v: String| KeyValue::new(k.to_string(), v);
+        vec![
+            kv(FORMAT, PAIRS_FORMAT.to_string()),
+            kv(PLAN, self.plan.clone()),
+            kv(KIND, self.kind.to_string()),
+            kv(PART, self.part.to_string()),
+            kv(DOCS, format!("{}-{}", self.docs.0, self.docs.1)),
+        ]
+    }
+
+    /// Refuses `meta` unless it is this stamp's.
+    fn check(&self, path: &Path, meta: &HashMap<String, String>) -> Result<()> {
+        let get = |k: &str| {
+            meta.get(k).map(String::as_str).ok_or_else(|| {
+                invalid(
+                    path,
+                    format!("not a tidemark pairs file: no {k} in its metadata"),
+                )
+            })
+        };
+        let format = get(FORMAT)?;
+        if format != PAIRS_FORMAT.to_string() {
+            return Err(invalid(
+                path,
+                format!("pairs format {format}; this tidemark reads format {PAIRS_FORMAT}: run the pairs job again with it"),
+            ));
+        }
+        let plan = get(PLAN)?;
+        if plan != self.plan {
+            return Err(invalid(
+                path,
+                format!(
+                    "made for plan {plan}, not for this one ({}): a file of another pairs job run",
+                    self.plan
+                ),
+            ));
+        }
+        let (kind, part, docs) = (get(KIND)?, get(PART)?, get(DOCS)?);
+        let want = format!("{}-{}", self.docs.0, self.docs.1);
+        if kind != self.kind || part != self.part.to_string() || docs != want {
+            return Err(invalid(
+                path,
+                format!(
+                    "holds {kind} of part {part} (docs {docs}), where {} of part {} (docs {want}) belong",
+                    self.kind, self.part
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn write(path: &Path, batch: RecordBatch, stamp: &Stamp) -> Result<()> {
+    let fail = |e: &dyn std::fmt::Display| invalid(path, format!("cannot write: {e}"));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+    }
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(1).expect("level 1 is valid"),
+        ))
+        .set_key_value_metadata(Some(stamp.meta()))
+        .build();
+    // Under a name of this process's own: two attempts of one task (a retry beside a
+    // speculative copy) never write one file.
+    let tmp = path.with_extension(format!("partial.{}", std::process::id()));
+    let file = File::create(&tmp).map_err(|e| fail(&e))?;
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| fail(&e))?;
+    w.write(&batch).map_err(|e| fail(&e))?;
+    let file = w.into_inner().map_err(|e| fail(&e))?;
+    file.sync_all().map_err(|e| fail(&e))?;
+    std::fs::rename(&tmp, path).map_err(|e| fail(&e))
+}
+
+fn read(path: &Path, stamp: &Stamp) -> Result<Vec<RecordBatch>> {
+    let file = File::open(path).map_err(|e| invalid(path, format!("cannot open: {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
+        invalid(
+            path,
+            format!("not a readable Parquet file (truncated?): {e}"),
+        )
+    })?;
+    let meta: HashMap<String, String> = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    stamp.check(path, &meta)?;
+    let reader = builder
+        .build()
+        .map_err(|e| invalid(path, format!("unreadable: {e}")))?;
+    reader
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| invalid(path, format!("damaged: {e}")))
+}
+
+/// Checks that `path` is the file of `stamp` without reading its rows.
+pub fn check(path: &Path, stamp: &Stamp) -> Result<()> {
+    if !path.is_file() {
+        return Err(invalid(
+            path,
+            "missing: the pairs job did not finish (or the folder is not its --out)",
+        ));
+    }
+    let file = File::open(path).map_err(|e| invalid(path, format!("cannot open: {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
+        invalid(
+            path,
+            format!("not a readable Parquet file (truncated?): {e}"),
+        )
+    })?;
+    let meta: HashMap<String, String> = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    stamp.check(path, &meta)
+}
+
+fn column<'a>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a ArrayRef> {
+    b.column_by_name(name)
+        .ok_or_else(|| invalid(path, format!("no column {name}")))
+}
+
+fn u64s(b: &RecordBatch, name: &str, path: &Path) -> Result<Vec<u64>> {
+    let c = column(b, name, path)?;
+    let a = c
+        .as_primitive_opt::<UInt64Type>()
+        .ok_or_else(|| invalid(path, format!("column {name} is not UInt64")))?;
+    if a.null_count() > 0 {
+        return Err(invalid(path, format!("column {name} has nulls")));
+    }
+    Ok(a.values().to_vec())
+}
+
+/// What a key range found for a range of waiting docs: (doc, share / head / over).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Shares {
+    /// (doc, share) in the range's order.
+    pub shares: Vec<(u64, u64)>,
+    /// (doc, first doc of an over-cap list among its values).
+    pub heads: Vec<(u64, u64)>,
+    /// (doc, its value whose list is over the cap).
+    pub overs: Vec<(u64, u64)>,
+}
+
+/// Writes a join task's shares for one range of docs.
+pub fn write_shares(path: &Path, stamp: &Stamp, s: &Shares) -> Result<()> {
+    let (mut doc, mut kind, mut value) = (
+        UInt64Builder::new(),
+        UInt8Builder::new(),
+        UInt64Builder::new(),
+    );
+    for (k, list) in [&s.shares, &s.heads, &s.overs].into_iter().enumerate() {
+        for (d, v) in list {
+            doc.append_value(*d);
+            kind.append_value(k as u8);
+            value.append_value(*v);
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("doc", DataType::UInt64, false),
+        Field::new("kind", DataType::UInt8, false),
+        Field::new("value", DataType::UInt64, false),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(doc.finish()),
+        Arc::new(kind.finish()),
+        Arc::new(value.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(path, e))?;
+    write(path, batch, stamp)
+}
+
+/// Reads a join task's shares for one range of docs.
+pub fn read_shares(path: &Path, stamp: &Stamp) -> Result<Shares> {
+    let mut out = Shares::default();
+    for b in read(path, stamp)? {
+        let (docs, values) = (u64s(&b, "doc", path)?, u64s(&b, "value", path)?);
+        let kinds = column(&b, "kind", path)?
+            .as_primitive_opt::<UInt8Type>()
+            .ok_or_else(|| invalid(path, "column kind is not UInt8"))?;
+        for ((d, k), v) in docs.iter().zip(kinds.values().iter()).zip(&values) {
+            if *d < stamp.docs.0 || *d >= stamp.docs.1 {
+                return Err(invalid(path, format!("doc {d} outside its range")));
+            }
+            match k {
+                0 => out.shares.push((*d, *v)),
+                1 => out.heads.push((*d, *v)),
+                2 => out.overs.push((*d, *v)),
+                _ => return Err(invalid(path, format!("unknown kind {k}"))),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes an estimate task's pairs: `docs` are the range's docs from `stamp.docs.0` on.
+pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs]) -> Result<()> {
+    let (mut doc, mut examined, mut compared, mut entry_count, mut over) = (
+        UInt64Builder::new(),
+        UInt64Builder::new(),
+        UInt64Builder::new(),
+        UInt64Builder::new(),
+        BinaryBuilder::new(),
+    );
+    let mut e_doc = UInt64Builder::new();
+    let mut older = UInt64Builder::new();
+    let (mut r, mut cab, mut cba) = (
+        Float64Builder::new(),
+        Float64Builder::new(),
+        Float64Builder::new(),
+    );
+    let (mut common, mut union, mut base) = (
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+    );
+    let mut against = BooleanBuilder::new();
+    for (k, p) in docs.iter().enumerate() {
+        let d = stamp.docs.0 + k as u64;
+        doc.append_value(d);
+        examined.append_value(p.examined);
+        compared.append_value(p.compared);
+        entry_count.append_value(p.entry_count as u64);
+        let mut bits = vec![0u8; p.over.len().div_ceil(8)];
+        for (i, o) in p.over.iter().enumerate() {
+            bits[i / 8] |= (*o as u8) << (i % 8);
+        }
+        // The bit count first: a doc's values are not in this file.
+        let mut v = (p.over.len() as u32).to_le_bytes().to_vec();
+        v.extend(bits);
+        over.append_value(v);
+        for e in &p.estimates {
+            e_doc.append_value(d);
+            older.append_value(e.doc);
+            r.append_option(e.edge.map(|x| x.resemblance));
+            cab.append_option(e.edge.map(|x| x.containment_a_in_b));
+            cba.append_option(e.edge.map(|x| x.containment_b_in_a));
+            common.append_option(e.edge.map(|x| x.common));
+            union.append_option(e.edge.map(|x| x.union));
+            base.append_option(e.base);
+            against.append_option(e.against);
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("doc", DataType::UInt64, false),
+        Field::new("examined", DataType::UInt64, false),
+        Field::new("compared", DataType::UInt64, false),
+        Field::new("entry_count", DataType::UInt64, false),
+        Field::new("over", DataType::Binary, false),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(doc.finish()),
+        Arc::new(examined.finish()),
+        Arc::new(compared.finish()),
+        Arc::new(entry_count.finish()),
+        Arc::new(over.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(&paths.0, e))?;
+    let docs_stamp = Stamp {
+        kind: "docs",
+        ..stamp.clone()
+    };
+    write(&paths.0, batch, &docs_stamp)?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("doc", DataType::UInt64, false),
+        Field::new("older", DataType::UInt64, false),
+        Field::new("resemblance", DataType::Float64, true),
+        Field::new("containment_older_in_doc", DataType::Float64, true),
+        Field::new("containment_doc_in_older", DataType::Float64, true),
+        Field::new("common", DataType::UInt32, true),
+        Field::new("union", DataType::UInt32, true),
+        Field::new("base_common", DataType::UInt32, true),
+        Field::new("older_against_base", DataType::Boolean, true),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(e_doc.finish()),
+        Arc::new(older.finish()),
+        Arc::new(r.finish()),
+        Arc::new(cab.finish()),
+        Arc::new(cba.finish()),
+        Arc::new(common.finish()),
+        Arc::new(union.finish()),
+        Arc::new(base.finish()),
+        Arc::new(against.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(&paths.1, e))?;
+    let est_stamp = Stamp {
+        kind: "estimates",
+        ..stamp.clone()
+    };
+    write(&paths.1, batch, &est_stamp)
+}
+
+/// The stamps of an estimate task's two files.
+pub fn pairs_stamps(stamp: &Stamp) -> (Stamp, Stamp) {
+    (
+        Stamp {
+            kind: "docs",
+            ..stamp.clone()
+        },
+        Stamp {
+            kind: "estimates",
+            ..stamp.clone()
+        },
+    )
+}
+
+/// Reads an estimate task's pairs: every doc of the range, in order (`full` unset).
+pub fn read_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp) -> Result<Vec<DocPairs>> {
+    let (ds, es) = pairs_stamps(stamp);
+    let n = (stamp.docs.1 - stamp.docs.0) as usize;
+    let mut out: Vec<DocPairs> = Vec::with_capacity(n);
+    let path = &paths.0;
+    for b in read(path, &ds)? {
+        let docs = u64s(&b, "doc", path)?;
+        let (ex, cmp, ec) = (
+            u64s(&b, "examined", path)?,
+            u64s(&b, "compared", path)?,
+            u64s(&b, "entry_count", path)?,
+        );
+        let over = column(&b, "over", path)?
+            .as_binary_opt::<i32>()
+            .ok_or_else(|| invalid(path, "column over is not Binary"))?;
+        for (k, d) in docs.iter().enumerate() {
+            if *d != stamp.docs.0 + out.len() as u64 {
+                return Err(invalid(path, format!("doc {d} out of order")));
+            }
+            let v = over.value(k);
+            let bits = v
+                .get(..4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+                .filter(|n| v.len() == 4 + n.div_ceil(8))
+                .ok_or_else(|| invalid(path, format!("doc {d}: a damaged over-cap bitmap")))?;
+            out.push(DocPairs {
+                over: (0..bits)
+                    .map(|i| v[4 + i / 8] >> (i % 8) & 1 == 1)
+                    .collect(),
+                examined: ex[k],
+                compared: cmp[k],
+                entry_count: ec[k] as usize,
+                ..Default::default()
+            });
+        }
+    }
+    if out.len() != n {
+        return Err(invalid(
+            path,
+            format!("{} docs where the range has {n}", out.len()),
+        ));
+    }
+    let path = &paths.1;
+    for b in read(path, &es)? {
+        let (docs, older) = (u64s(&b, "doc", path)?, u64s(&b, "older", path)?);
+        let f = |name: &str| -> Result<arrow_array::PrimitiveArray<Float64Type>> {
+            Ok(column(&b, name, path)?
+                .as_primitive_opt::<Float64Type>()
+                .ok_or_else(|| invalid(path, format!("column {name} is not Float64")))?
+                .clone())
+        };
+        let u = |name: &str| -> Result<arrow_array::PrimitiveArray<UInt32Type>> {
+            Ok(column(&b, name, path)?
+                .as_primitive_opt::<UInt32Type>()
+                .ok_or_else(|| invalid(path, format!("column {name} is not UInt32")))?
+                .clone())
+        };
+        let (r, cab, cba) = (
+            f("resemblance")?,
+            f("containment_older_in_doc")?,
+            f("containment_doc_in_older")?,
+        );
+        let (common, union, base) = (u("common")?, u("union")?, u("base_common")?);
+        let against = column(&b, "older_against_base", path)?
+            .as_boolean_opt()
+            .ok_or_else(|| invalid(path, "column older_against_base is not Boolean"))?
+            .clone();
+        for k in 0..docs.len() {
+            let d = docs[k];
+            let slot = d
+                .checked_sub(stamp.docs.0)
+                .and_then(|i| out.get_mut(i as usize))
+                .ok_or_else(|| invalid(path, format!("doc {d} outside its range")))?;
+            let edge = (!r.is_null(k)).then(|| Estimate {
+                resemblance: r.value(k),
+                containment_a_in_b: cab.value(k),
+                containment_b_in_a: cba.value(k),
+                common: common.value(k),
+                union: union.value(k),
+            });
+            slot.estimates.push(PairEstimate {
+                doc: older[k],
+                edge,
+                base: (!base.is_null(k)).then(|| base.value(k)),
+                against: (!against.is_null(k)).then(|| against.value(k)),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamp(kind: &'static str) -> Stamp {
+        Stamp {
+            plan: "abc".into(),
+            kind,
+            part: 1,
+            docs: (10, 13),
+        }
+    }
+
+    #[test]
+    fn pairs_and_shares_come_back_as_written_and_others_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs = vec![
+            DocPairs {
+                over: vec![true, false, false, true, true, false, false, false, true],
+                examined: 7,
+                compared: 3,
+                entry_count: 9,
+                estimates: vec![
+                    PairEstimate {
+                        doc: 4,
+                        edge: Some(Estimate::from_counts(5, 9, 11)),
+                        base: Some(5),
+                        against: Some(true),
+                    },
+                    PairEstimate {
+                        doc: 11,
+                        edge: None,
+                        base: None,
+                        against: None,
+                    },
+                ],
+                full: None,
+            },
+            DocPairs::default(),
+            DocPairs {
+                examined: 1,
+                ..Default::default()
+            },
+        ];
+        let paths = pairs_paths(dir.path(), 1);
+        let s = stamp("pairs");
+        write_pairs(&paths, &s, &docs).unwrap();
+        let back = read_pairs(&paths, &s).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{docs:?}"));
+        // Another plan's, another range's, a truncated file: refused by name.
+        let other = Stamp {
+            plan: "xyz".into(),
+            ..s.clone()
+        };
+        let e = read_pairs(&paths, &other).unwrap_err().to_string();
+        assert!(
+            e.contains("range-00001.docs.parquet") && e.contains("another pairs job"),
+            "{e}"
+        );
+        let e = read_pairs(
+            &paths,
+            &Stamp {
+                part: 2,
+                ..s.clone()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("part 1"), "{e}");
+        let bytes = std::fs::read(&paths.1).unwrap();
+        std::fs::write(&paths.1, &bytes[..bytes.len() / 2]).unwrap();
+        let e = read_pairs(&paths, &s).unwrap_err().to_string();
+        assert!(
+            e.contains("estimates.parquet") && e.contains("truncated"),
+            "{e}"
+        );
+
+        let sh = Shares {
+            shares: vec![(10, 77), (12, 5)],
+            heads: vec![(11, 3)],
+            overs: vec![(10, 99), (10, 100)],
+        };
+        let p = shares_path(dir.path(), 0, 1);
+        write_shares(&p, &stamp("shares"), &sh).unwrap();
+        assert_eq!(read_shares(&p, &stamp("shares")).unwrap(), sh);
+        assert!(check(&p, &stamp("shares")).is_ok());
+        assert!(check(&shares_path(dir.path(), 5, 1), &stamp("shares")).is_err());
+    }
+}
