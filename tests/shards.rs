@@ -9,32 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::{corpus, generate_redesign, sweep_files, tidemark, tidemark_ok};
+use common::{
+    corpus, export, generate_redesign, same_index, sweep_files, sweeps, tidemark, tidemark_ok,
+};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
-}
-
-fn export(db: &Path, format: &str) -> Vec<u8> {
-    tidemark_ok(&["--db", &s(db), "export", "--format", format]).stdout
-}
-
-fn sweeps(db: &Path) -> Vec<u8> {
-    tidemark_ok(&["--db", &s(db), "sweeps", "--json"]).stdout
-}
-
-/// Everything a user reads of an index: both exports and the sweeps' counts.
-fn same_index(a: &Path, b: &Path, what: &str) {
-    for f in ["cdxj", "jsonl"] {
-        let (x, y) = (export(a, f), export(b, f));
-        assert!(!x.is_empty(), "{what}: empty {f} export");
-        assert!(x == y, "{what}: the {f} exports differ");
-    }
-    assert_eq!(
-        String::from_utf8(sweeps(a)).unwrap(),
-        String::from_utf8(sweeps(b)).unwrap(),
-        "{what}: the sweeps differ"
-    );
 }
 
 /// `tidemark [GLOBAL] --threads N sketch --out DIR [--json] FILES...`, which must

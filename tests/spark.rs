@@ -1,6 +1,8 @@
-//! The map stage on Spark (`tools/spark/sketch_job.py`, PyPI's pyspark in `local[2]`
-//! mode): its shards equal a local `tidemark sketch`'s byte for byte, and committed
-//! with `ingest --sketches` they give the index the WARC files give.
+//! Spark (PyPI's pyspark in `local[2]` mode). The map stage (`tools/spark/sketch_job.py`):
+//! its shards equal a local `tidemark sketch`'s byte for byte, and committed with
+//! `ingest --sketches` they give the index the WARC files give. The pairs
+//! (`tools/spark/pairs_job.py`): committed with `ingest --pairs`, the index a local
+//! ingest gives.
 
 mod common;
 
@@ -125,4 +127,87 @@ fn the_spark_job_writes_the_shards_a_local_sketch_writes_and_they_make_the_same_
         let e = |db: &Path| tidemark_ok(&["--db", &s(db), "export", "--format", f]).stdout;
         assert!(e(&from_shards) == e(&from_warcs), "{f} exports differ");
     }
+}
+
+#[test]
+fn the_spark_pairs_job_gives_the_index_a_local_ingest_gives() {
+    let Some(py) = python() else { return };
+    if !java() {
+        return;
+    }
+    let gen = tempfile::tempdir().unwrap();
+    common::generate_redesign(gen.path(), 400, 33);
+    let mut sweeps: Vec<Vec<PathBuf>> = (1..=3).map(|k| sweep_files(gen.path(), k)).collect();
+    // And real files, a damaged one among them, as a fourth sweep.
+    if let Some(dir) = corpus() {
+        sweeps.push(
+            [
+                "pywb__iana.warc.gz",
+                "ipwb__5mementos.warc",
+                "bad/resiliparse__clipped.warc.gz",
+            ]
+            .iter()
+            .map(|n| dir.join(n))
+            .collect(),
+        );
+    }
+    let work = tempfile::tempdir().unwrap();
+    let shards: Vec<PathBuf> = (1..=sweeps.len())
+        .map(|k| work.path().join(format!("shards-{k}")))
+        .collect();
+    for (files, dir) in sweeps.iter().zip(&shards) {
+        let mut args = vec!["sketch".to_string(), "--out".into(), s(dir)];
+        args.extend(files.iter().map(|f| s(f)));
+        let o = tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(matches!(o.status.code(), Some(0 | 1)));
+    }
+    let ingest = |db: &Path, k: usize, extra: &[String]| {
+        let mut args = vec!["--db".to_string(), s(db), "ingest".into()];
+        args.extend(["--sweep".into(), format!("sweep-{k}"), "--sketches".into()]);
+        args.extend(extra.iter().cloned());
+        args.push(s(&shards[k - 1]));
+        let o = tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            o.status.code(),
+            Some(if k == 4 { 1 } else { 0 }),
+            "sweep {k}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let (local, spark) = (work.path().join("local"), work.path().join("spark"));
+    for k in 1..=sweeps.len() {
+        ingest(&local, k, &[]);
+    }
+    ingest(&spark, 1, &[]);
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/spark/pairs_job.py");
+    for k in 2..=sweeps.len() {
+        // Sweep 3 (the template change) committed first, its new docs waiting.
+        if k == 3 {
+            ingest(&spark, k, &["--pairs-later".into()]);
+        }
+        let out_dir = work.path().join(format!("pairs-{k}"));
+        let out = Command::new(&py)
+            .arg(&job)
+            .args(["--master", "local[2]", "--json", "--binary"])
+            .arg(env!("CARGO_BIN_EXE_tidemark"))
+            .arg("--index")
+            .arg(&spark)
+            .arg("--shards")
+            .arg(&shards[k - 1])
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "sweep {k}: {stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));
+        assert!(report["docs"].as_u64().unwrap() > 0, "{report}");
+        assert_eq!(
+            report["parts"], 4,
+            "two key ranges per Spark core: {report}"
+        );
+        ingest(&spark, k, &["--pairs".into(), s(&out_dir)]);
+    }
+    common::same_index(&local, &spark, "through the Spark pairs job");
 }

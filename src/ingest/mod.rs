@@ -376,10 +376,13 @@ pub fn run(
         PairsFrom::Files(dir) => {
             let plan = pairs_job::Plan::load(dir)?;
             let begun = sweeps.iter().any(|(id, _)| *id == sweep_id);
-            let ids: Vec<(String, [u8; 16])> =
-                inputs.iter().map(|i| (i.name.clone(), i.id)).collect();
+            let ids: Vec<(String, [u8; 16])> = inputs
+                .iter()
+                .map(|i| (i.path.display().to_string(), i.id))
+                .collect();
             plan.check_before(index, sweep_id, begun, &ids)?;
-            Some(plan)
+            // And every file of it there, whole and of this plan.
+            Some(pairs_job::PairsFiles::open(dir, plan)?)
         }
         _ => None,
     };
@@ -496,8 +499,8 @@ struct Plan {
     states: Vec<(String, [u8; 16], FileState)>,
     input_total: u64,
     sizes: Vec<u64>,
-    /// With `--pairs`: the pairs job's plan, checked.
-    pairs_plan: Option<pairs_job::Plan>,
+    /// With `--pairs`: the pairs job's files, checked against the index.
+    pairs_plan: Option<pairs_job::PairsFiles>,
 }
 
 fn ingest_files<'scope>(
@@ -724,8 +727,8 @@ fn ingest_files<'scope>(
         w.summary.counts = w.sweep.counts.since(&w.counts_before);
         return Ok(w.summary);
     }
-    if let (None, Stage::Waiting, PairsFrom::Files(dir)) = (&failure, w.stage, &opts.pairs) {
-        failure = w.from_files(dir, pairs_plan).err();
+    if let (None, Stage::Waiting, Some(files)) = (&failure, w.stage, pairs_plan) {
+        failure = w.from_files(files).err();
     }
     if failure.is_none() && w.stage == Stage::Waiting {
         let records = w.sweep.counts.records - w.counts_before.records;

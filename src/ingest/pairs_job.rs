@@ -647,6 +647,11 @@ impl PairsFiles {
         })
     }
 
+    /// The plan they were made for.
+    pub(super) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
     /// The pairs of docs `first..first + n`, in order.
     pub(super) fn take(&mut self, first: u64, n: usize) -> Result<Vec<pairs::DocPairs>> {
         let mut out = Vec::with_capacity(n);

@@ -64,18 +64,15 @@ impl Kept {
 }
 
 impl Writer<'_> {
-    /// With `--pairs`: checks the pairs job's plan against the waiting docs and opens its
-    /// files; the pair step then takes each batch's pairs from them.
-    pub(super) fn from_files(
-        &mut self,
-        dir: &std::path::Path,
-        plan: Option<pairs_job::Plan>,
-    ) -> Result<()> {
-        let plan = match plan {
-            Some(p) => p,
-            None => pairs_job::Plan::load(dir)?,
-        };
+    /// With `--pairs`: checks the pairs job's plan against the waiting docs; the pair step
+    /// then takes each batch's pairs from its files.
+    pub(super) fn from_files(&mut self, files: pairs_job::PairsFiles) -> Result<()> {
+        let plan = files.plan();
         let end = self.index.counters().next_doc;
+        if self.next_pair == end {
+            // Nothing waits (a sweep paired already): nothing to take from them.
+            return Ok(());
+        }
         plan.check_waiting(self.index, self.next_pair, end)?;
         let bits = pairs_job::AgainstBits::new(plan.first, plan.end);
         // Docs a stopped run paired: whether each is stored against a base, as stored.
@@ -88,9 +85,7 @@ impl Writer<'_> {
             }
         }
         self.against_bits = Some(bits);
-        self.pair_files = Some(Arc::new(std::sync::Mutex::new(
-            pairs_job::PairsFiles::open(dir, plan)?,
-        )));
+        self.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
         Ok(())
     }
 

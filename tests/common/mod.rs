@@ -171,3 +171,55 @@ pub fn run_or_kill(args: &[String], delay: std::time::Duration) -> bool {
         }
     }
 }
+
+/// An export of the index at `db` in `format` (cdxj, jsonl).
+pub fn export(db: &Path, format: &str) -> Vec<u8> {
+    tidemark_ok(&[
+        "--db",
+        &db.display().to_string(),
+        "export",
+        "--format",
+        format,
+    ])
+    .stdout
+}
+
+/// `sweeps --json` of the index at `db`.
+pub fn sweeps(db: &Path) -> Vec<u8> {
+    tidemark_ok(&["--db", &db.display().to_string(), "sweeps", "--json"]).stdout
+}
+
+/// Everything a user reads of an index: both exports, the sweeps' counts and the
+/// change report.
+pub fn same_index(a: &Path, b: &Path, what: &str) {
+    same_index_with(a, b, what, &[]);
+}
+
+/// [`same_index`] with global options (e.g. `--config FILE`).
+pub fn same_index_with(a: &Path, b: &Path, what: &str, global: &[&str]) {
+    let read = |db: &Path, args: &[&str]| {
+        let db = db.display().to_string();
+        let mut all: Vec<&str> = global.to_vec();
+        all.extend(["--db", &db]);
+        all.extend(args);
+        tidemark_ok(&all).stdout
+    };
+    for f in ["cdxj", "jsonl"] {
+        let x = read(a, &["export", "--format", f]);
+        assert!(!x.is_empty(), "{what}: empty {f} export");
+        assert!(
+            x == read(b, &["export", "--format", f]),
+            "{what}: the {f} exports differ"
+        );
+    }
+    assert_eq!(
+        String::from_utf8(read(a, &["sweeps", "--json"])).unwrap(),
+        String::from_utf8(read(b, &["sweeps", "--json"])).unwrap(),
+        "{what}: the sweeps differ"
+    );
+    let report = ["report", "--format", "json"];
+    assert!(
+        read(a, &report) == read(b, &report),
+        "{what}: the reports differ"
+    );
+}
