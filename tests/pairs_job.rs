@@ -96,10 +96,8 @@ impl Work {
         args.extend(["--ranges".into(), ranges.to_string(), "--json".into()]);
         args.push(s(&self.shards(k)));
         let plan: serde_json::Value = serde_json::from_slice(&ok(&args).stdout).unwrap();
-        for (task, n) in [
-            ("join", parts),
-            ("estimate", plan["ranges"].as_array().unwrap().len()),
-        ] {
+        let ranges = plan["ranges"].as_array().unwrap().len();
+        for (task, n) in [("keys", ranges), ("join", parts), ("estimate", ranges)] {
             for part in 0..n {
                 let mut args = self.global(None);
                 args.extend(["pairs".into(), task.into(), "--pairs".into(), s(out)]);

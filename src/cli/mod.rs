@@ -74,8 +74,9 @@ pub enum Command {
     /// `ingest --sketches` to commit.
     Sketch(sketch_cmd::Args),
     /// The pair step of a sweep in tasks, for a cluster (`tools/spark/pairs_job.py` runs
-    /// them): `prepare` on the index's machine, `join` per key range and `estimate` per
-    /// doc range anywhere that reads the job's folder; then `ingest --pairs`.
+    /// them): `prepare` on the index's machine; `keys` per doc range, `join` per key
+    /// range and `estimate` per doc range anywhere that reads the job's folder; then
+    /// `ingest --pairs`.
     #[command(subcommand)]
     Pairs(pairs_cmd::Command),
     /// Print every capture in key order as CDXJ or JSON lines.

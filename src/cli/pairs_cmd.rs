@@ -16,7 +16,11 @@ pub enum Command {
     /// records committed into it (its new docs waiting), and OUT/plan.json (what the
     /// pairs depend on, the key and doc ranges). The index itself is not changed.
     Prepare(PrepareArgs),
-    /// One key range of the join, for every waiting doc: OUT/shares/part-K.range-J.parquet.
+    /// One doc range's posting keys, one file per key range:
+    /// OUT/keys/range-J.part-K.parquet.
+    Keys(TaskArgs),
+    /// One key range of the join, for the waiting docs with keys in it:
+    /// OUT/shares/part-K.range-J.parquet.
     Join(TaskArgs),
     /// One doc range's counts, candidates and estimates from every key range's shares:
     /// OUT/pairs/range-J.{docs,estimates}.parquet, for `ingest --pairs OUT`.
@@ -51,7 +55,7 @@ pub struct TaskArgs {
     /// The job's folder (`pairs prepare --out`).
     #[arg(long, value_name = "DIR")]
     pub pairs: PathBuf,
-    /// The task's key range (join) or doc range (estimate), from 0.
+    /// The task's key range (join) or doc range (keys, estimate), from 0.
     #[arg(long)]
     pub part: usize,
     /// Print what the task did as JSON: {"task","part","docs","rows","seconds"}.
@@ -107,6 +111,10 @@ pub fn run(g: &Globals, c: Command) -> anyhow::Result<u8> {
                     a.out.display()
                 )?;
             }
+        }
+        Command::Keys(a) => {
+            let s = pairs_job::keys(&a.pairs, &g.config, a.part, threads)?;
+            report(&mut out, &s, a.json)?;
         }
         Command::Join(a) => {
             let s = pairs_job::join(&a.pairs, &g.config, a.part, threads)?;

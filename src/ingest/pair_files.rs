@@ -38,6 +38,107 @@ const KIND: &str = "tidemark.kind";
 const PART: &str = "tidemark.part";
 const DOCS: &str = "tidemark.docs";
 
+/// A keys task's file: the posting keys in key range `part` of the waiting docs of doc
+/// range `range`.
+pub fn keys_path(dir: &Path, range: usize, part: usize) -> PathBuf {
+    dir.join("keys")
+        .join(format!("range-{range:05}.part-{part:05}.parquet"))
+}
+
+/// A waiting doc's posting keys in one key range, with what the join needs of it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct DocKeys {
+    /// The doc.
+    pub doc: u64,
+    /// Its posting level.
+    pub level: u8,
+    /// Its template's id (0: none).
+    pub template: u32,
+    /// The count its posting entries carry (its values outside its template).
+    pub entry_count: u32,
+    /// Its posting keys in the range, ascending.
+    pub keys: Vec<u64>,
+}
+
+/// Writes a keys task's file for one key range (docs in doc order).
+pub fn write_keys(path: &Path, stamp: &Stamp, docs: &[DocKeys]) -> Result<()> {
+    let (mut doc, mut key, mut level, mut template, mut count) = (
+        UInt64Builder::new(),
+        UInt64Builder::new(),
+        UInt8Builder::new(),
+        UInt32Builder::new(),
+        UInt32Builder::new(),
+    );
+    for d in docs {
+        for k in &d.keys {
+            doc.append_value(d.doc);
+            key.append_value(*k);
+            level.append_value(d.level);
+            template.append_value(d.template);
+            count.append_value(d.entry_count);
+        }
+    }
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("doc", DataType::UInt64, false),
+        Field::new("key", DataType::UInt64, false),
+        Field::new("level", DataType::UInt8, false),
+        Field::new("template", DataType::UInt32, false),
+        Field::new("entry_count", DataType::UInt32, false),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(doc.finish()),
+        Arc::new(key.finish()),
+        Arc::new(level.finish()),
+        Arc::new(template.finish()),
+        Arc::new(count.finish()),
+    ];
+    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(path, e))?;
+    write(path, batch, stamp)
+}
+
+/// Reads a keys task's file, appending its docs (in doc order) to `out`.
+pub fn read_keys(path: &Path, stamp: &Stamp, out: &mut Vec<DocKeys>) -> Result<()> {
+    for b in read(path, stamp)? {
+        let (docs, keys) = (u64s(&b, "doc", path)?, u64s(&b, "key", path)?);
+        let level = column(&b, "level", path)?
+            .as_primitive_opt::<UInt8Type>()
+            .ok_or_else(|| invalid(path, "column level is not UInt8"))?;
+        let u = |name: &str| -> Result<Vec<u32>> {
+            Ok(column(&b, name, path)?
+                .as_primitive_opt::<UInt32Type>()
+                .ok_or_else(|| invalid(path, format!("column {name} is not UInt32")))?
+                .values()
+                .to_vec())
+        };
+        let (template, count) = (u("template")?, u("entry_count")?);
+        for k in 0..docs.len() {
+            let d = docs[k];
+            if d < stamp.docs.0 || d >= stamp.docs.1 {
+                return Err(invalid(path, format!("doc {d} outside its range")));
+            }
+            match out.last_mut() {
+                Some(last) if last.doc == d => {
+                    if last.keys.last().is_some_and(|x| *x >= keys[k]) {
+                        return Err(invalid(path, format!("doc {d}: keys out of order")));
+                    }
+                    last.keys.push(keys[k]);
+                }
+                Some(last) if last.doc > d => {
+                    return Err(invalid(path, format!("doc {d} out of order")));
+                }
+                _ => out.push(DocKeys {
+                    doc: d,
+                    level: level.value(k),
+                    template: template[k],
+                    entry_count: count[k],
+                    keys: vec![keys[k]],
+                }),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A join task's file: what key range `part` found for the waiting docs of one range.
 pub fn shares_path(dir: &Path, part: usize, range: usize) -> PathBuf {
     dir.join("shares")
@@ -62,7 +163,7 @@ fn invalid(path: &Path, m: impl std::fmt::Display) -> IndexError {
 pub struct Stamp {
     /// The plan's id.
     pub plan: String,
-    /// "shares", "docs" or "estimates".
+    /// "keys", "shares", "docs" or "estimates".
     pub kind: &'static str,
     /// The join task's key range, or the estimate task's doc range.
     pub part: usize,

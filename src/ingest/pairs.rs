@@ -78,6 +78,18 @@ pub struct NewDoc<'a> {
     pub stored: &'a StoredSketch,
 }
 
+/// What the join reads of a doc: its id, posting level and posting keys (ascending; all
+/// of them, or at least those of the key range joined).
+#[derive(Debug, Clone, Copy)]
+pub struct JoinDoc<'a> {
+    /// Its id.
+    pub id: u64,
+    /// Its posting level.
+    pub level: u8,
+    /// Its posting keys.
+    pub values: &'a [u64],
+}
+
 /// What the index holds as of the batch's start, read-only.
 pub struct View<'a> {
     /// The index (stored postings and sketches).
@@ -107,7 +119,7 @@ pub struct Unsettled<'a> {
     /// The sweep's first waiting doc.
     pub from: u64,
     /// A waiting doc's template.
-    pub template: &'a (dyn Fn(u64) -> u32 + Sync),
+    pub template: &'a (dyn Fn(u64) -> Result<u32> + Sync),
 }
 
 /// How the step runs and what it keeps.
@@ -190,11 +202,18 @@ pub fn find(
         .enumerate()
         .map(|(k, p)| (k, Mutex::new(p)))
         .collect();
+    let joined_docs: Vec<JoinDoc> = (docs.iter().enumerate())
+        .map(|(i, d)| JoinDoc {
+            id: first + i as u64,
+            level: d.level,
+            values: d.values,
+        })
+        .collect();
     parallel(s.threads, &cells, |(k, cell)| {
         let mut part = cell
             .lock()
             .map_err(|_| IndexError::Invalid("a pair-step thread panicked".into()))?;
-        part.fill(view, first, docs, from, s, (&tmpl, &entry_counts), (*k, n))
+        part.fill(view, &joined_docs, from, s, (&tmpl, &entry_counts), (*k, n))
     })?;
     let parts: Vec<Part> = cells
         .into_iter()
@@ -227,30 +246,36 @@ pub fn find(
     r
 }
 
-/// The join of key range `k` of `n` for all of `docs` (new docs `first`, `first + 1`,
-/// …): what one join task of a cluster's pair step computes ([`super::pairs_job`]).
-/// Each doc's shares, heads and over-cap values are in the order [`find`] meets them.
+/// The join of key range `k` of `n` for `docs` (in doc order; each with at least its
+/// keys in the range), each with its template's values and the count its entries
+/// carry: what one join task of a cluster's pair step computes
+/// ([`super::pairs_job`]). Each doc's shares, heads and over-cap values are in the order
+/// [`find`] meets them.
 pub fn join_range(
     view: &View,
-    first: u64,
-    docs: &[NewDoc],
+    docs: &[JoinDoc],
     s: Settings,
+    (tmpl, entry_counts): (&[&[u32]], &[usize]),
     (k, n): (usize, usize),
 ) -> Result<super::pair_files::Shares> {
-    let (tmpl, entry_counts) = doc_templates(view.templates, docs);
     let mut part = Part::default();
-    part.fill(view, first, docs, 0, s, (&tmpl, &entry_counts), (k, n))?;
+    part.fill(view, docs, 0, s, (tmpl, entry_counts), (k, n))?;
     let mut out = super::pair_files::Shares::default();
-    for i in 0..docs.len() {
-        let d = first + i as u64;
-        out.shares.extend(part.shares_of(i).iter().map(|v| (d, *v)));
+    for (i, d) in docs.iter().enumerate() {
+        out.shares
+            .extend(part.shares_of(i).iter().map(|v| (d.id, *v)));
     }
     let global = |l: &[(u32, u64)]| -> Vec<(u64, u64)> {
-        l.iter().map(|(i, v)| (first + u64::from(*i), *v)).collect()
+        l.iter().map(|(i, v)| (docs[*i as usize].id, *v)).collect()
     };
     out.heads = global(&part.heads);
     out.overs = global(&part.overs);
     Ok(out)
+}
+
+/// Which of `n` ranges of posting keys `v` is in ([`range_of`]).
+pub fn key_range(v: u64, n: usize) -> usize {
+    range_of(v, n)
 }
 
 /// Each doc's template values (empty with edges on all shingles, or without one), and
@@ -346,7 +371,7 @@ pub fn estimate(
     // Docs of the sweep paired elsewhere: stored without their template so far.
     if let Some(u) = &view.unsettled {
         for (d, c) in read.iter_mut().filter(|(d, _)| *d >= u.from) {
-            c.template = (u.template)(*d);
+            c.template = (u.template)(*d)?;
         }
     }
     let sketch_of = |c: u64| -> Option<&CompactSketch> {
@@ -538,8 +563,7 @@ impl Part {
     fn fill(
         &mut self,
         view: &View,
-        first: u64,
-        docs: &[NewDoc],
+        docs: &[JoinDoc],
         from: usize,
         s: Settings,
         tmpl: (&[&[u32]], &[usize]),
@@ -547,7 +571,7 @@ impl Part {
     ) -> Result<()> {
         self.clear();
         self.keys_of(docs, from, k, n);
-        join(view, first, docs, from, s, tmpl, self)?;
+        join(view, docs, from, s, tmpl, self)?;
         self.by_doc(docs.len());
         Ok(())
     }
@@ -585,7 +609,7 @@ impl Part {
     /// The ⟨posting key, doc⟩ pairs of key range `k` of `n`, by key then doc: only the
     /// keys of docs whose pairs are made (from `from` on); the docs before count where
     /// they share one.
-    fn keys_of(&mut self, docs: &[NewDoc], from: usize, k: usize, n: usize) {
+    fn keys_of(&mut self, docs: &[JoinDoc], from: usize, k: usize, n: usize) {
         for (i, d) in docs.iter().enumerate() {
             let lo = d.values.partition_point(|v| range_of(*v, n) < k);
             let hi = lo + d.values[lo..].partition_point(|v| range_of(*v, n) == k);
@@ -673,8 +697,7 @@ fn packed(e: &[u8]) -> u64 {
 /// the docs from `from` on see is kept.
 fn join(
     view: &View,
-    first: u64,
-    docs: &[NewDoc],
+    docs: &[JoinDoc],
     from: usize,
     s: Settings,
     (tmpl, entry_counts): (&[&[u32]], &[usize]),
@@ -755,7 +778,7 @@ fn join(
                     }
                     let d = &docs[*i as usize];
                     let n = entry_counts[*i as usize].min(u16::MAX as usize) as u16;
-                    added.push(packed(&entry(first + *i as u64, d.level, n)));
+                    added.push(packed(&entry(d.id, d.level, n)));
                 }
                 part.same.expanded(part.shares.len());
             }

@@ -6,10 +6,12 @@
 //!    (its records, its new docs waiting for their pairs: [`super::PairsFrom::Later`]),
 //!    and `OUT/plan.json`: what the pairs depend on (the parameters, the sweeps before,
 //!    the waiting docs and a digest of their sketches), the key ranges and doc ranges.
-//! 2. `pairs join` (one task per key range): the join of the waiting docs' posting keys
+//! 2. `pairs keys` (one task per doc range): its waiting docs' posting keys, one file
+//!    per key range (`OUT/keys/`): the shuffle by key, so that no task reads every doc.
+//! 3. `pairs join` (one task per key range): the join of the waiting docs' posting keys
 //!    in its range with the stored lists ([`super::pairs::join_range`]), its shares
 //!    written per range of docs (`OUT/shares/`).
-//! 3. `pairs estimate` (one task per doc range): its docs' shares from every key range,
+//! 4. `pairs estimate` (one task per doc range): its docs' shares from every key range,
 //!    the counts, candidates and estimates ([`super::pairs::estimate`]), written as
 //!    `OUT/pairs/`.
 //!
@@ -25,7 +27,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::pair_files::{self, Shares, Stamp};
+use super::pair_files::{self, DocKeys, Shares, Stamp};
 use super::pairs::{self, Joined, NewDoc, Unsettled, View};
 use super::{IngestOptions, PairsFrom, Progress, RecordSource, Shards};
 use crate::compact::CompactSketch;
@@ -470,7 +472,61 @@ pub struct TaskSummary {
     pub seconds: f64,
 }
 
-/// `pairs join --part k`: the join of key range `k` for every waiting doc.
+/// `pairs keys --part j`: the posting keys of doc range `j`'s waiting docs, one file per
+/// key range (a shuffle by key: each join task then reads only its keys).
+pub fn keys(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<TaskSummary> {
+    let clock = std::time::Instant::now();
+    let t = Task::open(dir, config)?;
+    let plan = &t.plan;
+    let Some(&(a, b)) = plan.ranges.get(range) else {
+        return Err(IndexError::Invalid(format!(
+            "--part {range}: plan {} has {} doc ranges",
+            plan.id,
+            plan.ranges.len()
+        )));
+    };
+    let docs = Docs::read(&t.index, plan, (a, b), threads)?;
+    let new = docs.new_docs();
+    let (tmpl, entry_counts) = pairs::doc_templates(t.set.as_ref(), &new);
+    drop(tmpl);
+    let mut rows = 0;
+    for k in 0..plan.parts {
+        let mine: Vec<DocKeys> = (new.iter().zip(&docs.compact).zip(&entry_counts))
+            .enumerate()
+            .map(|(i, ((d, c), n))| {
+                let lo = d
+                    .values
+                    .partition_point(|v| pairs::key_range(*v, plan.parts) < k);
+                let hi =
+                    lo + d.values[lo..].partition_point(|v| pairs::key_range(*v, plan.parts) == k);
+                DocKeys {
+                    doc: a + i as u64,
+                    level: d.level,
+                    template: c.template,
+                    entry_count: u32::try_from(*n).unwrap_or(u32::MAX),
+                    keys: d.values[lo..hi].to_vec(),
+                }
+            })
+            .filter(|d| !d.keys.is_empty())
+            .collect();
+        rows += mine.iter().map(|d| d.keys.len() as u64).sum::<u64>();
+        pair_files::write_keys(
+            &pair_files::keys_path(dir, range, k),
+            &plan.stamp("keys", k, (a, b)),
+            &mine,
+        )?;
+    }
+    Ok(TaskSummary {
+        task: "keys",
+        part: range,
+        docs: new.len() as u64,
+        rows,
+        seconds: clock.elapsed().as_secs_f64(),
+    })
+}
+
+/// `pairs join --part k`: the join of key range `k` for the waiting docs with keys in it
+/// (read from every doc range's keys file), its shares written per doc range.
 pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<TaskSummary> {
     let clock = std::time::Instant::now();
     let t = Task::open(dir, config)?;
@@ -482,8 +538,27 @@ pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<
             plan.parts - 1
         )));
     }
-    let docs = Docs::read(&t.index, plan, (plan.first, plan.end), threads)?;
-    let new = docs.new_docs();
+    let mut docs: Vec<DocKeys> = Vec::new();
+    for (j, (a, b)) in plan.ranges.iter().enumerate() {
+        pair_files::read_keys(
+            &pair_files::keys_path(dir, j, part),
+            &plan.stamp("keys", part, (*a, *b)),
+            &mut docs,
+        )?;
+    }
+    let joined: Vec<pairs::JoinDoc> = docs
+        .iter()
+        .map(|d| pairs::JoinDoc {
+            id: d.doc,
+            level: d.level,
+            values: &d.keys,
+        })
+        .collect();
+    let tmpl: Vec<&[u32]> = docs
+        .iter()
+        .map(|d| t.set.as_ref().map_or(&[][..], |s| s.get(d.template)))
+        .collect();
+    let entry_counts: Vec<usize> = docs.iter().map(|d| d.entry_count as usize).collect();
     let fresh = Fresh::load(&t.index, Some(plan.first))?;
     let (over_cap, cache) = (OverCap::default(), SketchCache::new(0));
     let view = View {
@@ -497,9 +572,9 @@ pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<
     };
     let found = pairs::join_range(
         &view,
-        plan.first,
-        &new,
+        &joined,
         plan.settings(threads),
+        (&tmpl, &entry_counts),
         (part, plan.parts),
     )?;
     let mut rows = 0;
@@ -522,7 +597,7 @@ pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<
     Ok(TaskSummary {
         task: "join",
         part,
-        docs: new.len() as u64,
+        docs: docs.len() as u64,
         rows,
         seconds: clock.elapsed().as_secs_f64(),
     })
@@ -566,23 +641,22 @@ pub fn estimate(dir: &Path, config: &Config, range: usize, threads: usize) -> Re
             joined.overs[(d - a) as usize].push(v);
         }
     }
-    // The earlier waiting docs' templates (read from the checkpoint without one).
+    // The earlier waiting docs' templates (read from the checkpoint without one): from
+    // their URLs, for those read.
     let by_host = plan.for_pairs();
-    let mut early: Vec<u32> = Vec::new();
-    if by_host.is_some() {
-        let mut at = plan.first;
-        while at < a {
-            let w = t.index.unpaired().from(at, 4096)?;
-            let w: Vec<_> = w.into_iter().filter(|(d, _)| *d < a).collect();
-            let Some(last) = w.last().map(|(d, _)| *d) else {
-                break;
-            };
-            early.extend(w.iter().map(|(_, w)| template_of(&by_host, &w.url)));
-            at = last + 1;
+    let unpaired = t.index.unpaired();
+    let template = |d: u64| -> Result<u32> {
+        if by_host.is_none() {
+            return Ok(0);
         }
-    }
-    let first = plan.first;
-    let template = move |d: u64| early.get((d - first) as usize).copied().unwrap_or(0);
+        match unpaired.get(&d)? {
+            Some(w) => Ok(template_of(&by_host, &w.url)),
+            None => Err(IndexError::Invalid(format!(
+                "doc {d} does not wait for its pairs in {}",
+                t.index.path().display()
+            ))),
+        }
+    };
     let fresh = Fresh::load(&t.index, Some(plan.first))?;
     let (over_cap, cache) = (OverCap::default(), SketchCache::new(0));
     let view = View {

@@ -6,16 +6,18 @@ the index's machine commits with `tidemark ingest --pairs`.
         --index DB --shards SHARDS --out PAIRS
     tidemark --db DB ingest --sweep LABEL --sketches SHARDS --pairs PAIRS
 
-Three steps, each the shipped binary (the rule is the one a local ingest applies):
+Four steps, each the shipped binary (the rule is the one a local ingest applies):
 
 1. On the driver, `tidemark pairs prepare`: a RocksDB checkpoint of the index in
    PAIRS/index (hard links when PAIRS is on the index's file system), the sweep's
    records committed into it (its new docs waiting for their pairs; the index itself
    is not changed), and PAIRS/plan.json (what the pairs depend on). If the index holds
    the sweep's first stage already (`ingest --pairs-later`), that one is used.
-2. One Spark task per key range, `tidemark pairs join`: the join of the waiting docs'
+2. One Spark task per doc range, `tidemark pairs keys`: its waiting docs' posting keys,
+   one file per key range (the shuffle by key).
+3. One Spark task per key range, `tidemark pairs join`: the join of the waiting docs'
    posting keys in its range with the stored lists, written per range of docs.
-3. One Spark task per doc range, `tidemark pairs estimate`: its docs' shares from every
+4. One Spark task per doc range, `tidemark pairs estimate`: its docs' shares from every
    key range, their counts, candidates and estimates, as PAIRS/pairs/*.parquet.
 
 PAIRS must be reachable under the same path from the driver and every executor (NFS,
@@ -120,22 +122,24 @@ def main(argv):
             config_name = os.path.basename(a.config)
         threads = a.task_threads
         n_ranges = len(plan["ranges"])
-        try:
-            clock = time.time()
-            joins = (
-                sc.parallelize(range(plan["parts"]), numSlices=plan["parts"])
-                .map(lambda k: run_task("join", k, out, binary_name, config_name, threads))
+        def stage(kind, n):
+            if n == 0:
+                return []
+            return (
+                sc.parallelize(range(n), numSlices=n)
+                .map(lambda p: run_task(kind, p, out, binary_name, config_name, threads))
                 .collect()
             )
+
+        try:
+            clock = time.time()
+            keys = stage("keys", n_ranges)
+            keys_s = time.time() - clock
+            clock = time.time()
+            joins = stage("join", plan["parts"]) if n_ranges else []
             join_s = time.time() - clock
             clock = time.time()
-            estimates = []
-            if n_ranges:
-                estimates = (
-                    sc.parallelize(range(n_ranges), numSlices=n_ranges)
-                    .map(lambda j: run_task("estimate", j, out, binary_name, config_name, threads))
-                    .collect()
-                )
+            estimates = stage("estimate", n_ranges)
             estimate_s = time.time() - clock
         except Exception as e:  # a task failed after its retries
             print(f"pairs_job: {e}", file=sys.stderr)
@@ -148,9 +152,11 @@ def main(argv):
         "docs": plan["end"] - plan["first"],
         "parts": plan["parts"],
         "ranges": n_ranges,
+        "keys": sum(t["rows"] for t in keys),
         "shares": sum(t["rows"] for t in joins),
         "estimates": sum(t["rows"] for t in estimates),
         "prepare_s": round(prepare_s, 3),
+        "keys_s": round(keys_s, 3),
         "join_s": round(join_s, 3),
         "estimate_s": round(estimate_s, 3),
         "out": out,
