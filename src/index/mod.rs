@@ -420,6 +420,14 @@ impl Index {
             .expect("column families are created at open")
     }
 
+    /// A copy of the index as it is now at `to` (which must not exist): a RocksDB
+    /// checkpoint (hard links to the immutable SST files, a copy of the small manifest)
+    /// and links to the postings runs (copies onto another file system).
+    pub fn checkpoint(&self, to: &Path) -> Result<()> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(to)?;
+        self.postings_store()?.link_into(&to.join(postings::DIR))
+    }
+
     pub(crate) fn db(&self) -> &DB {
         &self.db
     }

@@ -60,10 +60,7 @@ pub fn publish(index: &Index) -> Result<PathBuf> {
     // Built aside and renamed whole: a server never opens a snapshot without its
     // postings (hard links to the runs, which never change).
     let building = dir.join(format!("{next:010}.tmp"));
-    rocksdb::checkpoint::Checkpoint::new(index.db())?.create_checkpoint(&building)?;
-    index
-        .postings_store()?
-        .link_into(&building.join(super::postings::DIR))?;
+    index.checkpoint(&building)?;
     lease_file(&building, true).map_err(|e| io_err(&building, e))?;
     std::fs::rename(&building, &path).map_err(|e| io_err(&path, e))?;
     for (n, old) in list(index.path()) {

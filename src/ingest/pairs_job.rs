@@ -294,8 +294,7 @@ pub fn prepare(
         .map_err(|e| IndexError::Invalid(format!("{}: cannot create: {e}", p.out.display())))?;
     {
         let index = Index::open(db, config, false)?;
-        rocksdb::checkpoint::Checkpoint::new(index.db())?
-            .create_checkpoint(Plan::index_path(&p.out))?;
+        index.checkpoint(&Plan::index_path(&p.out))?;
     }
     let index = Index::open(&Plan::index_path(&p.out), config, false)?;
     // A sweep the index already holds the first stage of (`ingest --pairs-later`) is
@@ -315,13 +314,18 @@ pub fn prepare(
         pairs: PairsFrom::Later,
         ..ingest.clone()
     };
-    super::run(&index, &Shards(shards), &opts, progress)?;
+    let summary = super::run(&index, &Shards(shards), &opts, progress)?;
     let sweeps = index.sweeps().all()?;
     let sweep_id = sweeps
         .iter()
         .find(|(_, s)| s.label == label)
         .map(|(id, _)| *id)
-        .ok_or_else(|| IndexError::Invalid(format!("no sweep {label} after its first stage")))?;
+        .ok_or_else(|| {
+            IndexError::Invalid(format!(
+                "nothing to pair: the inputs are ingested already ({})",
+                summary.already_ingested.join(", ")
+            ))
+        })?;
     let end = index.counters().next_doc;
     let first = match index.unpaired().first()? {
         Some((d, _)) => d,

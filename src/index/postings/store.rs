@@ -314,7 +314,10 @@ impl Store {
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         for r in &self.runs {
             let to = dir.join(r.path().file_name().unwrap_or_default());
-            std::fs::hard_link(r.path(), &to).map_err(|e| io(&to, e))?;
+            // Linked (the runs never change); copied onto another file system.
+            if std::fs::hard_link(r.path(), &to).is_err() {
+                std::fs::copy(r.path(), &to).map_err(|e| io(&to, e))?;
+            }
         }
         let copy = Store {
             dir: dir.to_path_buf(),
