@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use common::{
     export, generate_redesign, same_index, same_index_with, sweep_files, sweeps, tidemark,
+    tidemark_ok,
 };
 
 fn s(p: &Path) -> String {
@@ -24,14 +25,7 @@ fn run(args: &[String]) -> Output {
 }
 
 fn ok(args: &[String]) -> Output {
-    let out = run(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "tidemark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    tidemark_ok(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// A test's work: the generated sweeps, their shards, a configuration.
@@ -88,6 +82,18 @@ impl Work {
         run(&args)
     }
 
+    /// [`Work::ingest`], which must succeed.
+    fn ingest_ok(&self, db: &Path, k: usize, extra: &[String]) -> Output {
+        let out = self.ingest(db, k, &[self.shards(k)], extra);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "sweep {k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
     /// The pairs job of sweep `k`'s shards on `db`, its tasks run one by one.
     fn job(&self, db: &Path, k: usize, out: &Path, parts: usize, ranges: usize) {
         let mut args = self.global(Some(db));
@@ -122,49 +128,28 @@ fn pairs_from_tasks_make_the_index_a_local_ingest_makes_on_both_settings() {
         );
         let (local, tasks) = (w.path("local"), w.path("tasks"));
         for k in 1..=3 {
-            let out = w.ingest(&local, k, &[w.shards(k)], &[]);
-            assert_eq!(out.status.code(), Some(0));
+            w.ingest_ok(&local, k, &[]);
         }
         // Sweep 1 here; sweep 2 through a job made straight from the index (1 key range,
         // 1 doc range); sweep 3, the template change, committed first with
         // --pairs-later, then through a job of 4 key ranges and 3 doc ranges.
-        assert_eq!(
-            w.ingest(&tasks, 1, &[w.shards(1)], &[]).status.code(),
-            Some(0)
-        );
+        w.ingest_ok(&tasks, 1, &[]);
         let job2 = w.path("job-2");
         w.job(&tasks, 2, &job2, 1, 1);
         let mut args = vec!["--json".to_string()];
         args.extend(pairs_from(&job2));
-        let out = w.ingest(&tasks, 2, &[w.shards(2)], &args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = w.ingest_ok(&tasks, 2, &args);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             summary["writer"]["candidates_s"], 0.0,
             "{resemblance}: the pairs were found here, not read"
         );
-        let out = w.ingest(
-            &tasks,
-            3,
-            &[w.shards(3)],
-            &["--pairs-later".into(), "--json".into()],
-        );
+        let out = w.ingest_ok(&tasks, 3, &["--pairs-later".into(), "--json".into()]);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(summary["waiting_docs"].as_u64().unwrap() > 500, "{summary}");
         let job3 = w.path("job-3");
         w.job(&tasks, 3, &job3, 4, 3);
-        let out = w.ingest(&tasks, 3, &[w.shards(3)], &pairs_from(&job3));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        w.ingest_ok(&tasks, 3, &pairs_from(&job3));
         same_index_with(&local, &tasks, resemblance, &["--config", &s(&w.config)]);
     }
 }
@@ -173,7 +158,7 @@ fn pairs_from_tasks_make_the_index_a_local_ingest_makes_on_both_settings() {
 fn pairs_for_another_index_state_other_inputs_or_damaged_are_refused_naming_them() {
     let w = Work::new(300, 62, "");
     let db = w.path("db");
-    assert_eq!(w.ingest(&db, 1, &[w.shards(1)], &[]).status.code(), Some(0));
+    w.ingest_ok(&db, 1, &[]);
     let job = w.path("job");
     w.job(&db, 2, &job, 2, 2);
     let before = (export(&db, "jsonl"), sweeps(&db));
@@ -187,14 +172,8 @@ fn pairs_for_another_index_state_other_inputs_or_damaged_are_refused_naming_them
     };
     // Another sweep before it.
     let other = w.path("other");
-    assert_eq!(
-        w.ingest(&other, 1, &[w.shards(1)], &[]).status.code(),
-        Some(0)
-    );
-    assert_eq!(
-        w.ingest(&other, 3, &[w.shards(3)], &[]).status.code(),
-        Some(0)
-    );
+    w.ingest_ok(&other, 1, &[]);
+    w.ingest_ok(&other, 3, &[]);
     let other_before = export(&other, "jsonl");
     refused(
         &other,
@@ -309,19 +288,10 @@ fn pairs_for_another_index_state_other_inputs_or_damaged_are_refused_naming_them
         (export(&db, "jsonl"), sweeps(&db)) == before,
         "a refused ingest wrote"
     );
-    let out = w.ingest(&db, 2, &[w.shards(2)], &pairs_from(&job));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    w.ingest_ok(&db, 2, &pairs_from(&job));
     let local = w.path("local");
     for k in 1..=2 {
-        assert_eq!(
-            w.ingest(&local, k, &[w.shards(k)], &[]).status.code(),
-            Some(0)
-        );
+        w.ingest_ok(&local, k, &[]);
     }
     same_index(&local, &db, "after the refusals");
 }
@@ -332,20 +302,13 @@ fn a_stopped_or_killed_ingest_with_pairs_resumes_to_the_same_index() {
     let w = Work::new(2500, 63, "");
     let (clean, crashy) = (w.path("clean"), w.path("crashy"));
     for k in 1..=3 {
-        assert_eq!(
-            w.ingest(&clean, k, &[w.shards(k)], &[]).status.code(),
-            Some(0)
-        );
+        w.ingest_ok(&clean, k, &[]);
     }
     for k in 1..=2 {
-        assert_eq!(
-            w.ingest(&crashy, k, &[w.shards(k)], &[]).status.code(),
-            Some(0)
-        );
+        w.ingest_ok(&crashy, k, &[]);
     }
     let job = w.path("job");
-    let later = w.ingest(&crashy, 3, &[w.shards(3)], &["--pairs-later".into()]);
-    assert_eq!(later.status.code(), Some(0));
+    w.ingest_ok(&crashy, 3, &["--pairs-later".into()]);
     w.job(&crashy, 3, &job, 3, 2);
     // Stopped after its first batch of pairs: the next run takes the rest.
     let mut args = w.global(Some(&crashy));

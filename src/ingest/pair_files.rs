@@ -78,21 +78,23 @@ pub fn write_keys(path: &Path, stamp: &Stamp, docs: &[DocKeys]) -> Result<()> {
             count.append_value(d.entry_count);
         }
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("doc", DataType::UInt64, false),
-        Field::new("key", DataType::UInt64, false),
-        Field::new("level", DataType::UInt8, false),
-        Field::new("template", DataType::UInt32, false),
-        Field::new("entry_count", DataType::UInt32, false),
-    ]));
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(doc.finish()),
-        Arc::new(key.finish()),
-        Arc::new(level.finish()),
-        Arc::new(template.finish()),
-        Arc::new(count.finish()),
-    ];
-    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(path, e))?;
+    let batch = table(
+        path,
+        &[
+            ("doc", DataType::UInt64, false),
+            ("key", DataType::UInt64, false),
+            ("level", DataType::UInt8, false),
+            ("template", DataType::UInt32, false),
+            ("entry_count", DataType::UInt32, false),
+        ],
+        vec![
+            Arc::new(doc.finish()),
+            Arc::new(key.finish()),
+            Arc::new(level.finish()),
+            Arc::new(template.finish()),
+            Arc::new(count.finish()),
+        ],
+    )?;
     write(path, batch, stamp)
 }
 
@@ -247,35 +249,8 @@ fn write(path: &Path, batch: RecordBatch, stamp: &Stamp) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| fail(&e))
 }
 
-fn read(path: &Path, stamp: &Stamp) -> Result<Vec<RecordBatch>> {
-    let file = File::open(path).map_err(|e| invalid(path, format!("cannot open: {e}")))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        invalid(
-            path,
-            format!("not a readable Parquet file (truncated?): {e}"),
-        )
-    })?;
-    let meta: HashMap<String, String> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    stamp.check(path, &meta)?;
-    let reader = builder
-        .build()
-        .map_err(|e| invalid(path, format!("unreadable: {e}")))?;
-    reader
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| invalid(path, format!("damaged: {e}")))
-}
-
-/// Checks that `path` is the file of `stamp` without reading its rows.
-pub fn check(path: &Path, stamp: &Stamp) -> Result<()> {
+/// Opens `path` as the file of `stamp`, refusing anything else by name.
+fn open(path: &Path, stamp: &Stamp) -> Result<ParquetRecordBatchReaderBuilder<File>> {
     if !path.is_file() {
         return Err(invalid(
             path,
@@ -299,7 +274,36 @@ pub fn check(path: &Path, stamp: &Stamp) -> Result<()> {
                 .collect()
         })
         .unwrap_or_default();
-    stamp.check(path, &meta)
+    stamp.check(path, &meta)?;
+    Ok(builder)
+}
+
+fn read(path: &Path, stamp: &Stamp) -> Result<Vec<RecordBatch>> {
+    open(path, stamp)?
+        .build()
+        .map_err(|e| invalid(path, format!("unreadable: {e}")))?
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| invalid(path, format!("damaged: {e}")))
+}
+
+/// Checks that `path` is the file of `stamp` without reading its rows.
+pub fn check(path: &Path, stamp: &Stamp) -> Result<()> {
+    open(path, stamp).map(|_| ())
+}
+
+/// A record batch of `columns` named and typed by `fields` (name, type, nullable).
+fn table(
+    path: &Path,
+    fields: &[(&str, DataType, bool)],
+    columns: Vec<ArrayRef>,
+) -> Result<RecordBatch> {
+    let schema = Schema::new(
+        fields
+            .iter()
+            .map(|(n, t, null)| Field::new(*n, t.clone(), *null))
+            .collect::<Vec<_>>(),
+    );
+    RecordBatch::try_new(Arc::new(schema), columns).map_err(|e| invalid(path, e))
 }
 
 fn column<'a>(b: &'a RecordBatch, name: &str, path: &Path) -> Result<&'a ArrayRef> {
@@ -343,17 +347,19 @@ pub fn write_shares(path: &Path, stamp: &Stamp, s: &Shares) -> Result<()> {
             value.append_value(*v);
         }
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("doc", DataType::UInt64, false),
-        Field::new("kind", DataType::UInt8, false),
-        Field::new("value", DataType::UInt64, false),
-    ]));
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(doc.finish()),
-        Arc::new(kind.finish()),
-        Arc::new(value.finish()),
-    ];
-    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(path, e))?;
+    let batch = table(
+        path,
+        &[
+            ("doc", DataType::UInt64, false),
+            ("kind", DataType::UInt8, false),
+            ("value", DataType::UInt64, false),
+        ],
+        vec![
+            Arc::new(doc.finish()),
+            Arc::new(kind.finish()),
+            Arc::new(value.finish()),
+        ],
+    )?;
     write(path, batch, stamp)
 }
 
@@ -428,53 +434,52 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             against.append_option(e.against);
         }
     }
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("doc", DataType::UInt64, false),
-        Field::new("examined", DataType::UInt64, false),
-        Field::new("compared", DataType::UInt64, false),
-        Field::new("entry_count", DataType::UInt64, false),
-        Field::new("over", DataType::Binary, false),
-    ]));
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(doc.finish()),
-        Arc::new(examined.finish()),
-        Arc::new(compared.finish()),
-        Arc::new(entry_count.finish()),
-        Arc::new(over.finish()),
-    ];
-    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(&paths.0, e))?;
-    let docs_stamp = Stamp {
-        kind: "docs",
-        ..stamp.clone()
-    };
+    let (docs_stamp, est_stamp) = pairs_stamps(stamp);
+    let u64s = DataType::UInt64;
+    let batch = table(
+        &paths.0,
+        &[
+            ("doc", u64s.clone(), false),
+            ("examined", u64s.clone(), false),
+            ("compared", u64s.clone(), false),
+            ("entry_count", u64s.clone(), false),
+            ("over", DataType::Binary, false),
+        ],
+        vec![
+            Arc::new(doc.finish()),
+            Arc::new(examined.finish()),
+            Arc::new(compared.finish()),
+            Arc::new(entry_count.finish()),
+            Arc::new(over.finish()),
+        ],
+    )?;
     write(&paths.0, batch, &docs_stamp)?;
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("doc", DataType::UInt64, false),
-        Field::new("older", DataType::UInt64, false),
-        Field::new("resemblance", DataType::Float64, true),
-        Field::new("containment_older_in_doc", DataType::Float64, true),
-        Field::new("containment_doc_in_older", DataType::Float64, true),
-        Field::new("common", DataType::UInt32, true),
-        Field::new("union", DataType::UInt32, true),
-        Field::new("base_common", DataType::UInt32, true),
-        Field::new("older_against_base", DataType::Boolean, true),
-    ]));
-    let cols: Vec<ArrayRef> = vec![
-        Arc::new(e_doc.finish()),
-        Arc::new(older.finish()),
-        Arc::new(r.finish()),
-        Arc::new(cab.finish()),
-        Arc::new(cba.finish()),
-        Arc::new(common.finish()),
-        Arc::new(union.finish()),
-        Arc::new(base.finish()),
-        Arc::new(against.finish()),
-    ];
-    let batch = RecordBatch::try_new(schema, cols).map_err(|e| invalid(&paths.1, e))?;
-    let est_stamp = Stamp {
-        kind: "estimates",
-        ..stamp.clone()
-    };
+    let (f64s, u32s) = (DataType::Float64, DataType::UInt32);
+    let batch = table(
+        &paths.1,
+        &[
+            ("doc", u64s.clone(), false),
+            ("older", u64s, false),
+            ("resemblance", f64s.clone(), true),
+            ("containment_older_in_doc", f64s.clone(), true),
+            ("containment_doc_in_older", f64s, true),
+            ("common", u32s.clone(), true),
+            ("union", u32s.clone(), true),
+            ("base_common", u32s, true),
+            ("older_against_base", DataType::Boolean, true),
+        ],
+        vec![
+            Arc::new(e_doc.finish()),
+            Arc::new(older.finish()),
+            Arc::new(r.finish()),
+            Arc::new(cab.finish()),
+            Arc::new(cba.finish()),
+            Arc::new(common.finish()),
+            Arc::new(union.finish()),
+            Arc::new(base.finish()),
+            Arc::new(against.finish()),
+        ],
+    )?;
     write(&paths.1, batch, &est_stamp)
 }
 

@@ -116,6 +116,17 @@ impl Plan {
         Ok(plan)
     }
 
+    /// Doc range `j`.
+    fn range(&self, j: usize) -> Result<(u64, u64)> {
+        self.ranges.get(j).copied().ok_or_else(|| {
+            IndexError::Invalid(format!(
+                "--part {j}: plan {} has {} doc ranges",
+                self.id,
+                self.ranges.len()
+            ))
+        })
+    }
+
     fn stamp(&self, kind: &'static str, part: usize, docs: (u64, u64)) -> Stamp {
         Stamp {
             plan: self.id.clone(),
@@ -482,13 +493,7 @@ pub fn keys(dir: &Path, config: &Config, range: usize, threads: usize) -> Result
     let clock = std::time::Instant::now();
     let t = Task::open(dir, config)?;
     let plan = &t.plan;
-    let Some(&(a, b)) = plan.ranges.get(range) else {
-        return Err(IndexError::Invalid(format!(
-            "--part {range}: plan {} has {} doc ranges",
-            plan.id,
-            plan.ranges.len()
-        )));
-    };
+    let (a, b) = plan.range(range)?;
     let docs = Docs::read(&t.index, plan, (a, b), threads)?;
     let new = docs.new_docs();
     let (tmpl, entry_counts) = pairs::doc_templates(t.set.as_ref(), &new);
@@ -607,18 +612,12 @@ pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<
     })
 }
 
-/// `pairs estimate --range j`: the pairs of doc range `j` from every key range's shares.
+/// `pairs estimate --part j`: the pairs of doc range `j` from every key range's shares.
 pub fn estimate(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<TaskSummary> {
     let clock = std::time::Instant::now();
     let t = Task::open(dir, config)?;
     let plan = &t.plan;
-    let Some(&(a, b)) = plan.ranges.get(range) else {
-        return Err(IndexError::Invalid(format!(
-            "--range {range}: plan {} has {} doc ranges",
-            plan.id,
-            plan.ranges.len()
-        )));
-    };
+    let (a, b) = plan.range(range)?;
     let docs = Docs::read(&t.index, plan, (a, b), threads)?;
     let new = docs.new_docs();
     let n = new.len();
