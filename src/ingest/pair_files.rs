@@ -24,6 +24,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
+pub use super::pairs::Shares;
 use super::pairs::{DocPairs, PairEstimate};
 use crate::index::{IndexError, Result};
 use crate::sketch::Estimate;
@@ -320,17 +321,6 @@ fn u64s(b: &RecordBatch, name: &str, path: &Path) -> Result<Vec<u64>> {
         return Err(invalid(path, format!("column {name} has nulls")));
     }
     Ok(a.values().to_vec())
-}
-
-/// What a key range found for a range of waiting docs: (doc, share / head / over).
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Shares {
-    /// (doc, share) in the range's order.
-    pub shares: Vec<(u64, u64)>,
-    /// (doc, first doc of an over-cap list among its values).
-    pub heads: Vec<(u64, u64)>,
-    /// (doc, its value whose list is over the cap).
-    pub overs: Vec<(u64, u64)>,
 }
 
 /// Writes a join task's shares for one range of docs.

@@ -246,6 +246,18 @@ pub fn find(
     r
 }
 
+/// What a key range's join found for docs by id: (doc, share / head / over), each in the
+/// order [`find`] meets them.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Shares {
+    /// (doc, share) in the range's order.
+    pub shares: Vec<(u64, u64)>,
+    /// (doc, first doc of an over-cap list among its values).
+    pub heads: Vec<(u64, u64)>,
+    /// (doc, its value whose list is over the cap).
+    pub overs: Vec<(u64, u64)>,
+}
+
 /// The join of key range `k` of `n` for `docs` (in doc order; each with at least its
 /// keys in the range), each with its template's values and the count its entries
 /// carry: what one join task of a cluster's pair step computes
@@ -257,10 +269,10 @@ pub fn join_range(
     s: Settings,
     (tmpl, entry_counts): (&[&[u32]], &[usize]),
     (k, n): (usize, usize),
-) -> Result<super::pair_files::Shares> {
+) -> Result<Shares> {
     let mut part = Part::default();
     part.fill(view, docs, 0, s, (tmpl, entry_counts), (k, n))?;
-    let mut out = super::pair_files::Shares::default();
+    let mut out = Shares::default();
     for (i, d) in docs.iter().enumerate() {
         out.shares
             .extend(part.shares_of(i).iter().map(|v| (d.id, *v)));

@@ -846,3 +846,30 @@ pub(super) fn batch_from_files(
         ..Default::default()
     })
 }
+
+impl super::Writer<'_> {
+    /// With `--pairs`: checks the pairs job's plan against the waiting docs; the pair step
+    /// then takes each batch's pairs from its files.
+    pub(super) fn from_files(&mut self, files: PairsFiles) -> Result<()> {
+        let plan = files.plan();
+        let end = self.index.counters().next_doc;
+        if self.next_pair == end {
+            // Nothing waits (a sweep paired already): nothing to take from them.
+            return Ok(());
+        }
+        plan.check_waiting(self.index, self.next_pair, end)?;
+        let bits = AgainstBits::new(plan.first, plan.end);
+        // Docs a stopped run paired: whether each is stored against a base, as stored.
+        let done: Vec<u64> = (plan.first..self.next_pair).collect();
+        for chunk in done.chunks(4096) {
+            for (d, c) in self.index.sketches().read_compact(chunk, None)? {
+                if c.against {
+                    bits.set(d);
+                }
+            }
+        }
+        self.against_bits = Some(bits);
+        self.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
+        Ok(())
+    }
+}

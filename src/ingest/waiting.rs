@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::batch::{Item, Sequenced, BATCH_NEW_DOCS};
 use super::sequence::Content;
-use super::{pairs_job, templates, thread_cpu, Stage, Writer};
+use super::{templates, thread_cpu, Stage, Writer};
 use crate::index::columns::sketches::StoredSketch;
 use crate::index::columns::unpaired::Waiting;
 use crate::index::{Index, IndexError, Result};
@@ -64,31 +64,6 @@ impl Kept {
 }
 
 impl Writer<'_> {
-    /// With `--pairs`: checks the pairs job's plan against the waiting docs; the pair step
-    /// then takes each batch's pairs from its files.
-    pub(super) fn from_files(&mut self, files: pairs_job::PairsFiles) -> Result<()> {
-        let plan = files.plan();
-        let end = self.index.counters().next_doc;
-        if self.next_pair == end {
-            // Nothing waits (a sweep paired already): nothing to take from them.
-            return Ok(());
-        }
-        plan.check_waiting(self.index, self.next_pair, end)?;
-        let bits = pairs_job::AgainstBits::new(plan.first, plan.end);
-        // Docs a stopped run paired: whether each is stored against a base, as stored.
-        let done: Vec<u64> = (plan.first..self.next_pair).collect();
-        for chunk in done.chunks(4096) {
-            for (d, c) in self.index.sketches().read_compact(chunk, None)? {
-                if c.against {
-                    bits.set(d);
-                }
-            }
-        }
-        self.against_bits = Some(bits);
-        self.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
-        Ok(())
-    }
-
     /// Learns the sweep's templates and commits the pairs of its waiting docs, calling
     /// `progress` with the docs paired so far and the docs waiting at the start.
     pub(super) fn pair_waiting(&mut self, mut progress: impl FnMut(u64, u64)) -> Result<()> {
