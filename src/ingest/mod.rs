@@ -560,9 +560,8 @@ fn ingest_files<'scope>(
         // New docs wait for their pairs while the sweep is read: on content (for its
         // templates), or when the pairs come from elsewhere.
         stage: match (index.params().resemblance, &opts.pairs) {
-            (crate::config::Resemblance::Content, _) => Stage::Waiting,
-            (_, PairsFrom::Later | PairsFrom::Files(_)) => Stage::Waiting,
             (crate::config::Resemblance::Full, PairsFrom::Here) => Stage::WithRecord,
+            _ => Stage::Waiting,
         },
         pair_files: None,
         against_bits: None,

@@ -265,17 +265,7 @@ fn open(path: &Path, stamp: &Stamp) -> Result<ParquetRecordBatchReaderBuilder<Fi
             format!("not a readable Parquet file (truncated?): {e}"),
         )
     })?;
-    let meta: HashMap<String, String> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    stamp.check(path, &meta)?;
+    stamp.check(path, &crate::shard::read::key_values(builder.metadata()))?;
     Ok(builder)
 }
 

@@ -352,8 +352,9 @@ pub fn prepare(
     let templates = match index.params().resemblance {
         Resemblance::Full => None,
         Resemblance::Content => {
-            let by_host =
+            let (_, for_pairs) =
                 super::templates::for_waiting(&index, sweep_id, &ingest.template, ingest.threads)?;
+            let by_host = for_pairs.by_host;
             let mut v: Vec<(String, u32)> = by_host.into_iter().collect();
             v.sort();
             Some(v)
@@ -487,10 +488,31 @@ pub struct TaskSummary {
     pub seconds: f64,
 }
 
+/// Runs task `task` of part `part`: `work` returns the docs it read and the rows it
+/// wrote.
+fn timed(
+    task: &'static str,
+    part: usize,
+    work: impl FnOnce() -> Result<(u64, u64)>,
+) -> Result<TaskSummary> {
+    let clock = std::time::Instant::now();
+    let (docs, rows) = work()?;
+    Ok(TaskSummary {
+        task,
+        part,
+        docs,
+        rows,
+        seconds: clock.elapsed().as_secs_f64(),
+    })
+}
+
 /// `pairs keys --part j`: the posting keys of doc range `j`'s waiting docs, one file per
 /// key range (a shuffle by key: each join task then reads only its keys).
 pub fn keys(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<TaskSummary> {
-    let clock = std::time::Instant::now();
+    timed("keys", range, || keys_task(dir, config, range, threads))
+}
+
+fn keys_task(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<(u64, u64)> {
     let t = Task::open(dir, config)?;
     let plan = &t.plan;
     let (a, b) = plan.range(range)?;
@@ -525,19 +547,16 @@ pub fn keys(dir: &Path, config: &Config, range: usize, threads: usize) -> Result
             &mine,
         )?;
     }
-    Ok(TaskSummary {
-        task: "keys",
-        part: range,
-        docs: new.len() as u64,
-        rows,
-        seconds: clock.elapsed().as_secs_f64(),
-    })
+    Ok((new.len() as u64, rows))
 }
 
 /// `pairs join --part k`: the join of key range `k` for the waiting docs with keys in it
 /// (read from every doc range's keys file), its shares written per doc range.
 pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<TaskSummary> {
-    let clock = std::time::Instant::now();
+    timed("join", part, || join_task(dir, config, part, threads))
+}
+
+fn join_task(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<(u64, u64)> {
     let t = Task::open(dir, config)?;
     let plan = &t.plan;
     if part >= plan.parts {
@@ -603,18 +622,17 @@ pub fn join(dir: &Path, config: &Config, part: usize, threads: usize) -> Result<
             &mine,
         )?;
     }
-    Ok(TaskSummary {
-        task: "join",
-        part,
-        docs: docs.len() as u64,
-        rows,
-        seconds: clock.elapsed().as_secs_f64(),
-    })
+    Ok((docs.len() as u64, rows))
 }
 
 /// `pairs estimate --part j`: the pairs of doc range `j` from every key range's shares.
 pub fn estimate(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<TaskSummary> {
-    let clock = std::time::Instant::now();
+    timed("estimate", range, || {
+        estimate_task(dir, config, range, threads)
+    })
+}
+
+fn estimate_task(dir: &Path, config: &Config, range: usize, threads: usize) -> Result<(u64, u64)> {
     let t = Task::open(dir, config)?;
     let plan = &t.plan;
     let (a, b) = plan.range(range)?;
@@ -691,13 +709,7 @@ pub fn estimate(dir: &Path, config: &Config, range: usize, threads: usize) -> Re
         &plan.stamp("pairs", range, (a, b)),
         &found.docs,
     )?;
-    Ok(TaskSummary {
-        task: "estimate",
-        part: range,
-        docs: n as u64,
-        rows,
-        seconds: clock.elapsed().as_secs_f64(),
-    })
+    Ok((n as u64, rows))
 }
 
 /// The pairs files of a plan, read in doc order by `ingest --pairs`.

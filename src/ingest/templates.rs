@@ -437,16 +437,18 @@ impl ForPairs {
     }
 }
 
-/// With edges on content: each host's template id for a sweep's waiting docs, as its
-/// second stage assigns them ([`learn_committed`], which writes what it learns).
+/// With edges on content: the templates a sweep's second stage learns from its pages
+/// ([`learn_committed`], which writes them), and each host's template for its waiting
+/// docs with them.
 pub(super) fn for_waiting(
     index: &Index,
     sweep: u32,
     p: &TemplateParams,
     threads: usize,
-) -> Result<FastMap<String, u32>> {
+) -> Result<(Learned, ForPairs)> {
     let own = learn_committed(index, sweep, p, threads)?;
-    Ok(ForPairs::load(index, sweep)?.with_own(index, &own)?.by_host)
+    let for_pairs = ForPairs::load(index, sweep)?.with_own(index, &own)?;
+    Ok((own, for_pairs))
 }
 
 /// The templates [`learn_committed`] learned, by host (none: the host has none there).

@@ -78,14 +78,9 @@ impl Writer<'_> {
         // On content, the sweep's templates first (on all shingles the pairs need none:
         // the end of the ingest learns them, as when the sweep is paired as it is read).
         if self.index.params().resemblance == crate::config::Resemblance::Content {
-            let own = templates::learn_committed(
-                self.index,
-                self.sweep_id,
-                &self.template,
-                self.threads,
-            )?;
-            let for_pairs = templates::ForPairs::load(self.index, self.sweep_id)?;
-            self.for_pairs = Some(Arc::new(for_pairs.with_own(self.index, &own)?));
+            let (own, for_pairs) =
+                templates::for_waiting(self.index, self.sweep_id, &self.template, self.threads)?;
+            self.for_pairs = Some(Arc::new(for_pairs));
             self.learned_early = Some(own);
         }
         self.summary.writer.templates_s += clock.elapsed().as_secs_f64();

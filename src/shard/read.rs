@@ -38,6 +38,18 @@ impl crate::scan::Located for Result<ShardRow, ShardError> {
 /// Rows per batch handed to the workers (as the WARC reader's batches).
 const BATCH_ROWS: usize = 64;
 
+/// A Parquet file's key-value metadata (keys without a value left out).
+pub fn key_values(meta: &parquet::file::metadata::ParquetMetaData) -> HashMap<String, String> {
+    meta.file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Opens a shard and reads what it says of itself: a file that is not a shard, is
 /// truncated, or is of another shard format is refused, naming it.
 pub fn open(path: &Path) -> Result<ShardInfo, ShardError> {
@@ -52,16 +64,7 @@ fn open_reader(
     let file = File::open(path).map_err(|e| err(format!("cannot open: {e}")))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| err(format!("not a readable Parquet file (truncated?): {e}")))?;
-    let kv: HashMap<String, String> = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .filter_map(|k| Some((k.key.clone(), k.value.clone()?)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let kv = key_values(builder.metadata());
     let get = |k: &str| -> Result<&str, ShardError> {
         kv.get(k)
             .map(String::as_str)
