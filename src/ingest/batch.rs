@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::sequence::Content;
-use super::{known, lap, pairs, pairs_job, thread_cpu, DocSketch, Prepared, Stage, Writer};
+use super::{bases, known, lap, pairs, pairs_job, thread_cpu, DocSketch, Prepared, Stage, Writer};
 use crate::compact::CompactSketch;
 use crate::index::columns::sketches::{Sketches, StoredSketch};
 use crate::index::columns::Column;
@@ -78,15 +78,16 @@ pub(super) struct Sequenced {
 /// A batch's new docs between the pair step and their commit.
 #[derive(Default)]
 pub(super) struct Planned {
-    /// The batch's new docs' sketches, and those of the batch before it with whether
-    /// each was stored against a base (the pair step compared with them before they
-    /// were stored).
+    /// The batch's new docs' sketches, and those of the batch before it (the pair step
+    /// compared with them before they were stored).
     pub(super) sketches: Option<Arc<BatchSketches>>,
-    pub(super) before: Option<(Arc<BatchSketches>, Vec<bool>)>,
-    /// Per new doc: its pairs (until the commit takes them), whether it was stored
-    /// against a base (then it is no base itself).
+    pub(super) before: Option<Arc<BatchSketches>>,
+    /// Per new doc: its pairs (until the commit takes them), with its sketch's stored
+    /// value.
     pub(super) pairs: Vec<Option<DocPairs>>,
-    pub(super) against: Vec<bool>,
+    /// Which of its docs are stored against a base: the next batch's pair step decides
+    /// its own from these.
+    pub(super) decided: Option<Arc<bases::Decided>>,
     /// Sketches read for the batch, ascending, and those the cache held.
     pub(super) read: Vec<(u64, CompactSketch)>,
     pub(super) hits: Vec<u64>,
@@ -121,34 +122,13 @@ impl Planned {
 
     /// A compact sketch the batch has: of its docs or the batch's before, or read for it.
     pub(super) fn compact(&self, doc: u64) -> Option<&CompactSketch> {
-        for s in self
-            .sketches
-            .iter()
-            .chain(self.before.iter().map(|(s, _)| s))
-        {
+        for s in self.sketches.iter().chain(self.before.iter()) {
             if let Some(k) = s.get(doc) {
                 return Some(&s.compact[k]);
             }
         }
         let k = self.read.binary_search_by_key(&doc, |(d, _)| *d).ok()?;
         Some(&self.read[k].1)
-    }
-
-    /// Whether `doc`, a doc of this batch or the one before, was stored against a base.
-    pub(super) fn stored_against(&self, doc: u64) -> bool {
-        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
-            return self.against[k];
-        }
-        match &self.before {
-            Some((s, against)) => s.get(doc).is_some_and(|k| against[k]),
-            None => false,
-        }
-    }
-
-    pub(super) fn set_stored_against(&mut self, doc: u64) {
-        if let Some(k) = self.sketches.as_ref().and_then(|s| s.get(doc)) {
-            self.against[k] = true;
-        }
     }
 }
 
@@ -242,6 +222,8 @@ impl Writer<'_> {
             Stage::WithRecord | Stage::Pairing => self.for_pairs.as_deref(),
         };
         let waiting = self.stage == Stage::Waiting;
+        // Only waiting docs (the second stage): stored in full by the first.
+        let stored_in_full = items.iter().all(|i| !matches!(i, Item::Record(..)));
         let made = pairs::parallel(self.threads, &news, |(sketch, url)| {
             let sketch =
                 sketch.ok_or_else(|| IndexError::Invalid("a new doc without a sketch".into()))?;
@@ -318,6 +300,7 @@ impl Writer<'_> {
             .flight
             .as_ref()
             .and_then(|f| f.planned.sketches.clone());
+        let decided_before = self.flight.as_ref().and_then(|f| f.planned.decided.clone());
         let (index, over_cap) = (self.index, self.over_cap);
         let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
         let written = Arc::clone(&self.writes.written);
@@ -335,6 +318,7 @@ impl Writer<'_> {
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
             let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
+            let decided_before = decided_before;
             let for_pairs = for_pairs;
             let docs: Vec<pairs::NewDoc> = before
                 .iter()
@@ -362,17 +346,44 @@ impl Writer<'_> {
             let found = match (waiting, &pair_files) {
                 (true, _) => Ok(pairs::BatchPairs::default()),
                 // A pairs job's: read, not found.
-                (false, Some(files)) => pairs_job::batch_from_files(
-                    files,
-                    bits.as_deref(),
-                    (mine.first, &mine.stored),
-                    start,
-                    threads,
-                ),
+                (false, Some(files)) => {
+                    pairs_job::batch_from_files(files, (mine.first, &mine.stored))
+                }
                 (false, None) => pairs::find(&view, start, &docs, from, settings, &mut buffers),
             };
+            // Each doc's base, and its sketch encoded as stored.
+            let decided = found.and_then(|mut found| {
+                if waiting {
+                    return Ok((found, None));
+                }
+                let clock = std::time::Instant::now();
+                let held = |d: u64| -> Option<&CompactSketch> {
+                    if let Some(k) = before.as_ref().and_then(|b| b.get(d)) {
+                        return before.as_ref().map(|b| &b.compact[k]);
+                    }
+                    match found.read.binary_search_by_key(&d, |(x, _)| *x) {
+                        Ok(k) => Some(&found.read[k].1),
+                        Err(_) => cache.get(d),
+                    }
+                };
+                let mut docs = std::mem::take(&mut found.docs);
+                let batch = bases::Batch {
+                    first: mine.first,
+                    stored: &mine.stored,
+                    compact: &mine.compact,
+                    before: decided_before.as_deref(),
+                    bits: bits.as_deref(),
+                    held: &held,
+                    stored_in_full,
+                };
+                let readable = |d: u64| written.wait_docs(d);
+                let decided = bases::decide(index, &mut docs, &batch, &readable, threads)?;
+                found.docs = docs;
+                found.estimate_s += clock.elapsed().as_secs_f64();
+                Ok((found, Some(Arc::new(decided))))
+            });
             (
-                found,
+                decided,
                 known::Latest::read(index, &urls, from_write, prefetch_below, &cache),
                 buffers,
             )
@@ -396,19 +407,18 @@ impl Writer<'_> {
         // What the committed batch leaves for the next ones, now that no pair step
         // reads the buffer and the cache.
         self.settle()?;
-        let found = found?;
+        let (found, decided) = found?;
         let mut latest = latest?;
         self.summary.writer.candidates_s += found.candidates_s;
         self.summary.writer.estimate_s += found.estimate_s;
-        let n = sketches.compact.len();
         self.flight = Some(Flight {
             items,
             contents,
             planned: Planned {
                 sketches: Some(sketches),
-                before: self.last_against.take(),
+                before: self.last_sketches.take(),
                 pairs: found.docs.into_iter().map(Some).collect(),
-                against: vec![false; n],
+                decided,
                 read: match found.read.is_empty() {
                     true => std::mem::take(&mut latest.compared),
                     false => found.read,
@@ -460,11 +470,7 @@ impl Writer<'_> {
             }
         }
         self.write_pending()?;
-        self.last_against = self
-            .planned
-            .sketches
-            .clone()
-            .map(|s| (s, self.planned.against.clone()));
+        self.last_sketches = self.planned.sketches.clone();
         match f.failed {
             Some(e) => Err(e),
             None => Ok(()),

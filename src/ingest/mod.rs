@@ -45,6 +45,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod bases;
 mod batch;
 mod commit;
 mod forest;
@@ -235,7 +236,7 @@ struct Writer<'a> {
     /// With `--pairs`: the pairs job's files, read a batch at a time by the pair step.
     pair_files: Option<Arc<std::sync::Mutex<pairs_job::PairsFiles>>>,
     /// With `--pairs`: which of the sweep's docs the commit stored against a base.
-    against_bits: Option<Arc<pairs_job::AgainstBits>>,
+    against_bits: Option<Arc<bases::AgainstBits>>,
     /// The pair step's vectors, kept from one batch to the next.
     pair_buffers: pairs::Buffers,
     /// Sketches compared lately (candidates come back); like `fresh`, changed only
@@ -271,9 +272,8 @@ struct Writer<'a> {
     /// The templates learned from the whole sweep before its pairs: the end of the
     /// ingest, whose sample holds the same pages, takes them instead of learning again.
     learned_early: Option<templates::Learned>,
-    /// The last committed batch's sketches and which of its docs were stored against a
-    /// base: the batch after it was paired with them.
-    last_against: Option<(Arc<BatchSketches>, Vec<bool>)>,
+    /// The last committed batch's sketches: the batch after it was paired with them.
+    last_sketches: Option<Arc<BatchSketches>>,
     /// What the batch being committed adds to the postings buffer (doc, level, count,
     /// values) and to the sketch cache, at its end.
     adds: Vec<(u64, u8, usize, Vec<u64>)>,
@@ -569,7 +569,7 @@ fn ingest_files<'scope>(
         kept: waiting::Kept::new(next_pair, opts.sketch_cache_mb << 20),
         template: opts.template,
         learned_early: None,
-        last_against: None,
+        last_sketches: None,
         adds: Vec::new(),
         made: Vec::new(),
         serial_cpu: 0.0,

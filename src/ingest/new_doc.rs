@@ -4,7 +4,6 @@
 //! sweep's templates are learned.
 
 use super::{unionfind, Capture, Counters, Prepared, Result, Stage, Writer};
-use crate::compact::CompactSketch;
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
@@ -74,7 +73,7 @@ impl Writer<'_> {
                 self.kept.keep(d, stored, &waiting.url);
                 Ok(())
             }
-            Stage::WithRecord | Stage::Pairing => self.doc_pairs(batch, d),
+            Stage::WithRecord | Stage::Pairing => self.doc_pairs(batch, d, false),
         }
     }
 
@@ -83,21 +82,29 @@ impl Writer<'_> {
     pub(super) fn waiting_doc(&mut self, d: u64) -> Result<()> {
         self.clock = std::time::Instant::now();
         let mut batch = std::mem::take(&mut self.pending.batch);
-        let done = self.doc_pairs(&mut batch, d);
+        let done = self.doc_pairs(&mut batch, d, true);
         batch.delete::<Unpaired>(self.index, &d);
         self.pending.batch = batch;
         done
     }
 
-    /// New doc `d`'s sketch (stored against a base, or in full) and its edges, unions
-    /// and postings, from the estimates of the pair step ([`super::pairs`]), in doc order.
-    fn doc_pairs(&mut self, batch: &mut Batch, d: u64) -> Result<()> {
+    /// New doc `d`'s sketch (as the pair step encoded it) and its edges, unions and
+    /// postings, from the estimates of the pair step ([`super::pairs`]), in doc order.
+    /// A `waiting` doc's sketch is stored already as it stays when it has no base and no
+    /// template (stored in full by the first stage): not written again.
+    fn doc_pairs(&mut self, batch: &mut Batch, d: u64, waiting: bool) -> Result<()> {
         use super::lap;
         let (sketches, k, mut pairs) = self.planned.take(d, self.next_pair)?;
         self.next_pair = d + 1;
         let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
+        let as_stored = waiting && !pairs.against && stored.template == 0;
+        let put = |batch: &mut Batch, value: Option<Vec<u8>>| match value {
+            _ if as_stored => {}
+            Some(v) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), &v),
+            None => batch.put::<Sketches>(self.index, &d, stored),
+        };
         if stored.low.is_empty() && stored.posting.is_empty() {
-            batch.put::<Sketches>(self.index, &d, stored);
+            put(batch, pairs.value.take());
             return Ok(());
         }
         lap(&mut self.clock, &mut self.summary.writer.captures_s);
@@ -107,41 +114,10 @@ impl Writer<'_> {
         times.candidates += pairs.examined;
         times.sketches_read += pairs.compared;
         times.settled_coarse += pairs.compared - pairs.estimates.len() as u64;
-        // Stored against the older doc stored in full that shares the most values with
-        // it (ties: the lowest id), among those holding at least half of its shingles:
-        // decided here, in doc order, as a doc of this batch is a base only if it was
-        // stored in full itself.
-        let mut best: Option<(u32, u64)> = None;
-        for e in &pairs.estimates {
-            let (b, Some(common)) = (e.doc, e.base) else {
-                continue;
-            };
-            let against = e.against.unwrap_or_else(|| self.planned.stored_against(b));
-            let better = best.is_none_or(|(n, x)| common > n || (common == n && b < x));
-            if !against && better {
-                best = Some((common, b));
-            }
-        }
-        let against = match best {
-            Some((_, b)) => self
-                .base_sketch(b)?
-                .and_then(|base| stored.against(&compact, (b, &base))),
-            None => None,
-        };
-        match against {
-            Some(against) => {
-                batch.put::<Sketches>(self.index, &d, &against);
-                compact.against = true;
-                self.planned.set_stored_against(d);
-                if let Some(bits) = &self.against_bits {
-                    bits.set(d);
-                }
-            }
-            None => match pairs.full.take() {
-                Some(value) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), &value),
-                None => batch.put::<Sketches>(self.index, &d, stored),
-            },
-        }
+        // Its sketch as stored, in full or against the base the pair step chose
+        // ([`super::bases`]).
+        put(batch, pairs.value.take());
+        compact.against = pairs.against;
         // Later docs of its host are compared with it first (kept when the batch ends).
         self.made.push((d, compact));
         // The doc's edges to older docs, in doc order: one value.
@@ -185,17 +161,5 @@ impl Writer<'_> {
             .push((d, stored.posting_level, pairs.entry_count, values));
         lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
         Ok(())
-    }
-
-    /// The compact sketch of `b` (a base): of this batch, read for it, kept, or read now.
-    fn base_sketch(&mut self, b: u64) -> Result<Option<CompactSketch>> {
-        if let Some(c) = self.kept_compact(b) {
-            return Ok(Some(c.clone()));
-        }
-        let mut read = self
-            .index
-            .sketches()
-            .read_compact(&[b], Some(&self.sketch_cache))?;
-        Ok(read.pop().map(|(_, c)| c))
     }
 }

@@ -30,7 +30,7 @@ use crate::index::{IndexError, Result};
 use crate::sketch::Estimate;
 
 /// The version of these files' layout: files of another are refused.
-pub const PAIRS_FORMAT: u32 = 1;
+pub const PAIRS_FORMAT: u32 = 2;
 
 /// Metadata keys.
 const FORMAT: &str = "tidemark.pairs_format";
@@ -387,7 +387,8 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
         UInt32Builder::new(),
         UInt32Builder::new(),
     );
-    let mut against = BooleanBuilder::new();
+    let (mut fits, mut against) = (BooleanBuilder::new(), BooleanBuilder::new());
+    let mut value = BinaryBuilder::new();
     for (k, p) in docs.iter().enumerate() {
         let d = stamp.docs.0 + k as u64;
         doc.append_value(d);
@@ -411,7 +412,9 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             common.append_option(e.edge.map(|x| x.common));
             union.append_option(e.edge.map(|x| x.union));
             base.append_option(e.base);
+            fits.append_value(e.fits);
             against.append_option(e.against);
+            value.append_option(e.value.as_deref());
         }
     }
     let (docs_stamp, est_stamp) = pairs_stamps(stamp);
@@ -446,7 +449,9 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             ("common", u32s.clone(), true),
             ("union", u32s.clone(), true),
             ("base_common", u32s, true),
+            ("base_fits", DataType::Boolean, false),
             ("older_against_base", DataType::Boolean, true),
+            ("stored_against_older", DataType::Binary, true),
         ],
         vec![
             Arc::new(e_doc.finish()),
@@ -457,7 +462,9 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             Arc::new(common.finish()),
             Arc::new(union.finish()),
             Arc::new(base.finish()),
+            Arc::new(fits.finish()),
             Arc::new(against.finish()),
+            Arc::new(value.finish()),
         ],
     )?;
     write(&paths.1, batch, &est_stamp)
@@ -541,9 +548,16 @@ pub fn read_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp) -> Result<Vec<DocPa
             f("containment_doc_in_older")?,
         );
         let (common, union, base) = (u("common")?, u("union")?, u("base_common")?);
-        let against = column(&b, "older_against_base", path)?
-            .as_boolean_opt()
-            .ok_or_else(|| invalid(path, "column older_against_base is not Boolean"))?
+        let boolean = |name: &str| -> Result<arrow_array::BooleanArray> {
+            Ok(column(&b, name, path)?
+                .as_boolean_opt()
+                .ok_or_else(|| invalid(path, format!("column {name} is not Boolean")))?
+                .clone())
+        };
+        let (fits, against) = (boolean("base_fits")?, boolean("older_against_base")?);
+        let value = column(&b, "stored_against_older", path)?
+            .as_binary_opt::<i32>()
+            .ok_or_else(|| invalid(path, "column stored_against_older is not Binary"))?
             .clone();
         for k in 0..docs.len() {
             let d = docs[k];
@@ -562,7 +576,9 @@ pub fn read_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp) -> Result<Vec<DocPa
                 doc: older[k],
                 edge,
                 base: (!base.is_null(k)).then(|| base.value(k)),
+                fits: !fits.is_null(k) && fits.value(k),
                 against: (!against.is_null(k)).then(|| against.value(k)),
+                value: (!value.is_null(k)).then(|| value.value(k).to_vec()),
             });
         }
     }
@@ -596,16 +612,20 @@ mod tests {
                         doc: 4,
                         edge: Some(Estimate::from_counts(5, 9, 11)),
                         base: Some(5),
+                        fits: true,
                         against: Some(true),
+                        value: Some(vec![5, 1, 2]),
                     },
                     PairEstimate {
                         doc: 11,
                         edge: None,
                         base: None,
+                        fits: false,
                         against: None,
+                        value: None,
                     },
                 ],
-                full: None,
+                ..Default::default()
             },
             DocPairs::default(),
             DocPairs {

@@ -50,6 +50,11 @@ pub fn may_be_base(e: &Estimate) -> bool {
     2.0 * e.containment_a_in_b >= 1.0
 }
 
+/// Whether new doc `d` stored against `base` keeps half of its values.
+fn fits(d: &NewDoc, base: &CompactSketch) -> bool {
+    d.stored.stores_against(d.compact, base)
+}
+
 /// A new doc's estimate against an older doc.
 #[derive(Debug, Clone)]
 pub struct PairEstimate {
@@ -61,9 +66,16 @@ pub struct PairEstimate {
     /// When the older doc holds at least half of the new doc's shingles ([`may_be_base`],
     /// on all shingles): how many sample values they share.
     pub base: Option<u32>,
-    /// Whether the older doc is stored against a base (`None`: a doc of this batch,
-    /// known only at commit).
+    /// With `base`: whether the new doc stored against the older one keeps at least half
+    /// of its values ([`StoredSketch::stores_against`]). The base is chosen all the same;
+    /// if it does not, the new doc is stored in full.
+    pub fits: bool,
+    /// Whether the older doc is stored against a base (`None`: a doc of the sweep whose
+    /// base is decided in doc order, [`super::bases`]).
     pub against: Option<bool>,
+    /// The new doc's sketch as stored against the older doc, when a pairs job's estimate
+    /// task encoded it (it may be the base: [`super::bases::ahead`]).
+    pub value: Option<Vec<u8>>,
 }
 
 /// A new doc of the batch, as the pair step needs it.
@@ -149,10 +161,12 @@ pub struct DocPairs {
     /// The count its posting entries carry: its posting values (outside its template,
     /// with edges on content).
     pub entry_count: usize,
-    /// Its sketch's stored value in full, encoded here when no doc it was compared with
-    /// can be its base (none holds half its shingles): most docs of a first sweep,
-    /// whose encoding was a fifth of the commit.
-    pub full: Option<Vec<u8>>,
+    /// Its sketch's stored value: in full, or against its base ([`super::bases`]).
+    /// Encoded in the pair step, on every core (in the commit, the encodings were a fifth
+    /// of a first sweep's commit).
+    pub value: Option<Vec<u8>>,
+    /// Whether `value` is stored against a base.
+    pub against: bool,
 }
 
 /// The pairs of a batch's new docs (numbered from `first`), and what was read for them.
@@ -446,7 +460,9 @@ pub fn estimate(
                             doc: c,
                             edge: Some(e),
                             base,
+                            fits: base.is_some() && fits(&docs[i], theirs),
                             against,
+                            value: None,
                         },
                     ));
                 }
@@ -486,7 +502,9 @@ pub fn estimate(
                         doc: c,
                         edge,
                         base,
+                        fits: base.is_some() && fits(&docs[i], theirs),
                         against,
+                        value: None,
                     },
                 ));
             }
@@ -505,7 +523,7 @@ pub fn estimate(
         estimates[i - from].push(e);
     }
     // Docs that no base can be found for are stored in full: encoded here, on every
-    // core (the rule is the commit's, [`crate::ingest`]'s `new_doc`).
+    // core (the others once their bases are decided, [`super::bases`]).
     let full = parallel(s.threads, &idx, |&i| {
         let no_base = !estimates[i - from].iter().any(|e| e.base.is_some());
         Ok(no_base.then(|| Sketches::value(docs[i].stored)))
@@ -519,7 +537,7 @@ pub fn estimate(
             p.entry_count = entry_counts[i];
             p.compared = compare_with.len() as u64;
             p.estimates = estimates;
-            p.full = full;
+            p.value = full;
             p
         })
         .collect();

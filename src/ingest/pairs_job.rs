@@ -32,8 +32,7 @@ use super::pairs::{self, Joined, NewDoc, Unsettled, View};
 use super::{IngestOptions, PairsFrom, Progress, RecordSource, Shards};
 use crate::compact::CompactSketch;
 use crate::config::{Config, Resemblance};
-use crate::index::columns::sketches::{Sketches, StoredSketch};
-use crate::index::columns::Column;
+use crate::index::columns::sketches::StoredSketch;
 use crate::index::postings::{Fresh, OverCap};
 use crate::index::sketch_cache::SketchCache;
 use crate::index::{Index, IndexError, IndexParams, Result};
@@ -693,7 +692,7 @@ fn estimate_task(dir: &Path, config: &Config, range: usize, threads: usize) -> R
         }),
     };
     let of = |i: usize| shares[i].clone();
-    let found = pairs::estimate(
+    let mut found = pairs::estimate(
         &view,
         a,
         &new,
@@ -703,6 +702,8 @@ fn estimate_task(dir: &Path, config: &Config, range: usize, threads: usize) -> R
         &mut Vec::new(),
         std::time::Instant::now(),
     )?;
+    // The sketches as the commit may store them: it reads no base.
+    super::bases::ahead(&mut found.docs, &new, a, &found.read, threads)?;
     let rows = found.docs.iter().map(|d| d.estimates.len() as u64).sum();
     pair_files::write_pairs(
         &pair_files::pairs_paths(dir, range),
@@ -779,55 +780,19 @@ impl PairsFiles {
     }
 }
 
-/// Which docs of a sweep paired from files are stored against a base: the commit sets
-/// them, the pair step of later batches reads those of docs already committed.
-pub(super) struct AgainstBits {
-    first: u64,
-    bits: Vec<std::sync::atomic::AtomicBool>,
-}
-
-impl AgainstBits {
-    pub(super) fn new(first: u64, end: u64) -> Arc<AgainstBits> {
-        Arc::new(AgainstBits {
-            first,
-            bits: (first..end).map(|_| Default::default()).collect(),
-        })
-    }
-
-    pub(super) fn set(&self, d: u64) {
-        if let Some(b) = d
-            .checked_sub(self.first)
-            .and_then(|i| self.bits.get(i as usize))
-        {
-            b.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    pub(super) fn get(&self, d: u64) -> Option<bool> {
-        d.checked_sub(self.first)
-            .and_then(|i| self.bits.get(i as usize))
-            .map(|b| b.load(std::sync::atomic::Ordering::Relaxed))
-    }
-}
-
 /// A batch's pairs from a pairs job's files (`ingest --pairs`): new docs `first`, … with
-/// their sketches as stored in full; `start` is the first doc of the batch being
-/// committed meanwhile (whether an older doc before it is stored against a base is
-/// known: `bits`). Docs no estimate can be the base of are encoded in full here, as the
-/// pair step does.
+/// their sketches as stored in full. Their bases are decided as the local pair step's
+/// ([`super::bases`]), the state of the sweep's docs of earlier ranges from `bits`.
 pub(super) fn batch_from_files(
     files: &std::sync::Mutex<PairsFiles>,
-    bits: Option<&AgainstBits>,
     (first, stored): (u64, &[StoredSketch]),
-    start: u64,
-    threads: usize,
 ) -> Result<pairs::BatchPairs> {
     let clock = std::time::Instant::now();
-    let mut docs = files
+    let docs = files
         .lock()
         .map_err(|_| IndexError::Invalid("a pair step panicked".into()))?
         .take(first, stored.len())?;
-    for (k, (p, s)) in docs.iter_mut().zip(stored).enumerate() {
+    for (k, (p, s)) in docs.iter().zip(stored).enumerate() {
         if p.over.len() != s.posting.len() {
             return Err(IndexError::Invalid(format!(
                 "--pairs: doc {} has {} posting values, its pairs {}: pairs of other docs",
@@ -836,21 +801,6 @@ pub(super) fn batch_from_files(
                 p.over.len()
             )));
         }
-        for e in p
-            .estimates
-            .iter_mut()
-            .filter(|e| e.against.is_none() && e.doc < start)
-        {
-            e.against = bits.and_then(|b| b.get(e.doc));
-        }
-    }
-    let idx: Vec<usize> = (0..docs.len()).collect();
-    let full = pairs::parallel(threads, &idx, |&k| {
-        let no_base = !docs[k].estimates.iter().any(|e| e.base.is_some());
-        Ok(no_base.then(|| Sketches::value(&stored[k])))
-    })?;
-    for (p, f) in docs.iter_mut().zip(full) {
-        p.full = f;
     }
     Ok(pairs::BatchPairs {
         docs,
@@ -870,7 +820,7 @@ impl super::Writer<'_> {
             return Ok(());
         }
         plan.check_waiting(self.index, self.next_pair, end)?;
-        let bits = AgainstBits::new(plan.first, plan.end);
+        let bits = super::bases::AgainstBits::new(plan.first, plan.end);
         // Docs a stopped run paired: whether each is stored against a base, as stored.
         let done: Vec<u64> = (plan.first..self.next_pair).collect();
         for chunk in done.chunks(4096) {

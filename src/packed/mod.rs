@@ -133,50 +133,24 @@ impl StoredSketch {
         base: (u64, &CompactSketch),
     ) -> Option<StoredSketch> {
         let range = at_least(base.1.values(), self.level as u32);
-        let hi = at_least(range, self.posting_level as u32).len();
         let mut kept = vec![0u8; range.len().div_ceil(8)];
-        // Posting values by compact value in level-major order; a compact value two of
-        // them share stays explicit (the base could stand for one of them only).
-        let mut keys: Vec<(u32, u64)> = self
-            .posting
-            .iter()
-            .map(|k| (level_major(compact_of_posting_key(*k)), *k))
-            .collect();
-        keys.sort_unstable();
-        let (mut posting, mut suffixes) = (Vec::new(), Vec::new());
-        let mut i = 0;
-        for (n, (lm, k)) in keys.iter().enumerate() {
-            let twin =
-                (n > 0 && keys[n - 1].0 == *lm) || keys.get(n + 1).is_some_and(|x| x.0 == *lm);
-            while i < hi && range[i] < *lm {
-                i += 1;
-            }
-            if !twin && i < hi && range[i] == *lm {
+        let (mut posting, mut suffixes, mut low) = (Vec::new(), Vec::new(), Vec::new());
+        let shared = self.split_against(own, base.1, |part| match part {
+            Part::Kept(i, key) => {
                 kept[i / 8] |= 1 << (i % 8);
-                suffixes.push(((k >> 5) & 0xffff) as u16);
-                i += 1;
-            } else {
-                posting.push(*k);
+                if let Some(k) = key {
+                    suffixes.push(((k >> 5) & 0xffff) as u16);
+                }
             }
+            Part::Posting(k) => posting.push(k),
+            Part::Low(c) => low.push(c),
+        });
+        if 2 * shared < range.len() {
+            return None;
         }
         posting.sort_unstable();
-        // Compact values under the posting level.
-        let mine = compact_range(own.values(), self.level, self.posting_level);
-        let (mut i, mut j, mut low) = (hi, 0, Vec::new());
-        while j < mine.len() {
-            if i < range.len() && range[i] < mine[j] {
-                i += 1;
-            } else if i < range.len() && range[i] == mine[j] {
-                kept[i / 8] |= 1 << (i % 8);
-                (i, j) = (i + 1, j + 1);
-            } else {
-                low.push(compact_of(mine[j]));
-                j += 1;
-            }
-        }
         low.sort_unstable();
-        let shared = kept.iter().map(|b| b.count_ones() as usize).sum::<usize>();
-        (2 * shared >= range.len()).then_some(StoredSketch {
+        Some(StoredSketch {
             shingles: self.shingles,
             level: self.level,
             posting_level: self.posting_level,
@@ -190,6 +164,68 @@ impl StoredSketch {
             }),
             template: self.template,
         })
+    }
+
+    /// Whether [`StoredSketch::against`] `base` stores it against it (shares at least
+    /// half of the base's values at its level), without encoding: the pair step decides
+    /// each new doc's base from these before any is encoded.
+    pub fn stores_against(&self, own: &CompactSketch, base: &CompactSketch) -> bool {
+        let range = at_least(base.values(), self.level as u32).len();
+        2 * self.split_against(own, base, |_| ()) >= range
+    }
+
+    /// The walk both take: each of its values either kept by the base (the index of the
+    /// base's value at its level, level-major, and the posting key it stands for) or its
+    /// own (a posting key, or a compact value under the posting level); returns how
+    /// many the base keeps.
+    fn split_against(
+        &self,
+        own: &CompactSketch,
+        base: &CompactSketch,
+        mut part: impl FnMut(Part),
+    ) -> usize {
+        let range = at_least(base.values(), self.level as u32);
+        let hi = at_least(range, self.posting_level as u32).len();
+        let mut shared = 0;
+        // Posting values by compact value in level-major order; a compact value two of
+        // them share stays explicit (the base could stand for one of them only).
+        let mut keys: Vec<(u32, u64)> = self
+            .posting
+            .iter()
+            .map(|k| (level_major(compact_of_posting_key(*k)), *k))
+            .collect();
+        keys.sort_unstable();
+        let mut i = 0;
+        for (n, (lm, k)) in keys.iter().enumerate() {
+            let twin =
+                (n > 0 && keys[n - 1].0 == *lm) || keys.get(n + 1).is_some_and(|x| x.0 == *lm);
+            while i < hi && range[i] < *lm {
+                i += 1;
+            }
+            if !twin && i < hi && range[i] == *lm {
+                part(Part::Kept(i, Some(*k)));
+                shared += 1;
+                i += 1;
+            } else {
+                part(Part::Posting(*k));
+            }
+        }
+        // Compact values under the posting level.
+        let mine = compact_range(own.values(), self.level, self.posting_level);
+        let (mut i, mut j) = (hi, 0);
+        while j < mine.len() {
+            if i < range.len() && range[i] < mine[j] {
+                i += 1;
+            } else if i < range.len() && range[i] == mine[j] {
+                part(Part::Kept(i, None));
+                shared += 1;
+                (i, j) = (i + 1, j + 1);
+            } else {
+                part(Part::Low(compact_of(mine[j])));
+                j += 1;
+            }
+        }
+        shared
     }
 
     /// The form candidate checks compare, made in one pass (no sort).
@@ -423,6 +459,17 @@ pub(crate) fn stored_of(p: Packed) -> StoredSketch {
 
 /// Of level-major `values`, those with trailing zeros in `level..posting_level` (a
 /// sketch's compact part).
+/// One value of a sketch stored against a base ([`StoredSketch::against`]).
+enum Part {
+    /// The base holds it: the index of the base's value, and the posting key it stands
+    /// for (a posting value).
+    Kept(usize, Option<u64>),
+    /// A posting key of its own.
+    Posting(u64),
+    /// A compact value of its own, under the posting level.
+    Low(u32),
+}
+
 fn compact_range(values: &[u32], level: u8, posting_level: u8) -> &[u32] {
     let start = at_least(values, posting_level as u32).len();
     let end = at_least(values, level as u32).len().max(start);
