@@ -124,40 +124,32 @@ pub(super) fn decide(
             Err(_) => (b.held)(d),
         }
     };
+    // Each doc's value: against its base, or in full (unless the pair step or the
+    // first stage has it: `None`), and whether it is against a base.
     let idx: Vec<usize> = (0..docs.len()).collect();
-    let values = pairs::parallel(threads, &idx, |&k| {
-        let stored = &b.stored[k];
-        let Some((d, _)) = chosen[k] else {
-            return Ok(None);
-        };
-        let against = base_of(d)
-            .map(|base| (d, base))
-            .and_then(|(d, base)| stored.against(&b.compact[k], (d, base)));
-        Ok(against.map(|a| Sketches::value(&a)))
-    })?;
-    for (k, (p, v)) in docs.iter_mut().zip(values).enumerate() {
-        match v {
-            Some(v) => p.value = Some(v),
-            None if against[k] && p.value.is_none() => {
-                // Its base was not found (a doc without a stored sketch): in full.
-                against[k] = false;
-                p.value = None;
+    let made = pairs::parallel(threads, &idx, |&k| {
+        let (stored, compact) = (&b.stored[k], &b.compact[k]);
+        if let Some((d, _)) = chosen[k] {
+            let against = base_of(d).and_then(|base| stored.against(compact, (d, base)));
+            if let Some(a) = against {
+                return Ok(Some((Sketches::value(&a), true)));
             }
-            None => {}
+            // Its base has no stored sketch: in full.
+        } else if against[k] {
+            return Ok(None);
+        }
+        let kept = docs[k].value.is_some() || (b.stored_in_full && stored.template == 0);
+        Ok((!kept).then(|| (Sketches::value(stored), false)))
+    })?;
+    for (k, (p, made)) in docs.iter_mut().zip(made).enumerate() {
+        if let Some((value, a)) = made {
+            p.value = Some(value);
+            against[k] = a;
         }
         p.against = against[k];
         if let (true, Some(bits)) = (against[k], b.bits) {
             bits.set(b.first + k as u64);
         }
-    }
-    // Those stored in full, encoded here unless the pair step did.
-    let full: Vec<usize> = (0..docs.len())
-        .filter(|k| !against[*k] && docs[*k].value.is_none())
-        .filter(|k| !(b.stored_in_full && b.stored[*k].template == 0))
-        .collect();
-    let encoded = pairs::parallel(threads, &full, |&k| Ok(Sketches::value(&b.stored[k])))?;
-    for (k, v) in full.into_iter().zip(encoded) {
-        docs[k].value = Some(v);
     }
     Ok(Decided {
         first: b.first,

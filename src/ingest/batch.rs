@@ -358,8 +358,10 @@ impl Writer<'_> {
                 }
                 let clock = std::time::Instant::now();
                 let held = |d: u64| -> Option<&CompactSketch> {
-                    if let Some(k) = before.as_ref().and_then(|b| b.get(d)) {
-                        return before.as_ref().map(|b| &b.compact[k]);
+                    if let Some(b) = before.as_deref() {
+                        if let Some(k) = b.get(d) {
+                            return Some(&b.compact[k]);
+                        }
                     }
                     match found.read.binary_search_by_key(&d, |(x, _)| *x) {
                         Ok(k) => Some(&found.read[k].1),

@@ -452,7 +452,42 @@ struct Task {
     set: Option<TemplateSet>,
 }
 
+/// What a join or estimate task's pair step reads beside the checkpoint: the postings
+/// buffer as the checkpoint leaves it (up to the sweep's first doc), the over-cap values
+/// it finds, and no sketch cache.
+struct TaskState {
+    fresh: Fresh,
+    over_cap: OverCap,
+    cache: SketchCache,
+}
+
+impl TaskState {
+    /// The pair step's view of the checkpoint.
+    fn view<'a>(&'a self, t: &'a Task, unsettled: Option<Unsettled<'a>>) -> View<'a> {
+        fn readable(_: u64) -> Result<()> {
+            Ok(())
+        }
+        View {
+            index: &t.index,
+            fresh: &self.fresh,
+            over_cap: &self.over_cap,
+            cache: &self.cache,
+            readable: &readable,
+            templates: t.set.as_ref(),
+            unsettled,
+        }
+    }
+}
+
 impl Task {
+    fn state(&self) -> Result<TaskState> {
+        Ok(TaskState {
+            fresh: Fresh::load(&self.index, Some(self.plan.first))?,
+            over_cap: OverCap::default(),
+            cache: SketchCache::new(0),
+        })
+    }
+
     fn open(dir: &Path, config: &Config) -> Result<Task> {
         let plan = Plan::load(dir)?;
         let index = Index::open_read_only(&Plan::index_path(dir), config)?;
@@ -586,17 +621,8 @@ fn join_task(dir: &Path, config: &Config, part: usize, threads: usize) -> Result
         .map(|d| t.set.as_ref().map_or(&[][..], |s| s.get(d.template)))
         .collect();
     let entry_counts: Vec<usize> = docs.iter().map(|d| d.entry_count as usize).collect();
-    let fresh = Fresh::load(&t.index, Some(plan.first))?;
-    let (over_cap, cache) = (OverCap::default(), SketchCache::new(0));
-    let view = View {
-        index: &t.index,
-        fresh: &fresh,
-        over_cap: &over_cap,
-        cache: &cache,
-        readable: &|_| Ok(()),
-        templates: t.set.as_ref(),
-        unsettled: None,
-    };
+    let state = t.state()?;
+    let view = state.view(&t, None);
     let found = pairs::join_range(
         &view,
         &joined,
@@ -677,20 +703,12 @@ fn estimate_task(dir: &Path, config: &Config, range: usize, threads: usize) -> R
             ))),
         }
     };
-    let fresh = Fresh::load(&t.index, Some(plan.first))?;
-    let (over_cap, cache) = (OverCap::default(), SketchCache::new(0));
-    let view = View {
-        index: &t.index,
-        fresh: &fresh,
-        over_cap: &over_cap,
-        cache: &cache,
-        readable: &|_| Ok(()),
-        templates: t.set.as_ref(),
-        unsettled: Some(Unsettled {
-            from: plan.first,
-            template: &template,
-        }),
+    let state = t.state()?;
+    let unsettled = Unsettled {
+        from: plan.first,
+        template: &template,
     };
+    let view = state.view(&t, Some(unsettled));
     let of = |i: usize| shares[i].clone();
     let mut found = pairs::estimate(
         &view,
