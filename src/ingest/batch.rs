@@ -485,9 +485,14 @@ impl Writer<'_> {
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
         let planned = std::mem::take(&mut self.planned);
         let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
-        let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
-        fresh.add_batch(&self.adds, self.threads);
-        self.adds.clear();
+        match &self.posting_adds {
+            Some(thread) => thread.add(std::mem::take(&mut self.adds))?,
+            None => {
+                let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
+                fresh.add_batch(&self.adds, self.threads);
+                self.adds.clear();
+            }
+        }
         let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
         for d in &planned.hits {
             cache.touch(*d);

@@ -54,6 +54,7 @@ mod new_doc;
 pub mod pair_files;
 pub mod pairs;
 pub mod pairs_job;
+mod posting_adds;
 pub mod recluster;
 mod sequence;
 mod source;
@@ -227,6 +228,9 @@ struct Writer<'a> {
     fresh: Arc<Fresh>,
     /// Spill the fresh postings when they hold more than this many bytes.
     fresh_budget: usize,
+    /// With `--pairs`, while the waiting docs are paired: the thread that holds `fresh`
+    /// and adds the committed docs' postings to it.
+    posting_adds: Option<posting_adds::PostingAdds>,
     /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
     hosts_seen: std::collections::HashSet<String>,
     /// Each host's sample of pages in this sweep, and its changed pages.
@@ -541,6 +545,7 @@ fn ingest_files<'scope>(
         over_cap: &over_cap,
         fresh,
         fresh_budget,
+        posting_adds: None,
         hosts_seen: Default::default(),
         pages: templates::Pages::load(index, sweep_id, &opts.template)?,
         pair_buffers: pairs::Buffers::default(),
@@ -728,6 +733,9 @@ fn ingest_files<'scope>(
     }
     if let (None, Stage::Waiting, Some(files)) = (&failure, w.stage, pairs_plan) {
         failure = w.from_files(files).err();
+        if failure.is_none() && w.pair_files.is_some() {
+            failure = w.start_posting_adds(scope, index).err();
+        }
     }
     if failure.is_none() && w.stage == Stage::Waiting {
         let records = w.sweep.counts.records - w.counts_before.records;
@@ -781,6 +789,18 @@ fn ingest_files<'scope>(
             })
         });
         let flush = s.spawn(|| index.flush());
+        // With `--pairs` the postings thread spills (it was told the last doc); what it
+        // leaves is empty then.
+        if let Some(adds) = w.posting_adds.take() {
+            match adds.finish() {
+                Ok(done) => {
+                    w.fresh = Arc::new(done.fresh);
+                    w.summary.writer.postings_cpu_s += done.cpu_s;
+                    w.summary.writer.spill_s += done.spill_s;
+                }
+                Err(e) => return (learn.join(), Err(e), flush.join()),
+            }
+        }
         let spilled = match Arc::get_mut(&mut w.fresh) {
             Some(fresh) => fresh.spill(index, next_doc),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),

@@ -852,4 +852,22 @@ impl super::Writer<'_> {
         self.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
         Ok(())
     }
+
+    /// With `--pairs`: the committed docs' postings go into the buffer on a thread of
+    /// their own ([`super::posting_adds`]), which holds it until the end of the ingest.
+    pub(super) fn start_posting_adds<'scope>(
+        &mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        index: &'scope Index,
+    ) -> Result<()> {
+        let fresh = Arc::get_mut(&mut self.fresh)
+            .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?;
+        let budget = (self.fresh_budget, self.threads);
+        let written = Arc::clone(&self.writes.written);
+        let fresh = std::mem::take(fresh);
+        self.posting_adds = Some(super::posting_adds::PostingAdds::start(
+            scope, index, fresh, budget, written,
+        ));
+        Ok(())
+    }
 }

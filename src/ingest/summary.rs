@@ -93,6 +93,10 @@ pub struct WriterTimes {
     pub batches: u64,
     /// Postings written as sorted files when the buffer filled, during the run.
     pub spill_s: f64,
+    /// With `--pairs`: CPU seconds of the thread that adds the committed docs' postings
+    /// to the buffer and spills it (a serial stage of its own, beside the committing
+    /// thread; without `--pairs` the adds are in `serial_s`).
+    pub postings_cpu_s: f64,
     /// After the last record: the last spill, the memtable flush, settled compactions.
     pub finish_s: f64,
     /// Docs examined as candidates (sharing posting values, or heads of boilerplate

@@ -151,7 +151,11 @@ impl Writer<'_> {
                 from += n;
                 progress(from - start, end - start);
             }
-            self.flush()
+            self.flush()?;
+            match &self.posting_adds {
+                Some(thread) => thread.end(end),
+                None => Ok(()),
+            }
         })
     }
 }
