@@ -530,6 +530,7 @@ fn ingest_files<'scope>(
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
     resume_compactions(index)?;
+    index.drop_new_keys_from(index.counters().next_doc)?;
     // With edges on content, the docs a killed run left waiting for their pairs (the
     // newest; all of this sweep: [`run`] pairs another sweep's first).
     let next_pair = match index.unpaired().first()? {

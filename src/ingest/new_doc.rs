@@ -60,10 +60,14 @@ impl Writer<'_> {
         self.sweep.counts.new_docs += 1;
         match self.stage {
             Stage::Waiting => {
-                // Encoded by the pair step's threads.
+                // Encoded by the pair step's threads; a new key (written as a file).
+                let key = Sketches::key(&d);
                 match sketches.encoded.get(k) {
-                    Some(value) => batch.put_raw::<Sketches>(self.index, &Sketches::key(&d), value),
-                    None => batch.put::<Sketches>(self.index, &d, stored),
+                    Some(value) => batch.put_new_raw::<Sketches>(self.index, &key, value),
+                    None => {
+                        let value = Sketches::value(stored);
+                        batch.put_new_raw::<Sketches>(self.index, &key, &value)
+                    }
                 }
                 let waiting = Waiting {
                     sweep: self.sweep_id,

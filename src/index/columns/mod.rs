@@ -240,6 +240,8 @@ pub struct Batch {
     bytes: Vec<u8>,
     /// The operations, in the order they were made.
     ops: Vec<Op>,
+    /// Puts at new keys ([`Batch::put_new_raw`]), in the order they were made.
+    new_ops: Vec<Op>,
 }
 
 /// One put or delete: its family and where its key and value lie in `Batch::bytes`.
@@ -257,7 +259,40 @@ impl Batch {
         Batch {
             bytes: Vec::with_capacity(like.bytes.len()),
             ops: Vec::with_capacity(like.ops.len()),
+            new_ops: Vec::with_capacity(like.new_ops.len()),
         }
+    }
+
+    /// Puts `value` at a key of family `C` above every key the family holds and every
+    /// key of the batches before (a new doc's): such puts are written as one sorted
+    /// file per family, which RocksDB takes in whole ([`Index::write`]), not through
+    /// its log and memtable.
+    pub(crate) fn put_new_raw<C: Column>(&mut self, _index: &Index, key: &[u8], value: &[u8]) {
+        let key = self.keep(key);
+        let value = Some(self.keep(value));
+        self.new_ops.push(Op {
+            family: C::NAME,
+            key,
+            value,
+        });
+    }
+
+    /// The puts at new keys, by family in the order their first put was made: each
+    /// family's keys and values in the order made, and whether they ascend.
+    pub(crate) fn new_puts(&self) -> Vec<(&'static str, Vec<(&[u8], &[u8])>, bool)> {
+        let mut out: Vec<(&'static str, Vec<(&[u8], &[u8])>, bool)> = Vec::new();
+        for op in &self.new_ops {
+            let Some(v) = op.value else { continue };
+            let (k, v) = (self.slice(op.key), self.slice(v));
+            match out.iter_mut().find(|(f, _, _)| *f == op.family) {
+                Some((_, puts, ascending)) => {
+                    *ascending &= puts.last().is_none_or(|(last, _)| *last < k);
+                    puts.push((k, v));
+                }
+                None => out.push((op.family, vec![(k, v)], true)),
+            }
+        }
+        out
     }
 
     /// Puts `value` at `key` in family `C`.
@@ -299,15 +334,16 @@ impl Batch {
 
     /// Operations in the batch.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.ops.len() + self.new_ops.len()
     }
 
     /// Whether the batch holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.ops.is_empty() && self.new_ops.is_empty()
     }
 
-    /// The batch for RocksDB, sorted by family and key (stable: see [`Batch`]).
+    /// The batch for RocksDB, sorted by family and key (stable: see [`Batch`]); the
+    /// puts at new keys not in it (see [`Batch::new_puts`]).
     pub(crate) fn sorted(&self, index: &Index) -> rocksdb::WriteBatch {
         let mut order: Vec<u32> = (0..self.ops.len() as u32).collect();
         order.sort_by(|a, b| {
