@@ -268,13 +268,14 @@ impl Batch {
     /// file per family, which RocksDB takes in whole ([`Index::write`]), not through
     /// its log and memtable.
     pub(crate) fn put_new_raw<C: Column>(&mut self, _index: &Index, key: &[u8], value: &[u8]) {
+        let op = self.put_op(C::NAME, key, value);
+        self.new_ops.push(op);
+    }
+
+    fn put_op(&mut self, family: &'static str, key: &[u8], value: &[u8]) -> Op {
         let key = self.keep(key);
         let value = Some(self.keep(value));
-        self.new_ops.push(Op {
-            family: C::NAME,
-            key,
-            value,
-        });
+        Op { family, key, value }
     }
 
     /// The puts at new keys, by family in the order their first put was made: each
@@ -303,13 +304,8 @@ impl Batch {
     /// Puts bytes already encoded (hot paths that build keys in place). The index is
     /// only needed when the batch is written ([`Batch::sorted`]).
     pub(crate) fn put_raw<C: Column>(&mut self, _index: &Index, key: &[u8], value: &[u8]) {
-        let key = self.keep(key);
-        let value = Some(self.keep(value));
-        self.ops.push(Op {
-            family: C::NAME,
-            key,
-            value,
-        });
+        let op = self.put_op(C::NAME, key, value);
+        self.ops.push(op);
     }
 
     /// Deletes `key` from family `C`.
