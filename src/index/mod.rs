@@ -360,16 +360,10 @@ impl Index {
                 }
             })?
         };
-        // Written uncompressed: a sweep's new sketches (packed already) are written
-        // again when their pairs are committed, and merged by compactions then.
+        // The family's own options (its files as its flushes would make them).
         let new_key_options = NEW_KEY_FAMILIES
             .iter()
-            .map(|name| {
-                let mut o = columns::options(name, &tuning);
-                o.set_compression_type(rocksdb::DBCompressionType::None);
-                o.set_bottommost_compression_type(rocksdb::DBCompressionType::None);
-                (*name, o)
-            })
+            .map(|name| (*name, columns::options(name, &tuning)))
             .collect();
         if !read_only {
             // Files a killed write left before RocksDB took them.
