@@ -266,7 +266,7 @@ impl Writer<'_> {
             let cpu = thread_cpu();
             Arc::get_mut(&mut self.fresh)
                 .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
-                .spill(self.index, first)?;
+                .spill(self.index, first, self.threads)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
             self.serial_cpu += thread_cpu() - cpu;
         }

@@ -95,10 +95,10 @@ impl Holds {
 /// runs then).
 ///
 /// Postings: the newest runs merged size-tiered ([`postings::settle`]), beside the
-/// wait (the merge is a sequential pass over files of their own).
-pub(super) fn settle_compactions(index: &Index) -> Result<()> {
+/// wait (key ranges merged on `threads` threads, over files of their own).
+pub(super) fn settle_compactions(index: &Index, threads: usize) -> Result<()> {
     let (merged, waited) = std::thread::scope(|s| {
-        let merge = s.spawn(|| postings::settle(index));
+        let merge = s.spawn(|| postings::settle(index, threads));
         let waited = index
             .db()
             .wait_for_compact(&rocksdb::WaitForCompactOptions::default());

@@ -803,7 +803,7 @@ fn ingest_files<'scope>(
             }
         }
         let spilled = match Arc::get_mut(&mut w.fresh) {
-            Some(fresh) => fresh.spill(index, next_doc),
+            Some(fresh) => fresh.spill(index, next_doc, threads),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
         (learn.join(), spilled, flush.join())
@@ -820,7 +820,7 @@ fn ingest_files<'scope>(
         texts::train_if_ready(index)?;
         index.flush()?;
     }
-    settle_compactions(index)?;
+    settle_compactions(index, opts.threads.max(1))?;
     // What this ingest completed becomes visible to servers as one whole state.
     if !todo.is_empty() || w.summary.templates.wrote || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;

@@ -58,7 +58,7 @@ impl PostingAdds {
             let spill = |fresh: &mut Fresh, mark: u64| -> Result<()> {
                 // The run claims the docs under `mark`: all must be written first.
                 written.wait_docs(mark)?;
-                fresh.spill(index, mark)
+                fresh.spill(index, mark, threads)
             };
             let mut run = || -> Result<()> {
                 for msg in &from {

@@ -1,7 +1,7 @@
 //! The fresh lists: posting entries of docs from the mark on, in memory until a spill
 //! writes them as a run.
 
-use super::run::{entry, list_limit, ENTRY};
+use super::run::{self, entry, list_limit, ENTRY};
 use super::store::Store;
 use super::{hash_u64, prefetch, U64Map};
 use crate::index::{Index, Result};
@@ -248,8 +248,9 @@ impl Fresh {
     }
 
     /// Stores the fresh lists as one more run, with the new mark `next_doc`, and makes
-    /// it the index's postings; the buffer is then empty.
-    pub fn spill(&mut self, index: &Index, next_doc: u64) -> Result<()> {
+    /// it the index's postings; the buffer is then empty. The shards (key ranges) are
+    /// encoded on `threads` threads, and the run is the same for any number.
+    pub fn spill(&mut self, index: &Index, next_doc: u64, threads: usize) -> Result<()> {
         let store = index.postings_store()?;
         if self.shards.iter().all(|s| s.lists.is_empty()) && store.mark() == next_doc {
             return Ok(());
@@ -260,16 +261,18 @@ impl Fresh {
         let limit = list_limit(index.params().common_shingle_cap as usize);
         // Lists past the cap are cut: at most this many records.
         let expect = self.shards.iter().map(|s| s.entries).sum();
-        let written = store.with_run(next_doc, expect, limit, |w| {
-            // In key order, read from the map in place: the table keeps its size for the
-            // next lists. The slots are taken in table order and sorted, and each slot
-            // and its list are fetched a few keys ahead: looking every key up again in a
-            // table of millions, then its list, stalled on two cache misses per value.
-            const AHEAD: usize = 8;
-            // The shards are key ranges, in order.
-            for shard in &self.shards {
+        let shards = &self.shards;
+        let written = store.with_run(next_doc, expect, (limit, threads), |w| {
+            // The shards are key ranges, in order: one part each.
+            run::write_parts(w, SHARDS, threads, |i, part| {
+                // In key order, read from the map in place: the table keeps its size for
+                // the next lists. The slots are taken in table order and sorted, and each
+                // slot and its list are fetched a few keys ahead: looking every key up
+                // again in a table of millions, then its list, stalled on two cache
+                // misses per value.
+                const AHEAD: usize = 8;
                 let mut slots: Vec<(u64, &FreshList)> =
-                    shard.lists.iter().map(|(k, l)| (*k, l)).collect();
+                    shards[i].lists.iter().map(|(k, l)| (*k, l)).collect();
                 slots.sort_unstable_by_key(|(k, _)| *k);
                 for (i, (k, list)) in slots.iter().enumerate() {
                     if let Some((_, slot)) = slots.get(i + 2 * AHEAD) {
@@ -279,11 +282,11 @@ impl Fresh {
                         prefetch(next.as_ptr());
                     }
                     for e in list[..list.len().min(limit)].chunks_exact(ENTRY) {
-                        w.push(*k, e)?;
+                        part.push(*k, e)?;
                     }
                 }
-            }
-            Ok(())
+                Ok(())
+            })
         })?;
         let bytes = written.bytes().saturating_sub(store.bytes());
         index.set_postings_store(written);
@@ -300,11 +303,12 @@ impl Fresh {
 }
 
 /// The postings of `index` settled at the end of an ingest: the newest runs merged
-/// size-tiered ([`Store::settled`]). Returns the bytes the merges wrote.
-pub fn settle(index: &Index) -> Result<u64> {
+/// size-tiered ([`Store::settled`]), on `threads` threads. Returns the bytes the merges
+/// wrote.
+pub fn settle(index: &Index, threads: usize) -> Result<u64> {
     let store = index.postings_store()?;
     let limit = list_limit(index.params().common_shingle_cap as usize);
-    let (settled, written): (Store, u64) = store.settled(limit)?;
+    let (settled, written): (Store, u64) = store.settled(limit, threads)?;
     index.set_postings_store(settled);
     Ok(written)
 }

@@ -333,20 +333,140 @@ impl Run {
 
     /// Every record, in order: (key, entry).
     pub fn iter(&self) -> impl Iterator<Item = (u64, [u8; ENTRY])> + '_ {
+        self.iter_keys(0..1 << KEY_BITS)
+    }
+
+    /// The records whose keys are in `keys`, in order.
+    pub fn iter_keys(
+        &self,
+        keys: std::ops::Range<u64>,
+    ) -> impl Iterator<Item = (u64, [u8; ENTRY])> + '_ {
         let (w, size, shift) = (self.widths, self.widths.record(), KEY_BITS - self.bits);
         let records = self.records();
-        (0..1usize << self.bits).flat_map(move |b| {
-            (self.slot(b)..self.slot(b + 1)).map(move |i| {
-                let low = be(&records[i * size..i * size + w.key]);
-                let high = if self.bits == 0 {
-                    0
-                } else {
-                    (b as u64) << shift
-                };
-                (high | low, self.entry_at(i))
+        let buckets = if keys.is_empty() {
+            0..0
+        } else {
+            bucket_of(keys.start, self.bits)..bucket_of(keys.end - 1, self.bits) + 1
+        };
+        buckets
+            .flat_map(move |b| {
+                (self.slot(b)..self.slot(b + 1)).map(move |i| {
+                    let low = be(&records[i * size..i * size + w.key]);
+                    let high = if self.bits == 0 {
+                        0
+                    } else {
+                        (b as u64) << shift
+                    };
+                    (high | low, self.entry_at(i))
+                })
             })
-        })
+            .skip_while(move |r| r.0 < keys.start)
+            .take_while(move |r| r.0 < keys.end)
     }
+}
+
+/// Appends the record of `key` and doc `doc` to `buf`, in a run's widths: the key's
+/// bits below its bucket's, the doc's offset from the run's first doc, level, count.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn encode(
+    buf: &mut Vec<u8>,
+    w: Widths,
+    bits: u32,
+    first: u64,
+    key: u64,
+    doc: u64,
+    level: u8,
+    count: u16,
+) {
+    let low = low_bits(key, bits).to_be_bytes();
+    buf.extend_from_slice(&low[8 - w.key..]);
+    let offset = (doc - first).to_be_bytes();
+    buf.extend_from_slice(&offset[8 - w.doc..]);
+    buf.extend_from_slice(&[level, count as u8]);
+}
+
+/// Records of one key range of a run, encoded apart from its writer: a spill's key
+/// ranges and a merge's are encoded on every core, and the writer only copies them in
+/// order ([`RunWriter::append`]). Encoding was most of a spill (rd100k first sweep:
+/// ~0.75 s on the postings thread).
+pub struct RunPart {
+    bits: u32,
+    widths: Widths,
+    docs: std::ops::Range<u64>,
+    buf: Vec<u8>,
+    n: u64,
+    /// Each bucket whose records begin here, and its first record (counted in the part).
+    begins: Vec<(usize, u64)>,
+    /// Its first and last keys.
+    keys: Option<(u64, u64)>,
+}
+
+impl RunPart {
+    /// Appends one record; keys must not decrease, the doc must be in the run's range.
+    pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
+        let (doc, level, count) = entry_fields(e);
+        let last = self.keys.map(|k| k.1);
+        if last.is_some_and(|l| l > key) || !self.docs.contains(&doc) || key >> KEY_BITS != 0 {
+            return Err(IndexError::Invalid(
+                "a postings run's part: a record out of order or range (a bug)".into(),
+            ));
+        }
+        let b = bucket_of(key, self.bits);
+        if self.begins.last().is_none_or(|(at, _)| *at != b) {
+            self.begins.push((b, self.n));
+        }
+        self.keys = Some((self.keys.map_or(key, |k| k.0), key));
+        encode(
+            &mut self.buf,
+            self.widths,
+            self.bits,
+            self.docs.start,
+            key,
+            doc,
+            level,
+            count,
+        );
+        self.n += 1;
+        Ok(())
+    }
+}
+
+/// Fills `w` with `parts` parts in order, part `i` made by `make(i, part)` on one of
+/// `threads` threads; `threads` parts are held at a time (a part is a key range: at
+/// most a few percent of the run).
+pub fn write_parts(
+    w: &mut RunWriter,
+    parts: usize,
+    threads: usize,
+    make: impl Fn(usize, &mut RunPart) -> Result<()> + Sync,
+) -> Result<()> {
+    let threads = threads.max(1);
+    let mut from = 0;
+    while from < parts {
+        let to = parts.min(from + threads);
+        let blank: Vec<RunPart> = (from..to).map(|_| w.part()).collect();
+        let made: Vec<Result<RunPart>> = std::thread::scope(|s| {
+            let make = &make;
+            let job = |i: usize, mut p: RunPart| move || make(i, &mut p).map(|()| p);
+            let mut jobs = (from..to).zip(blank).map(|(i, p)| job(i, p));
+            // The first of the wave on this thread, the others beside it.
+            let here = jobs.next();
+            let spawned: Vec<_> = jobs.map(|j| s.spawn(j)).collect();
+            let mut out: Vec<Result<RunPart>> = here.into_iter().map(|j| j()).collect();
+            for h in spawned {
+                out.push(h.join().unwrap_or_else(|_| {
+                    Err(IndexError::Invalid("a postings run's part panicked".into()))
+                }));
+            }
+            out
+        });
+        for part in made {
+            w.append(part?)?;
+        }
+        from = to;
+    }
+    Ok(())
 }
 
 /// Writes a run: records pushed in key order (a key's entries in doc order), then
@@ -393,27 +513,79 @@ impl RunWriter {
     /// Appends one record; keys must not decrease.
     pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
         let (doc, level, count) = entry_fields(e);
+        self.check(key, doc)?;
+        self.last = Some(key);
+        let b = bucket_of(key, self.bits);
+        while self.table.len() <= b {
+            self.table.push(self.n);
+        }
+        encode(
+            &mut self.buf,
+            self.widths,
+            self.bits,
+            self.docs.start,
+            key,
+            doc,
+            level,
+            count,
+        );
+        self.n += 1;
+        if self.buf.len() >= BUF {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// An error unless `key` may follow the last record and `doc` is in the run's range.
+    fn check(&self, key: u64, doc: u64) -> Result<()> {
         if self.last.is_some_and(|l| l > key) || !self.docs.contains(&doc) || key >> KEY_BITS != 0 {
             return Err(IndexError::Invalid(format!(
                 "postings run {}: a record out of order or range (a bug)",
                 self.path.display()
             )));
         }
-        self.last = Some(key);
-        let b = bucket_of(key, self.bits);
-        while self.table.len() <= b {
-            self.table.push(self.n);
+        Ok(())
+    }
+
+    /// An empty part of this run, to be filled on any thread and appended in key order
+    /// ([`RunWriter::append`]).
+    pub fn part(&self) -> RunPart {
+        RunPart {
+            bits: self.bits,
+            widths: self.widths,
+            docs: self.docs.clone(),
+            buf: Vec::new(),
+            n: 0,
+            begins: Vec::new(),
+            keys: None,
         }
-        let w = self.widths;
-        let low = low_bits(key, self.bits).to_be_bytes();
-        self.buf.extend_from_slice(&low[8 - w.key..]);
-        let offset = (doc - self.docs.start).to_be_bytes();
-        self.buf.extend_from_slice(&offset[8 - w.doc..]);
-        self.buf.extend_from_slice(&[level, count as u8]);
-        self.n += 1;
-        if self.buf.len() >= BUF {
-            self.drain()?;
+    }
+
+    /// Appends the records of `part` (made by [`RunWriter::part`]), whose keys come
+    /// after every record's so far.
+    pub fn append(&mut self, part: RunPart) -> Result<()> {
+        let Some((first, last)) = part.keys else {
+            return Ok(());
+        };
+        if self.last.is_some_and(|l| l > first) || part.bits != self.bits || part.docs != self.docs
+        {
+            return Err(IndexError::Invalid(format!(
+                "postings run {}: a part out of order or of another run (a bug)",
+                self.path.display()
+            )));
         }
+        for (b, i) in part.begins {
+            while self.table.len() <= b {
+                self.table.push(self.n + i);
+            }
+        }
+        self.drain()?;
+        self.crc.update(&part.buf);
+        self.out
+            .write_all(&part.buf)
+            .map_err(|err| io(&self.tmp, err))?;
+        self.n += part.n;
+        self.last = Some(last);
         Ok(())
     }
 
@@ -477,9 +649,14 @@ impl RunWriter {
     }
 }
 
+/// Bytes of records a merge's part holds at most, about: the merged run is written in
+/// key ranges of about this size, `threads` of them at once ([`write_parts`]).
+const PART_BYTES: u64 = 32 << 20;
+
 /// Merges runs of consecutive doc ranges (oldest first) into one at `path`: each key's
-/// entries in run order, at most `limit` bytes of them ([`list_limit`]).
-pub fn merge(runs: &[&Run], path: &Path, limit: usize) -> Result<Run> {
+/// entries in run order, at most `limit` bytes of them ([`list_limit`]). Key ranges
+/// of the output are merged on `threads` threads (the same file for any number).
+pub fn merge(runs: &[&Run], path: &Path, limit: usize, threads: usize) -> Result<Run> {
     let (Some(a), Some(z)) = (runs.first(), runs.last()) else {
         return Err(IndexError::Invalid(
             "a merge of no postings runs (a bug)".into(),
@@ -496,24 +673,37 @@ pub fn merge(runs: &[&Run], path: &Path, limit: usize) -> Result<Run> {
     }
     let total = runs.iter().map(|r| r.len()).sum();
     let mut out = RunWriter::create(path, total, a.first..z.end)?;
-    let mut its: Vec<_> = runs.iter().map(|r| r.iter().peekable()).collect();
+    // Small merges in one part; larger ones in at least 16 (balanced over the threads).
+    let bytes: u64 = runs.iter().map(|r| r.records().len() as u64).sum();
+    let part_bits = match bytes.div_ceil(PART_BYTES) {
+        0 | 1 if bytes < PART_BYTES / 8 => 0,
+        n => n.next_power_of_two().ilog2().clamp(4, 20),
+    };
     let max_entries = limit / ENTRY;
-    loop {
-        // The smallest key among the runs' next records; its entries run by run (the
-        // older run's docs first).
-        let Some(key) = its.iter_mut().filter_map(|i| i.peek().map(|r| r.0)).min() else {
-            break;
-        };
-        let mut kept = 0;
-        for it in its.iter_mut() {
-            while let Some((_, e)) = it.next_if(|r| r.0 == key) {
-                if kept < max_entries {
-                    out.push(key, &e)?;
-                    kept += 1;
+    write_parts(&mut out, 1 << part_bits, threads, |i, part| {
+        let span = 1u64 << (KEY_BITS - part_bits);
+        let keys = i as u64 * span..(i as u64 + 1) * span;
+        let mut its: Vec<_> = runs
+            .iter()
+            .map(|r| r.iter_keys(keys.clone()).peekable())
+            .collect();
+        loop {
+            // The smallest key among the runs' next records; its entries run by run
+            // (the older run's docs first).
+            let Some(key) = its.iter_mut().filter_map(|i| i.peek().map(|r| r.0)).min() else {
+                return Ok(());
+            };
+            let mut kept = 0;
+            for it in its.iter_mut() {
+                while let Some((_, e)) = it.next_if(|r| r.0 == key) {
+                    if kept < max_entries {
+                        part.push(key, &e)?;
+                        kept += 1;
+                    }
                 }
             }
         }
-    }
+    })?;
     out.finish()
 }
 
@@ -608,13 +798,53 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let a = write(d.path(), "a.run", 1..3, &[(5, 1), (5, 2), (7, 1)]);
         let b = write(d.path(), "b.run", 3..5, &[(1, 4), (5, 3), (5, 4)]);
-        let m = merge(&[&a, &b], &d.path().join("m.run"), 3 * ENTRY).unwrap();
+        let m = merge(&[&a, &b], &d.path().join("m.run"), 3 * ENTRY, 2).unwrap();
         assert_eq!(m.docs(), 1..5);
         assert_eq!(docs_of(&m, 5), vec![1, 2, 3]);
         assert_eq!(docs_of(&m, 1), vec![4]);
         assert_eq!(docs_of(&m, 7), vec![1]);
         let c = write(d.path(), "c.run", 4..7, &[(1, 6)]);
-        assert!(merge(&[&b, &c], &d.path().join("x.run"), 99).is_err());
+        assert!(merge(&[&b, &c], &d.path().join("x.run"), 99, 1).is_err());
+    }
+
+    #[test]
+    fn merges_in_key_ranges_write_the_same_file_on_any_number_of_threads() {
+        let d = tempfile::tempdir().unwrap();
+        // Over PART_BYTES / 8 of records: merged in 16 parts.
+        let recs = |n: u64, seed: u64, docs: std::ops::Range<u64>| {
+            let mut r: Vec<(u64, u64)> = (0..n)
+                .map(|i| {
+                    // 200,000 keys in both runs: lists of a few entries, over both.
+                    let x = (i % 200_000).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    let doc = docs.start + (i ^ seed) % (docs.end - docs.start);
+                    ((x >> 16) & ((1 << 48) - 1), doc)
+                })
+                .collect();
+            r.sort_unstable();
+            r
+        };
+        let (ra, rb) = (recs(400_000, 1, 1..5000), recs(300_000, 2, 5000..9000));
+        let a = write(d.path(), "a.run", 1..5000, &ra);
+        let b = write(d.path(), "b.run", 5000..9000, &rb);
+        assert!(a.records().len() + b.records().len() > PART_BYTES as usize / 8);
+        let limit = 3 * ENTRY;
+        let one = merge(&[&a, &b], &d.path().join("1.run"), limit, 1).unwrap();
+        let three = merge(&[&a, &b], &d.path().join("3.run"), limit, 3).unwrap();
+        let bytes = |r: &Run| std::fs::read(r.path()).unwrap();
+        assert_eq!(bytes(&one), bytes(&three));
+        // What a merge means: each key's entries, older run first, at most three.
+        let mut want: Vec<(u64, u64)> = Vec::new();
+        let mut all: Vec<(u64, usize, u64)> = ra.iter().map(|r| (r.0, 0, r.1)).collect();
+        all.extend(rb.iter().map(|r| (r.0, 1, r.1)));
+        all.sort_by_key(|r| (r.0, r.1));
+        for (i, r) in all.iter().enumerate() {
+            let before = all[..i].iter().rev().take_while(|o| o.0 == r.0).count();
+            if before < 3 {
+                want.push((r.0, r.2));
+            }
+        }
+        let got: Vec<(u64, u64)> = one.iter().map(|(k, e)| (k, entry_doc(&e))).collect();
+        assert_eq!(got, want);
     }
 
     #[test]

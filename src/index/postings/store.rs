@@ -245,13 +245,14 @@ impl Store {
     }
 
     /// This store with one more run, of the docs from the mark to `end`, written by
-    /// `fill` (about `expect` records; lists kept to `limit` bytes when runs merge); the
-    /// manifest names it when this returns. No record: only the mark moves.
+    /// `fill` (about `expect` records; lists kept to `limit` bytes when runs merge, on
+    /// `threads` threads); the manifest names it when this returns. No record: only the
+    /// mark moves.
     pub fn with_run(
         &self,
         end: u64,
         expect: usize,
-        limit: usize,
+        (limit, threads): (usize, usize),
         fill: impl FnOnce(&mut RunWriter) -> Result<()>,
     ) -> Result<Store> {
         std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
@@ -266,7 +267,7 @@ impl Store {
             next.runs.push(Arc::new(w.finish()?));
         }
         next.mark = end;
-        let gone = next.merge_over(MAX_RUNS, false, limit)?;
+        let gone = next.merge_over(MAX_RUNS, false, (limit, threads))?;
         next.save()?;
         remove(gone);
         Ok(next)
@@ -274,9 +275,14 @@ impl Store {
 
     /// Merges the newest runs while there are more than `max_runs`, or (`tiered`) while
     /// the one before the newest is at most twice the newest's size: size-tiered, so
-    /// each record is rewritten O(log n) times. Returns the runs merged away; does not
-    /// save the manifest.
-    fn merge_over(&mut self, max_runs: usize, tiered: bool, limit: usize) -> Result<Vec<Arc<Run>>> {
+    /// each record is rewritten O(log n) times. Lists are kept to `limit` bytes, merged
+    /// on `threads` threads. Returns the runs merged away; does not save the manifest.
+    fn merge_over(
+        &mut self,
+        max_runs: usize,
+        tiered: bool,
+        (limit, threads): (usize, usize),
+    ) -> Result<Vec<Arc<Run>>> {
         let mut gone = Vec::new();
         while self.runs.len() >= 2 {
             let n = self.runs.len();
@@ -286,7 +292,7 @@ impl Store {
             }
             let path = self.dir.join(run_name(self.next));
             self.next += 1;
-            let merged = run::merge(&[&a, &b], &path, limit)?;
+            let merged = run::merge(&[&a, &b], &path, limit, threads)?;
             self.runs.truncate(n - 2);
             self.runs.push(Arc::new(merged));
             gone.extend([a, b]);
@@ -295,11 +301,11 @@ impl Store {
     }
 
     /// This store with its newest runs merged size-tiered (see [`Store::merge_over`]),
-    /// lists kept to `limit` bytes; the merged-away files removed. Returns the store and
-    /// the bytes written.
-    pub fn settled(&self, limit: usize) -> Result<(Store, u64)> {
+    /// lists kept to `limit` bytes, on `threads` threads; the merged-away files removed.
+    /// Returns the store and the bytes written.
+    pub fn settled(&self, limit: usize, threads: usize) -> Result<(Store, u64)> {
         let mut next = self.clone();
-        let gone = next.merge_over(MAX_RUNS, true, limit)?;
+        let gone = next.merge_over(MAX_RUNS, true, (limit, threads))?;
         if gone.is_empty() {
             return Ok((next, 0));
         }
@@ -337,7 +343,7 @@ mod tests {
         for (end, keys) in runs {
             let first = s.mark();
             s = s
-                .with_run(*end, keys.len(), 99, |w| {
+                .with_run(*end, keys.len(), (99, 2), |w| {
                     for k in *keys {
                         w.push(*k, &entry(first, 0, 1))?;
                     }
@@ -356,7 +362,7 @@ mod tests {
         let again = Store::open(d.path(), true).unwrap();
         assert_eq!((again.mark(), again.records()), (9, 6));
         // 4 records then 2: the older is at most twice the newer, so they merge.
-        let (merged, written) = again.settled(99).unwrap();
+        let (merged, written) = again.settled(99, 2).unwrap();
         assert_eq!((merged.runs().len(), merged.records()), (1, 6));
         assert!(written > 0);
         let files = std::fs::read_dir(d.path()).unwrap().count();
