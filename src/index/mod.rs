@@ -276,6 +276,21 @@ const NEW_KEY_FAMILIES: [&str; 1] = [<columns::sketches::Sketches as Column>::NA
 /// Where those files are made, in the index's folder, before RocksDB takes them.
 const NEW_KEY_DIR: &str = "new-keys";
 
+/// A batch ready to be applied ([`Index::encode`]): files of puts at new keys, and the
+/// rest as one RocksDB batch. Files not applied are removed when it is dropped.
+pub struct Encoded {
+    files: Vec<(&'static str, PathBuf)>,
+    batch: rocksdb::WriteBatch,
+}
+
+impl Drop for Encoded {
+    fn drop(&mut self) {
+        for (_, file) in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
 impl Index {
     /// Opens (or with `create`, creates) the index at `path` for the configuration.
     pub fn open(path: &Path, config: &Config, create: bool) -> Result<Index> {
@@ -470,53 +485,80 @@ impl Index {
     /// without them); then the rest at once, with the resume points and counters that
     /// say those keys are written. A write killed between the two leaves keys above
     /// the stored counter, which the next ingest drops first
-    /// ([`Index::drop_new_keys_from`]).
+    /// ([`Index::drop_new_keys_from`]). [`Index::encode`] then [`Index::apply`], which
+    /// an ingest runs on two threads.
     pub fn write(&self, batch: Batch) -> Result<()> {
+        self.apply(self.encode(batch)?)
+    }
+
+    /// A batch made ready to apply: its files of puts at new keys written, the rest
+    /// sorted into one RocksDB batch. Nothing in the index changes.
+    pub fn encode(&self, batch: Batch) -> Result<Encoded> {
+        let mut out = Encoded {
+            files: Vec::new(),
+            batch: rocksdb::WriteBatch::default(),
+        };
         let mut fallback = Vec::new();
         for (family, puts, ascending) in batch.new_puts() {
             let options = self.new_key_options.iter().find(|(f, _)| *f == family);
             match options {
-                Some((_, o)) if ascending => self.ingest_sorted(family, o, &puts)?,
+                Some((_, o)) if ascending => {
+                    let file = self.sorted_file(family, o, &puts)?;
+                    out.files.push((family, file));
+                }
                 _ => fallback.push((family, puts)),
             }
         }
-        let mut wb = batch.sorted(self);
+        out.batch = batch.sorted(self);
         for (family, puts) in fallback {
             for (k, v) in puts {
-                wb.put_cf(self.cf(family), k, v);
+                out.batch.put_cf(self.cf(family), k, v);
             }
         }
-        self.db.write(wb)?;
+        Ok(out)
+    }
+
+    /// Applies an encoded batch ([`Index::encode`]): RocksDB takes its files, then its
+    /// batch.
+    pub fn apply(&self, mut encoded: Encoded) -> Result<()> {
+        for (family, file) in std::mem::take(&mut encoded.files) {
+            let mut io = rocksdb::IngestExternalFileOptions::default();
+            io.set_move_files(true);
+            let r = (self.db).ingest_external_file_cf_opts(self.cf(family), &io, vec![&file]);
+            let _ = std::fs::remove_file(&file);
+            r?;
+        }
+        self.db.write(std::mem::take(&mut encoded.batch))?;
         Ok(())
     }
 
-    /// Writes `puts` (ascending keys) of `family` as one sorted file and has RocksDB
-    /// take it (moved into the database, below every level it overlaps none of).
-    fn ingest_sorted(
+    /// Writes `puts` (ascending keys) of `family` as one sorted file in the index's
+    /// folder, for RocksDB to take (moved into the database, below every level it
+    /// overlaps none of).
+    fn sorted_file(
         &self,
         family: &'static str,
         o: &Options,
         puts: &[(&[u8], &[u8])],
-    ) -> Result<()> {
+    ) -> Result<PathBuf> {
         let dir = self.path.join(NEW_KEY_DIR);
         std::fs::create_dir_all(&dir)
             .map_err(|e| IndexError::Invalid(format!("{}: {e}", dir.display())))?;
         let n = (self.new_key_files).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let file = dir.join(format!("{family}-{n}.sst"));
         let mut w = rocksdb::SstFileWriter::create(o);
-        w.open(&file)?;
-        for (k, v) in puts {
-            w.put(k, v)?;
+        let written = (|| {
+            w.open(&file)?;
+            for (k, v) in puts {
+                w.put(k, v)?;
+            }
+            w.finish()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&file);
+            return Err(e.into());
         }
-        w.finish()?;
-        let mut io = rocksdb::IngestExternalFileOptions::default();
-        io.set_move_files(true);
-        let r = self
-            .db
-            .ingest_external_file_cf_opts(self.cf(family), &io, vec![&file]);
-        let _ = std::fs::remove_file(&file);
-        r?;
-        Ok(())
+        Ok(file)
     }
 
     /// Drops the keys of new docs from `next_doc` on that a killed write left in the

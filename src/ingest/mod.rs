@@ -726,6 +726,7 @@ fn ingest_files<'scope>(
     {
         index.flush()?;
         (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
+        w.summary.writer.encode_cpu_s = w.writes.written.encode_cpu();
         w.summary.waiting_docs = waiting_docs;
         w.summary.serial_s = w.serial_cpu;
         w.summary.files = todo.len() as u64;
@@ -826,6 +827,7 @@ fn ingest_files<'scope>(
         snapshots::publish(index)?;
     }
     (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
+    w.summary.writer.encode_cpu_s = w.writes.written.encode_cpu();
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
     w.serial_cpu += thread_cpu() - finish_cpu;
     w.summary.serial_s = w.serial_cpu;

@@ -86,6 +86,10 @@ pub struct WriterTimes {
     pub write_s: f64,
     /// See `write_s`.
     pub write_cpu_s: f64,
+    /// CPU seconds of the thread that makes each batch ready for RocksDB before it is
+    /// written (sorted by family and key, new keys' files written): a serial stage of its
+    /// own, beside the writing thread.
+    pub encode_cpu_s: f64,
     /// The committing thread waiting for a write: before it hands the next batch over,
     /// or when a record reads what the batch in the writing holds.
     pub write_wait_s: f64,

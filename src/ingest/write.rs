@@ -1,9 +1,9 @@
-//! The batch writes, on a thread of their own: the committing thread hands a batch of
-//! records over and goes on with the next one while RocksDB appends this one to its
-//! write-ahead log and memtables. One write at a time is in the writing (a batch is
-//! handed over only when the one before is written), so the index always holds a whole
-//! prefix of the records with the resume points that say so, as when the committing
-//! thread wrote them itself.
+//! The batch writes, on threads of their own: the committing thread hands a batch of
+//! records over and goes on with the next one while one thread encodes it (sorts it
+//! into a RocksDB batch, writes its new keys' files) and another has RocksDB apply the
+//! one before (its write-ahead log and memtables). Batches are applied one at a time,
+//! in the order handed over, so the index always holds a whole prefix of the records
+//! with the resume points that say so, as when the committing thread wrote them itself.
 //!
 //! What a write holds is readable before it is written only through the writer's
 //! overlays ([`super::commit::Pending`], the union-find's `Staged`, the sequencing
@@ -16,6 +16,7 @@ use crossbeam_channel::{bounded, Sender};
 
 use super::{thread_cpu, Index, IndexError, Result};
 use crate::index::columns::Batch;
+use crate::index::Encoded;
 
 /// How far the writes have come, shared with the pair step.
 #[derive(Default)]
@@ -32,9 +33,11 @@ struct State {
     docs: u64,
     /// The first write that failed, and why: no write is done after it.
     error: Option<IndexError>,
-    /// Seconds the thread spent writing, wall and CPU.
+    /// Seconds the writing thread spent writing, wall and CPU.
     busy_s: f64,
     cpu_s: f64,
+    /// CPU seconds of the encoding thread.
+    encode_cpu_s: f64,
 }
 
 impl Written {
@@ -68,6 +71,35 @@ impl Written {
             .map(|st| (st.busy_s, st.cpu_s))
             .unwrap_or_default()
     }
+
+    /// CPU seconds the encoding thread spent.
+    pub fn encode_cpu(&self) -> f64 {
+        self.state
+            .lock()
+            .map(|st| st.encode_cpu_s)
+            .unwrap_or_default()
+    }
+
+    /// Records that a thread of the writes failed (a panic: `poisoned`), and wakes the
+    /// waiters.
+    fn fail(&self, e: IndexError) {
+        if let Ok(mut st) = self.state.lock() {
+            st.error.get_or_insert(e);
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// Marks the writes failed if the thread holding it panics: the committing thread must
+/// not wait for them.
+struct Guard<'a>(&'a Written);
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.fail(poisoned());
+        }
+    }
 }
 
 fn poisoned() -> IndexError {
@@ -82,8 +114,8 @@ pub struct Writes {
 }
 
 impl Writes {
-    /// Starts the writing thread in `scope`, for an index holding the docs under `docs`.
-    /// It ends when the handle is dropped.
+    /// Starts the encoding and writing threads in `scope`, for an index holding the
+    /// docs under `docs`. They end when the handle is dropped.
     pub fn start<'scope>(
         scope: &'scope std::thread::Scope<'scope, '_>,
         index: &'scope Index,
@@ -94,6 +126,22 @@ impl Writes {
             st.docs = docs;
         }
         let (to_write, batches) = bounded::<(Batch, u64)>(1);
+        let (to_apply, encoded) = bounded::<(Result<Encoded>, u64)>(1);
+        let shared = Arc::clone(&written);
+        scope.spawn(move || {
+            let _guard = Guard(&shared);
+            for (batch, docs) in batches {
+                let cpu = thread_cpu();
+                let r = index.encode(batch);
+                if let Ok(mut st) = shared.state.lock() {
+                    st.encode_cpu_s += thread_cpu() - cpu;
+                }
+                let failed = r.is_err();
+                if to_apply.send((r, docs)).is_err() || failed {
+                    break;
+                }
+            }
+        });
         let shared = Arc::clone(&written);
         // A pause before each write, for the tests that check that readers wait for
         // the write they need (unset in normal use).
@@ -102,25 +150,13 @@ impl Writes {
             .and_then(|v| v.parse().ok())
             .map(std::time::Duration::from_millis);
         scope.spawn(move || {
-            // A panic here must not leave the committing thread waiting.
-            struct Guard<'a>(&'a Written);
-            impl Drop for Guard<'_> {
-                fn drop(&mut self) {
-                    if std::thread::panicking() {
-                        if let Ok(mut st) = self.0.state.lock() {
-                            st.error.get_or_insert_with(poisoned);
-                        }
-                        self.0.changed.notify_all();
-                    }
-                }
-            }
             let _guard = Guard(&shared);
-            for (batch, docs) in batches {
+            for (encoded, docs) in encoded {
                 if let Some(d) = delay {
                     std::thread::sleep(d);
                 }
                 let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-                let r = index.write(batch);
+                let r = encoded.and_then(|e| index.apply(e));
                 let Ok(mut st) = shared.state.lock() else {
                     return;
                 };

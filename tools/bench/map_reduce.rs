@@ -129,14 +129,16 @@ fn pairs_tasks(exe: &Path, db: &Path, shards: &Path, job: &Path) -> Option<(f64,
 }
 
 /// The serial part of an ingest run: its busiest one-thread step, the committing thread
-/// (`serial_s`), the RocksDB writes' thread (`writer.write_cpu_s`) or with `--pairs` the
-/// postings thread (`writer.postings_cpu_s`). With enough cores on the index's machine
+/// (`serial_s`), the RocksDB writes' threads (`writer.write_cpu_s`,
+/// `writer.encode_cpu_s`) or with `--pairs` the postings thread
+/// (`writer.postings_cpu_s`). With enough cores on the index's machine
 /// the rest (reading and decoding, pairs files, compactions) runs beside them.
 fn serial(run: &serde_json::Value) -> f64 {
     let f = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
     let w = &run["writer"];
     f(&run["serial_s"])
         .max(f(&w["write_cpu_s"]))
+        .max(f(&w["encode_cpu_s"]))
         .max(f(&w["postings_cpu_s"]))
 }
 
