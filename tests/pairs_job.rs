@@ -319,15 +319,23 @@ fn a_stopped_or_killed_ingest_with_pairs_resumes_to_the_same_index() {
         "--sketches".into(),
     ]);
     args.extend([s(&w.shards(3)), "--pairs".into(), s(&job)]);
+    let t = std::time::Instant::now();
     let out = tidemark_env(&args, ("TIDEMARK_TEST_STOP_PAIRING_AFTER", "1"));
     assert_ne!(out.status.code(), Some(0), "did not stop");
-    // Then killed at random moments until one run ends by itself.
+    // Then killed at random moments until one run ends by itself: moments up to twice
+    // that run's time (its start and a batch), as the ingest kill test measures its
+    // window. A fixed 400 ms was shorter than the run that commits the last batch on a
+    // busy machine (~0.45 s here), and then no run could finish.
+    let window = (2 * t.elapsed().as_millis() as usize).max(400);
     let mut rng = tidemark::synth::Rng::new(9);
     let (mut kills, mut runs) = (0, 0);
     loop {
         runs += 1;
-        assert!(runs < 60, "no progress");
-        let delay = Duration::from_millis(rng.below(400) as u64);
+        assert!(
+            runs < 60,
+            "no progress in {runs} runs ({kills} kills, {window} ms)"
+        );
+        let delay = Duration::from_millis(rng.below(window) as u64);
         if common::run_or_kill(&args, delay) {
             break;
         }

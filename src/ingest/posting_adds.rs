@@ -13,7 +13,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 
 use super::write::Written;
 use super::{thread_cpu, Index, IndexError, Result};
-use crate::index::postings::Fresh;
+use crate::index::postings::{AddLog, Fresh};
 
 /// A doc's posting entries: doc, level, posting values it counts, values listed.
 pub(super) type Add = (u64, u8, usize, Vec<u64>);
@@ -40,12 +40,13 @@ pub(super) struct PostingAdds {
 }
 
 impl PostingAdds {
-    /// Starts the thread in `scope` with `fresh`, spilled before it would pass `budget`
-    /// bytes; its adds run on `threads` threads ([`Fresh::add_batch`]).
+    /// Starts the thread in `scope` with `fresh`, whose entries it keeps as they come
+    /// ([`AddLog`]), spilled (sorted on `threads` threads) before they would pass
+    /// `budget` bytes; the thread leaves `fresh` emptied, its mark moved.
     pub(super) fn start<'scope>(
         scope: &'scope std::thread::Scope<'scope, '_>,
         index: &'scope Index,
-        mut fresh: Fresh,
+        fresh: Fresh,
         (budget, threads): (usize, usize),
         written: Arc<Written>,
     ) -> PostingAdds {
@@ -55,7 +56,9 @@ impl PostingAdds {
         scope.spawn(move || {
             let cpu = thread_cpu();
             let mut spill_s = 0.0;
-            let spill = |fresh: &mut Fresh, mark: u64| -> Result<()> {
+            // Nothing reads the entries before they are stored: kept as they come.
+            let mut fresh = AddLog::new(fresh);
+            let spill = |fresh: &mut AddLog, mark: u64| -> Result<()> {
                 // The run claims the docs under `mark`: all must be written first.
                 written.wait_docs(mark)?;
                 fresh.spill(index, mark, threads)
@@ -72,7 +75,7 @@ impl PostingAdds {
                                     spill_s += t.elapsed().as_secs_f64();
                                 }
                             }
-                            fresh.add_batch(&adds, threads);
+                            fresh.add_batch(&adds);
                         }
                         Msg::End(mark) => spill(&mut fresh, mark)?,
                     }
@@ -81,7 +84,7 @@ impl PostingAdds {
             };
             let r = run();
             let _ = send_done.send(r.map(|()| Done {
-                fresh,
+                fresh: fresh.into_fresh(),
                 cpu_s: thread_cpu() - cpu,
                 spill_s,
             }));

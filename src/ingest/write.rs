@@ -80,6 +80,11 @@ impl Written {
             .unwrap_or_default()
     }
 
+    /// Whether a write failed.
+    fn failed(&self) -> bool {
+        self.state.lock().map_or(true, |st| st.error.is_some())
+    }
+
     /// Records that a thread of the writes failed (a panic: `poisoned`), and wakes the
     /// waiters.
     fn fail(&self, e: IndexError) {
@@ -131,13 +136,18 @@ impl Writes {
         scope.spawn(move || {
             let _guard = Guard(&shared);
             for (batch, docs) in batches {
+                // After a failure nothing more is written (the index keeps a prefix);
+                // the batches are taken still, so the committing thread hears why
+                // from `Written`, not that the writer stopped.
+                if shared.failed() {
+                    continue;
+                }
                 let cpu = thread_cpu();
                 let r = index.encode(batch);
                 if let Ok(mut st) = shared.state.lock() {
                     st.encode_cpu_s += thread_cpu() - cpu;
                 }
-                let failed = r.is_err();
-                if to_apply.send((r, docs)).is_err() || failed {
+                if to_apply.send((r, docs)).is_err() {
                     break;
                 }
             }
@@ -152,6 +162,9 @@ impl Writes {
         scope.spawn(move || {
             let _guard = Guard(&shared);
             for (encoded, docs) in encoded {
+                if shared.failed() {
+                    continue;
+                }
                 if let Some(d) = delay {
                     std::thread::sleep(d);
                 }
@@ -163,11 +176,10 @@ impl Writes {
                 st.busy_s += clock.elapsed().as_secs_f64();
                 st.cpu_s += thread_cpu() - cpu;
                 match r {
-                    Ok(()) if st.error.is_none() => {
+                    Ok(()) => {
                         st.writes += 1;
                         st.docs = docs;
                     }
-                    Ok(()) => {}
                     Err(e) => {
                         st.error.get_or_insert(e);
                     }

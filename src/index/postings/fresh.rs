@@ -24,10 +24,10 @@ pub struct Fresh {
 }
 
 /// Key ranges of the postings buffer: a posting key's top four bits (of 48).
-const SHARDS: usize = 16;
+pub(super) const SHARDS: usize = 16;
 
 #[inline]
-fn shard_of(v: u64) -> usize {
+pub(super) fn shard_of(v: u64) -> usize {
     ((v >> (8 * crate::sketch::POSTING_KEY_BYTES - 4)) as usize) & (SHARDS - 1)
 }
 
@@ -251,45 +251,36 @@ impl Fresh {
     /// it the index's postings; the buffer is then empty. The shards (key ranges) are
     /// encoded on `threads` threads, and the run is the same for any number.
     pub fn spill(&mut self, index: &Index, next_doc: u64, threads: usize) -> Result<()> {
-        let store = index.postings_store()?;
-        if self.shards.iter().all(|s| s.lists.is_empty()) && store.mark() == next_doc {
-            return Ok(());
-        }
-        // Every record the lists cover must be in the log before they are stored: a
-        // resumed run must never find postings of docs it is about to create again.
-        index.db().flush_wal(false)?;
-        let limit = list_limit(index.params().common_shingle_cap as usize);
-        // Lists past the cap are cut: at most this many records.
+        let empty = self.shards.iter().all(|s| s.lists.is_empty());
         let expect = self.shards.iter().map(|s| s.entries).sum();
         let shards = &self.shards;
-        let written = store.with_run(next_doc, expect, (limit, threads), |w| {
-            // The shards are key ranges, in order: one part each.
-            run::write_parts(w, SHARDS, threads, |i, part| {
-                // In key order, read from the map in place: the table keeps its size for
-                // the next lists. The slots are taken in table order and sorted, and each
-                // slot and its list are fetched a few keys ahead: looking every key up
-                // again in a table of millions, then its list, stalled on two cache
-                // misses per value.
-                const AHEAD: usize = 8;
-                let mut slots: Vec<(u64, &FreshList)> =
-                    shards[i].lists.iter().map(|(k, l)| (*k, l)).collect();
-                slots.sort_unstable_by_key(|(k, _)| *k);
-                for (i, (k, list)) in slots.iter().enumerate() {
-                    if let Some((_, slot)) = slots.get(i + 2 * AHEAD) {
-                        prefetch(*slot);
-                    }
-                    if let Some((_, next)) = slots.get(i + AHEAD) {
-                        prefetch(next.as_ptr());
-                    }
-                    for e in list[..list.len().min(limit)].chunks_exact(ENTRY) {
-                        part.push(*k, e)?;
-                    }
+        let max = list_limit(index.params().common_shingle_cap as usize);
+        let bytes = store_run(index, (empty, next_doc), expect, threads, |i, part| {
+            // In key order, read from the map in place: the table keeps its size for
+            // the next lists. The slots are taken in table order and sorted, and each
+            // slot and its list are fetched a few keys ahead: looking every key up
+            // again in a table of millions, then its list, stalled on two cache
+            // misses per value.
+            const AHEAD: usize = 8;
+            let mut slots: Vec<(u64, &FreshList)> =
+                shards[i].lists.iter().map(|(k, l)| (*k, l)).collect();
+            slots.sort_unstable_by_key(|(k, _)| *k);
+            for (i, (k, list)) in slots.iter().enumerate() {
+                if let Some((_, slot)) = slots.get(i + 2 * AHEAD) {
+                    prefetch(*slot);
                 }
-                Ok(())
-            })
+                if let Some((_, next)) = slots.get(i + AHEAD) {
+                    prefetch(next.as_ptr());
+                }
+                for e in list[..list.len().min(max)].chunks_exact(ENTRY) {
+                    part.push(*k, e)?;
+                }
+            }
+            Ok(())
         })?;
-        let bytes = written.bytes().saturating_sub(store.bytes());
-        index.set_postings_store(written);
+        let Some(bytes) = bytes else {
+            return Ok(());
+        };
         for s in &mut self.shards {
             s.lists.clear();
             s.heap_bytes = 0;
@@ -300,6 +291,57 @@ impl Fresh {
         self.mark = next_doc;
         Ok(())
     }
+
+    /// Takes every entry out, each as (key, entry) in key range order and, within a
+    /// key, in doc order; the buffer is then empty.
+    pub(super) fn drain(&mut self, mut each: impl FnMut(usize, u64, &[u8])) {
+        for (i, s) in self.shards.iter_mut().enumerate() {
+            for (k, list) in s.lists.drain() {
+                for e in list.chunks_exact(ENTRY) {
+                    each(i, k, e);
+                }
+            }
+            s.heap_bytes = 0;
+            s.entries = 0;
+        }
+    }
+
+    /// Records a run spilled from elsewhere ([`super::log::AddLog`]): the new mark and
+    /// the run's bytes.
+    pub(super) fn spilled_to(&mut self, next_doc: u64, bytes: u64) {
+        self.spilled.0 += 1;
+        self.spilled.1 += bytes;
+        self.mark = next_doc;
+    }
+}
+
+/// Stores posting entries of the docs from the mark to `next_doc` as one more run and
+/// makes it the index's postings: `expect` records (before lists are cut to the cap),
+/// in [`SHARDS`] key ranges, range `i`'s records pushed by `fill(i, part)` (lists cut
+/// to `max` bytes, [`list_limit`]) on `threads` threads. `empty`: none is held, and
+/// nothing is done when the mark is `next_doc` already (`None`); else the run's bytes.
+pub(super) fn store_run(
+    index: &Index,
+    (empty, next_doc): (bool, u64),
+    expect: usize,
+    threads: usize,
+    fill: impl Fn(usize, &mut run::RunPart) -> Result<()> + Sync,
+) -> Result<Option<u64>> {
+    let store = index.postings_store()?;
+    if empty && store.mark() == next_doc {
+        return Ok(None);
+    }
+    // Every record the lists cover must be in the log before they are stored: a
+    // resumed run must never find postings of docs it is about to create again.
+    index.db().flush_wal(false)?;
+    let limit = list_limit(index.params().common_shingle_cap as usize);
+    let written = store.with_run(next_doc, expect, (limit, threads), |w| {
+        // The shards are key ranges, in order: one part each.
+        run::write_parts(w, SHARDS, threads, &fill)
+    })?;
+    let bytes = written.bytes().saturating_sub(store.bytes());
+    index.set_postings_store(written);
+    Ok(Some(bytes))
 }
 
 /// The postings of `index` settled at the end of an ingest: the newest runs merged

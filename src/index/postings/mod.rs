@@ -16,10 +16,12 @@
 //! sketches of docs from the mark on: [`Fresh::load`] rebuilds them.
 
 mod fresh;
+mod log;
 pub mod run;
 pub mod store;
 
 pub use fresh::{settle, Fresh};
+pub use log::AddLog;
 pub use run::{entry, entry_doc, entry_fields, list_limit, ENTRY, MAX_DOCS};
 
 use std::collections::HashMap;
