@@ -519,14 +519,12 @@ impl Index {
     }
 
     /// Applies an encoded batch ([`Index::encode`]): RocksDB takes its files, then its
-    /// batch.
+    /// batch. Its files' own paths go when it is dropped (RocksDB links what it takes).
     pub fn apply(&self, mut encoded: Encoded) -> Result<()> {
-        for (family, file) in std::mem::take(&mut encoded.files) {
+        for (family, file) in &encoded.files {
             let mut io = rocksdb::IngestExternalFileOptions::default();
             io.set_move_files(true);
-            let r = (self.db).ingest_external_file_cf_opts(self.cf(family), &io, vec![&file]);
-            let _ = std::fs::remove_file(&file);
-            r?;
+            (self.db).ingest_external_file_cf_opts(self.cf(family), &io, vec![file])?;
         }
         self.db.write(std::mem::take(&mut encoded.batch))?;
         Ok(())

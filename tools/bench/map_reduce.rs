@@ -388,7 +388,7 @@ pub fn bench(a: &Args) -> ExitCode {
     };
     let same = same_index(&exe, &db, &dist);
     println!(
-        "map: {:.0} µs a page on one core; pairs: {:.0} CPU-µs a new doc on one core; local merge (2 cores): {:.0} µs a new-doc page, {:.0} µs a known one; commit with the pairs from files (2 cores): records {:.0} / {:.0} µs, pairs {:.0} / {:.0} µs (new / known), {:.0}% of the local merge a new doc; its serial part (the committing or the writing thread, the busier): {:.0} / {:.0} µs, {:.0}% of the local merge a new doc; steady sweeps {:.0}% new; same index as the local merge: {}",
+        "map: {:.0} µs a page on one core; pairs: {:.0} CPU-µs a new doc on one core; local merge (2 cores): {:.0} µs a new-doc page, {:.0} µs a known one; commit with the pairs from files (2 cores): records {:.0} / {:.0} µs, pairs {:.0} / {:.0} µs (new / known), {:.0}% of the local merge a new doc; its serial part (the busiest one-thread step of each commit: committing, encoding, writing or postings thread): {:.0} / {:.0} µs, {:.0}% of the local merge a new doc; steady sweeps {:.0}% new; same index as the local merge: {}",
         1e6 * map_per_page,
         1e6 * pairs_per_new,
         1e6 * merge_new,

@@ -365,19 +365,15 @@ impl Run {
     }
 }
 
-/// Appends the record of `key` and doc `doc` to `buf`, in a run's widths: the key's
-/// bits below its bucket's, the doc's offset from the run's first doc, level, count.
-#[allow(clippy::too_many_arguments)]
+/// Appends the record of `key` and entry (doc, level, count) to `buf`, in a run's
+/// shape (widths, table bits, first doc): the key's bits below its bucket's, the doc's
+/// offset from the first doc, level, count.
 #[inline]
 fn encode(
     buf: &mut Vec<u8>,
-    w: Widths,
-    bits: u32,
-    first: u64,
+    (w, bits, first): (Widths, u32, u64),
     key: u64,
-    doc: u64,
-    level: u8,
-    count: u16,
+    (doc, level, count): (u64, u8, u16),
 ) {
     let low = low_bits(key, bits).to_be_bytes();
     buf.extend_from_slice(&low[8 - w.key..]);
@@ -417,16 +413,8 @@ impl RunPart {
             self.begins.push((b, self.n));
         }
         self.keys = Some((self.keys.map_or(key, |k| k.0), key));
-        encode(
-            &mut self.buf,
-            self.widths,
-            self.bits,
-            self.docs.start,
-            key,
-            doc,
-            level,
-            count,
-        );
+        let shape = (self.widths, self.bits, self.docs.start);
+        encode(&mut self.buf, shape, key, (doc, level, count));
         self.n += 1;
         Ok(())
     }
@@ -519,16 +507,8 @@ impl RunWriter {
         while self.table.len() <= b {
             self.table.push(self.n);
         }
-        encode(
-            &mut self.buf,
-            self.widths,
-            self.bits,
-            self.docs.start,
-            key,
-            doc,
-            level,
-            count,
-        );
+        let shape = (self.widths, self.bits, self.docs.start);
+        encode(&mut self.buf, shape, key, (doc, level, count));
         self.n += 1;
         if self.buf.len() >= BUF {
             self.drain()?;
