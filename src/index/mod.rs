@@ -315,10 +315,13 @@ impl Index {
         let mut db_opts = Options::default();
         db_opts.create_if_missing(create);
         db_opts.create_missing_column_families(create);
-        db_opts.set_max_background_jobs(2);
-        // A merge that an ingest waits for at its end runs while nothing else does: split
-        // it over both cores.
-        db_opts.set_max_subcompactions(2);
+        // Flushes and compactions on as many threads as the ingest's workers (at least
+        // two, as on these 2-core machines): on an index machine with cores to spare the
+        // commit's compactions keep up beside its one-thread steps. A merge that an
+        // ingest waits for at its end runs while nothing else does: split as widely.
+        let jobs = config.threads().max(2);
+        db_opts.set_max_background_jobs(jobs as i32);
+        db_opts.set_max_subcompactions(jobs as u32);
         db_opts.set_max_open_files(512);
         // All memtables together stay under one budget, whatever the number of column
         // families: memory is bounded by configuration, not by the index.
