@@ -399,6 +399,18 @@ pub struct RunPart {
 }
 
 impl RunPart {
+    fn new(bits: u32, widths: Widths, docs: std::ops::Range<u64>) -> RunPart {
+        RunPart {
+            bits,
+            widths,
+            docs,
+            buf: Vec::new(),
+            n: 0,
+            begins: Vec::new(),
+            keys: None,
+        }
+    }
+
     /// Appends one record; keys must not decrease, the doc must be in the run's range.
     pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
         let (doc, level, count) = entry_fields(e);
@@ -461,8 +473,9 @@ pub fn write_parts(
 /// [`RunWriter::finish`]. The file takes its name only when complete and synced.
 pub struct RunWriter {
     out: BufWriter<File>,
-    /// Records not yet checksummed and written: the checksum runs over large slices.
-    buf: Vec<u8>,
+    /// Records pushed and not yet checksummed and written (the checksum runs over large
+    /// slices): a part like any other, appended when it holds [`BUF`] bytes.
+    pushed: RunPart,
     tmp: PathBuf,
     path: PathBuf,
     n: u64,
@@ -483,9 +496,10 @@ impl RunWriter {
         let mut out = BufWriter::with_capacity(64 << 10, file);
         out.write_all(MAGIC).map_err(|e| io(&tmp, e))?;
         let bits = table_bits(expect);
+        let widths = Widths::of(bits, &docs);
         Ok(RunWriter {
             out,
-            buf: Vec::with_capacity(BUF),
+            pushed: RunPart::new(bits, widths, docs.clone()),
             tmp,
             path: path.to_path_buf(),
             n: 0,
@@ -493,57 +507,40 @@ impl RunWriter {
             table: Vec::with_capacity((1usize << bits) + 1),
             last: None,
             crc: crc32fast::Hasher::new(),
-            widths: Widths::of(bits, &docs),
+            widths,
             docs,
         })
     }
 
     /// Appends one record; keys must not decrease.
     pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
-        let (doc, level, count) = entry_fields(e);
-        self.check(key, doc)?;
-        self.last = Some(key);
-        let b = bucket_of(key, self.bits);
-        while self.table.len() <= b {
-            self.table.push(self.n);
-        }
-        let shape = (self.widths, self.bits, self.docs.start);
-        encode(&mut self.buf, shape, key, (doc, level, count));
-        self.n += 1;
-        if self.buf.len() >= BUF {
-            self.drain()?;
+        self.pushed.push(key, e)?;
+        if self.pushed.buf.len() >= BUF {
+            let part = self.take_pushed();
+            self.append(part)?;
         }
         Ok(())
     }
 
-    /// An error unless `key` may follow the last record and `doc` is in the run's range.
-    fn check(&self, key: u64, doc: u64) -> Result<()> {
-        if self.last.is_some_and(|l| l > key) || !self.docs.contains(&doc) || key >> KEY_BITS != 0 {
-            return Err(IndexError::Invalid(format!(
-                "postings run {}: a record out of order or range (a bug)",
-                self.path.display()
-            )));
-        }
-        Ok(())
+    /// The records pushed and not yet appended (an empty part left in their place).
+    fn take_pushed(&mut self) -> RunPart {
+        let blank = self.part();
+        std::mem::replace(&mut self.pushed, blank)
     }
 
     /// An empty part of this run, to be filled on any thread and appended in key order
     /// ([`RunWriter::append`]).
     pub fn part(&self) -> RunPart {
-        RunPart {
-            bits: self.bits,
-            widths: self.widths,
-            docs: self.docs.clone(),
-            buf: Vec::new(),
-            n: 0,
-            begins: Vec::new(),
-            keys: None,
-        }
+        RunPart::new(self.bits, self.widths, self.docs.clone())
     }
 
     /// Appends the records of `part` (made by [`RunWriter::part`]), whose keys come
     /// after every record's so far.
     pub fn append(&mut self, part: RunPart) -> Result<()> {
+        if self.pushed.keys.is_some() {
+            let pushed = self.take_pushed();
+            self.append(pushed)?;
+        }
         let Some((first, last)) = part.keys else {
             return Ok(());
         };
@@ -559,7 +556,6 @@ impl RunWriter {
                 self.table.push(self.n + i);
             }
         }
-        self.drain()?;
         self.crc.update(&part.buf);
         self.out
             .write_all(&part.buf)
@@ -569,23 +565,14 @@ impl RunWriter {
         Ok(())
     }
 
-    fn drain(&mut self) -> Result<()> {
-        self.crc.update(&self.buf);
-        self.out
-            .write_all(&self.buf)
-            .map_err(|err| io(&self.tmp, err))?;
-        self.buf.clear();
-        Ok(())
-    }
-
-    /// Records pushed so far.
+    /// Records pushed or appended so far.
     pub fn len(&self) -> u64 {
-        self.n
+        self.n + self.pushed.n
     }
 
-    /// Whether nothing was pushed.
+    /// Whether no record was pushed or appended.
     pub fn is_empty(&self) -> bool {
-        self.n == 0
+        self.len() == 0
     }
 
     /// Drops what was written.
@@ -597,7 +584,8 @@ impl RunWriter {
 
     /// Writes the table and footer, syncs, and gives the file its name; returns the run.
     pub fn finish(mut self) -> Result<Run> {
-        self.drain()?;
+        let pushed = self.take_pushed();
+        self.append(pushed)?;
         let slots = (1usize << self.bits) + 1;
         while self.table.len() < slots {
             self.table.push(self.n);
