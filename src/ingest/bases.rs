@@ -3,9 +3,9 @@
 //! with it (ties: the lowest id), among those holding at least half of its shingles; if
 //! the doc keeps under half of that base's values it is stored in full. A doc stored
 //! against a base is no base itself, so the choice runs in doc order: over a batch's docs
-//! (cheap: the estimates carry whether each base fits, [`PairEstimate::fits`]), with the
-//! batch before's choices carried from its own pair step, as that batch is committed
-//! meanwhile. The encodings then run on every core. In the commit they were half of its
+//! (cheap: the estimates carry whether each base it may take fits,
+//! [`PairEstimate::fits`]), with the batch before's choices carried from its own pair
+//! step, as that batch is committed meanwhile. The encodings then run on every core. In the commit they were half of its
 //! time with the pairs read from a pairs job's files (rd100k redesign sweep, session 32:
 //! 4.5 of 9.1 CPU-s of the committing thread, mostly reading each base back).
 
@@ -82,7 +82,7 @@ pub(super) fn decide(
                 best = Some((common, e.doc, i));
             }
         }
-        if let Some((_, base, i)) = best.filter(|(_, _, i)| p.estimates[*i].fits) {
+        if let Some((_, base, i)) = best.filter(|(_, _, i)| p.estimates[*i].fits == Some(true)) {
             against[k] = true;
             chosen[k] = Some((base, i));
         }
@@ -181,27 +181,17 @@ pub(super) fn ahead(
     };
     let made = pairs::parallel(threads, &(0..docs.len()).collect::<Vec<_>>(), |&k| {
         let p = &docs[k];
-        let mut order: Vec<usize> = (0..p.estimates.len())
-            .filter(|i| p.estimates[*i].base.is_some())
-            .collect();
-        order.sort_by_key(|i| {
-            let e = &p.estimates[*i];
-            (std::cmp::Reverse(e.base), e.doc)
-        });
         let mut out = Vec::new();
-        for i in order {
+        for i in pairs::base_order(&p.estimates) {
             let e = &p.estimates[i];
-            if e.against == Some(true) {
-                continue;
-            }
-            if e.fits && out.len() < AHEAD {
+            if e.fits == Some(true) {
                 let value = base_of(e.doc)
                     .and_then(|base| new[k].stored.against(new[k].compact, (e.doc, base)))
                     .map(|a| Sketches::value(&a));
                 out.push((i, value));
-            }
-            if e.against == Some(false) || out.len() == AHEAD {
-                break;
+                if out.len() == AHEAD {
+                    break;
+                }
             }
         }
         Ok(out)

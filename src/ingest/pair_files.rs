@@ -412,7 +412,7 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             common.append_option(e.edge.map(|x| x.common));
             union.append_option(e.edge.map(|x| x.union));
             base.append_option(e.base);
-            fits.append_value(e.fits);
+            fits.append_option(e.fits);
             against.append_option(e.against);
             value.append_option(e.value.as_deref());
         }
@@ -449,7 +449,7 @@ pub fn write_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp, docs: &[DocPairs])
             ("common", u32s.clone(), true),
             ("union", u32s.clone(), true),
             ("base_common", u32s, true),
-            ("base_fits", DataType::Boolean, false),
+            ("base_fits", DataType::Boolean, true),
             ("older_against_base", DataType::Boolean, true),
             ("stored_against_older", DataType::Binary, true),
         ],
@@ -576,7 +576,7 @@ pub fn read_pairs(paths: &(PathBuf, PathBuf), stamp: &Stamp) -> Result<Vec<DocPa
                 doc: older[k],
                 edge,
                 base: (!base.is_null(k)).then(|| base.value(k)),
-                fits: !fits.is_null(k) && fits.value(k),
+                fits: (!fits.is_null(k)).then(|| fits.value(k)),
                 against: (!against.is_null(k)).then(|| against.value(k)),
                 value: (!value.is_null(k)).then(|| value.value(k).to_vec()),
             });
@@ -612,7 +612,7 @@ mod tests {
                         doc: 4,
                         edge: Some(Estimate::from_counts(5, 9, 11)),
                         base: Some(5),
-                        fits: true,
+                        fits: Some(true),
                         against: Some(true),
                         value: Some(vec![5, 1, 2]),
                     },
@@ -620,7 +620,7 @@ mod tests {
                         doc: 11,
                         edge: None,
                         base: None,
-                        fits: false,
+                        fits: None,
                         against: None,
                         value: None,
                     },

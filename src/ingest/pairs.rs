@@ -68,8 +68,9 @@ pub struct PairEstimate {
     pub base: Option<u32>,
     /// With `base`: whether the new doc stored against the older one keeps at least half
     /// of its values ([`StoredSketch::stores_against`]). The base is chosen all the same;
-    /// if it does not, the new doc is stored in full.
-    pub fits: bool,
+    /// if it does not, the new doc is stored in full. Known (`Some`) only where the
+    /// base's choice may take ([`base_order`]); `None` for the others.
+    pub fits: Option<bool>,
     /// Whether the older doc is stored against a base (`None`: a doc of the sweep whose
     /// base is decided in doc order, [`super::bases`]).
     pub against: Option<bool>,
@@ -460,7 +461,7 @@ pub fn estimate(
                             doc: c,
                             edge: Some(e),
                             base,
-                            fits: base.is_some() && fits(&docs[i], theirs),
+                            fits: None,
                             against,
                             value: None,
                         },
@@ -502,7 +503,7 @@ pub fn estimate(
                         doc: c,
                         edge,
                         base,
-                        fits: base.is_some() && fits(&docs[i], theirs),
+                        fits: None,
                         against,
                         value: None,
                     },
@@ -521,6 +522,24 @@ pub fn estimate(
     let mut estimates: Vec<Vec<PairEstimate>> = sizes.into_iter().map(Vec::with_capacity).collect();
     for (i, e) in found.into_iter().flatten() {
         estimates[i - from].push(e);
+    }
+    // Whether each doc keeps half of its values against the older docs its base's
+    // choice may take (not against every doc that may be a base: that was a tenth of a
+    // redesign sweep's pair step).
+    let fitted = parallel(s.threads, &idx, |&i| {
+        let own = &estimates[i - from];
+        Ok(base_order(own)
+            .into_iter()
+            .map(|k| {
+                let base = sketch_of(own[k].doc);
+                (k, base.is_some_and(|b| fits(&docs[i], b)))
+            })
+            .collect::<Vec<_>>())
+    })?;
+    for (own, fitted) in estimates.iter_mut().zip(fitted) {
+        for (k, f) in fitted {
+            own[k].fits = Some(f);
+        }
     }
     // Docs that no base can be found for are stored in full: encoded here, on every
     // core (the others once their bases are decided, [`super::bases`]).
@@ -548,6 +567,26 @@ pub fn estimate(
         candidates_s,
         estimate_s: clock.elapsed().as_secs_f64(),
     })
+}
+
+/// The estimates (indices into a doc's, in doc order) whose older doc its base's choice
+/// may take, in the order it tries them: those that may be the base, the most shared
+/// values first (ties: the lowest doc), leaving out the docs known to be stored against
+/// a base, up to the first known to be stored in full (the choice takes it if it gets
+/// there). The choice ([`super::bases`]) learns in doc order whether the others (docs of
+/// the same sweep) are stored against a base; it reads `fits` only of these.
+pub fn base_order(estimates: &[PairEstimate]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..estimates.len())
+        .filter(|k| estimates[*k].base.is_some() && estimates[*k].against != Some(true))
+        .collect();
+    order.sort_by_key(|k| (std::cmp::Reverse(estimates[*k].base), estimates[*k].doc));
+    if let Some(end) = order
+        .iter()
+        .position(|k| estimates[*k].against == Some(false))
+    {
+        order.truncate(end + 1);
+    }
+    order
 }
 
 /// Which of `n` ranges of posting keys `v` is in: equal ranges of the keys' 48 bits
