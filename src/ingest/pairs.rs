@@ -1106,6 +1106,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_base_choice_goes_by_shared_values_then_doc_up_to_the_first_known_in_full() {
+        // (older doc, shared values when it may be the base, whether it is stored
+        // against a base when known), in doc order as the pair step makes them.
+        let rows = [
+            (2, Some(10), None),
+            (3, Some(10), Some(true)),
+            (5, Some(12), None),
+            (7, Some(10), None),
+            (8, Some(10), Some(false)),
+            (9, Some(9), Some(false)),
+            (11, None, None),
+            (12, Some(13), Some(true)),
+        ];
+        let estimates: Vec<PairEstimate> = (rows.iter())
+            .map(|(doc, base, against)| PairEstimate {
+                doc: *doc,
+                edge: None,
+                base: *base,
+                fits: None,
+                against: *against,
+                value: None,
+            })
+            .collect();
+        // Doc 12 and doc 3 are no base (stored against one); 5 shares the most; 2, 7, 8
+        // tie and go by doc; 8 is known in full, so the choice never gets past it.
+        let docs: Vec<u64> = (base_order(&estimates).iter())
+            .map(|k| estimates[*k].doc)
+            .collect();
+        assert_eq!(docs, [5, 2, 7, 8]);
+        // With nothing known in full, every doc that may be the base and is not known
+        // to be stored against one.
+        let unknown: Vec<PairEstimate> = (estimates.iter().cloned())
+            .map(|e| PairEstimate {
+                against: e.against.filter(|a| *a),
+                ..e
+            })
+            .collect();
+        let docs: Vec<u64> = (base_order(&unknown).iter())
+            .map(|k| unknown[*k].doc)
+            .collect();
+        assert_eq!(docs, [5, 2, 7, 8, 9]);
+        assert!(base_order(&[]).is_empty());
+    }
+
+    #[test]
     fn key_ranges_cover_the_key_space_in_order_and_evenly() {
         let max = (1u64 << (8 * crate::sketch::POSTING_KEY_BYTES)) - 1;
         let keys = [0u64, 1, 1 << 46, 1 << 47, (1 << 47) + 5, max - 1, max];
