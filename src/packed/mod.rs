@@ -189,12 +189,7 @@ impl StoredSketch {
         let mut shared = 0;
         // Posting values by compact value in level-major order; a compact value two of
         // them share stays explicit (the base could stand for one of them only).
-        let mut keys: Vec<(u32, u64)> = self
-            .posting
-            .iter()
-            .map(|k| (level_major(compact_of_posting_key(*k)), *k))
-            .collect();
-        keys.sort_unstable();
+        let keys = level_major_keys(&self.posting);
         let mut i = 0;
         for (n, (lm, k)) in keys.iter().enumerate() {
             let twin =
@@ -470,6 +465,34 @@ enum Part {
     Low(u32),
 }
 
+/// Posting keys with their compact values in level-major order, by that value then key.
+/// Keys ascending are each trailing-zeros group's in that order already, so a stable
+/// distribution by trailing zeros, one pass (as [`into_level_major`]); a sort of them
+/// was a third of a base's fit check (rd100k redesign sweep).
+fn level_major_keys(posting: &[u64]) -> Vec<(u32, u64)> {
+    let keyed = |k: &u64| (level_major(compact_of_posting_key(*k)), *k);
+    if !posting.is_sorted() {
+        let mut keys: Vec<(u32, u64)> = posting.iter().map(keyed).collect();
+        keys.sort_unstable();
+        return keys;
+    }
+    let group = |k: &u64| (MAX_TZ - (*k & 31) as u32) as usize;
+    let mut starts = [0usize; 33];
+    for k in posting {
+        starts[group(k) + 1] += 1;
+    }
+    for g in 1..33 {
+        starts[g] += starts[g - 1];
+    }
+    let mut out = vec![(0u32, 0u64); posting.len()];
+    for k in posting {
+        let g = group(k);
+        out[starts[g]] = keyed(k);
+        starts[g] += 1;
+    }
+    out
+}
+
 fn compact_range(values: &[u32], level: u8, posting_level: u8) -> &[u32] {
     let start = at_least(values, posting_level as u32).len();
     let end = at_least(values, level as u32).len().max(start);
@@ -553,4 +576,36 @@ pub(crate) fn compact_of_packed(p: Packed) -> CompactSketch {
     let mut c = CompactSketch::from_parts(p.level, p.posting.iter().copied(), p.low);
     c.template = p.template;
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sketch::fmix64;
+
+    #[test]
+    fn posting_keys_in_level_major_order_as_a_sort_puts_them() {
+        for n in [0u64, 1, 7, 300, 5000] {
+            // Sample values at levels 3 and up (trailing zeros), some sharing their kept
+            // bits (twins), as posting keys: ascending, distinct.
+            let values = (0..n).map(|i| {
+                let v = fmix64(i / 2) & !((1 << (3 + i % 5)) - 1);
+                if i % 2 == 0 {
+                    v
+                } else {
+                    v | (1 << (3 + i % 5))
+                }
+            });
+            let keys = posting_keys(values);
+            let mut sorted: Vec<(u32, u64)> = (keys.iter())
+                .map(|k| (level_major(compact_of_posting_key(*k)), *k))
+                .collect();
+            sorted.sort_unstable();
+            assert_eq!(level_major_keys(&keys), sorted, "n {n}");
+            // Out of order (not a stored sketch's keys): sorted all the same.
+            let mut shuffled = keys.clone();
+            shuffled.reverse();
+            assert_eq!(level_major_keys(&shuffled), sorted, "n {n}");
+        }
+    }
 }
