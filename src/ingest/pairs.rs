@@ -443,10 +443,18 @@ pub fn estimate(
         let mut out = Vec::with_capacity(chunk.len());
         // The older doc's sample without the templates, for the new docs after it.
         let mut theirs_content: Option<(u64, u32, Vec<u32>)> = None;
+        // The older doc's sketch, for the new docs after it (found once, not a lookup
+        // in the cache's table a pair).
+        let mut last: Option<(u64, Option<&CompactSketch>)> = None;
         for pair in *chunk {
             let (c, i) = (pair >> BATCH_BITS, (pair & BATCH_MASK) as usize);
+            let found = match last {
+                Some((d, found)) if d == c => found,
+                _ => sketch_of(c),
+            };
+            last = Some((c, found));
             // A doc without a stored sketch is left out, as everywhere.
-            let Some(theirs) = sketch_of(c) else {
+            let Some(theirs) = found else {
                 continue;
             };
             let settled = view.unsettled.as_ref().is_none_or(|u| c < u.from);
