@@ -5,9 +5,10 @@
 //! against a base is no base itself, so the choice runs in doc order: over a batch's docs
 //! (cheap: the estimates carry whether each base it may take fits,
 //! [`PairEstimate::fits`]), with the batch before's choices carried from its own pair
-//! step, as that batch is committed meanwhile. The encodings then run on every core. In the commit they were half of its
-//! time with the pairs read from a pairs job's files (rd100k redesign sweep, session 32:
-//! 4.5 of 9.1 CPU-s of the committing thread, mostly reading each base back).
+//! step, as that batch is committed meanwhile. The encodings then run on every core. In
+//! the commit they were half of its time with the pairs read from a pairs job's files
+//! (rd100k redesign sweep, session 32: 4.5 of 9.1 CPU-s of the committing thread, mostly
+//! reading each base back).
 
 use std::sync::Arc;
 

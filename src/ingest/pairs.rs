@@ -68,8 +68,8 @@ pub struct PairEstimate {
     pub base: Option<u32>,
     /// With `base`: whether the new doc stored against the older one keeps at least half
     /// of its values ([`StoredSketch::stores_against`]). The base is chosen all the same;
-    /// if it does not, the new doc is stored in full. Known (`Some`) only where the
-    /// base's choice may take ([`base_order`]); `None` for the others.
+    /// if it does not, the new doc is stored in full. Known (`Some`) only for the older
+    /// docs the base's choice may take ([`base_order`]); `None` for the others.
     pub fits: Option<bool>,
     /// Whether the older doc is stored against a base (`None`: a doc of the sweep whose
     /// base is decided in doc order, [`super::bases`]).
