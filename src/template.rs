@@ -26,8 +26,10 @@ use crate::sketch::{common_sorted as common, Estimate, MAX_TZ};
 pub struct TemplateParams {
     /// A value in at least this share of a host's sampled pages is template.
     pub share: f64,
-    /// Hosts with fewer sampled pages (with text) in a sweep have no template; likewise
-    /// a value is judged only among at least this many pages whose level keeps it.
+    /// Hosts with fewer sampled pages (with text) in a sweep have no template; a value
+    /// is judged only among at least this many pages whose level keeps it, and is
+    /// template only when it is on at least this many of the sample's pages by the same
+    /// estimate.
     pub min_pages: u32,
     /// Pages sampled per host and sweep (a consistent sample: the lowest hashes of
     /// their URLs), whose sketches are counted.
@@ -37,9 +39,9 @@ pub struct TemplateParams {
 impl Default for TemplateParams {
     fn default() -> TemplateParams {
         TemplateParams {
-            share: 0.5,
+            share: 0.03,
             min_pages: 20,
-            sample_pages: 128,
+            sample_pages: 1024,
         }
     }
 }
@@ -160,10 +162,17 @@ pub fn learn(pages: &[&CompactSketch], p: &TemplateParams) -> Option<Template> {
         .collect();
     radix_sort(&mut all);
     let mut values = Vec::new();
+    let sampled = pages.len() as u64;
     for run in all.chunk_by(|a, b| a == b) {
         let v = run[0];
         let eligible = at_level[tz_of(v) as usize];
-        if eligible >= p.min_pages && run.len() as f64 >= p.share * eligible as f64 {
+        let held = run.len() as u64;
+        // On `share` of the pages that could show it, and on `min_pages` of the sample
+        // by the same estimate (the pages a host has are at least those sampled).
+        if eligible >= p.min_pages
+            && held as f64 >= p.share * eligible as f64
+            && held * sampled >= p.min_pages as u64 * eligible as u64
+        {
             values.push(v);
         }
     }

@@ -7,7 +7,9 @@ mod common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{generate_redesign, ingest_generated, sweep_files, tidemark_ok, truth};
+use common::{
+    generate_redesign, generate_sections, ingest_generated, sweep_files, tidemark_ok, truth,
+};
 use serde_json::Value;
 
 /// Three steady sweeps of 3,000 pages, the third a redesign, ingested once.
@@ -20,6 +22,124 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
         ingest_generated(&dir, &db, 3, &[]);
         (dir, db)
     })
+}
+
+/// Three steady sweeps of 3,000 pages on hosts of ten sections, each with a sidebar of
+/// its own on a tenth of the host's pages: in sweep 2 each host's first section gets a
+/// new sidebar, sweep 3 is a redesign of everything.
+fn sections_corpus() -> &'static (PathBuf, PathBuf) {
+    static CORPUS: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap().keep();
+        generate_sections(&dir, 3000, 10, 31);
+        let db = dir.join("db");
+        ingest_generated(&dir, &db, 3, &[]);
+        (dir, db)
+    })
+}
+
+/// The share of a sweep's edited URLs whose stored content resemblance lands in the
+/// band of the truth's (the exact Jaccard without the hosts' very common shingles), and
+/// how many were judged.
+fn content_band_agreement(dir: &Path, db: &Path, k: usize) -> (f64, usize) {
+    let by_url = rows(db);
+    let date = |k: usize| truth(dir, k)["date"].as_str().unwrap()[..10].replace('-', "");
+    let (from, to) = (date(k), if k < 3 { date(k + 1) } else { "9".into() });
+    let (mut n, mut same) = (0, 0);
+    for e in truth(dir, k)["edits"].as_array().unwrap() {
+        let url = e["url"].as_str().unwrap();
+        let (_, row) = by_url[url]
+            .iter()
+            .filter(|(ts, _)| ts[..8] >= *from && ts[..8] < *to)
+            .max_by_key(|(ts, _)| ts.clone())
+            .unwrap_or_else(|| panic!("{url} not captured in sweep {k}"));
+        let content = row["content_resemblance_to_previous"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{url}: no content resemblance in {row}"));
+        n += 1;
+        same += (band(content) == band(e["content_resemblance"].as_f64().unwrap())) as usize;
+    }
+    (same as f64 / n.max(1) as f64, n)
+}
+
+/// A section's own sidebar is template for its pages: when it changes (sweep 2) they
+/// change only in template, and after a redesign (sweep 3) the pages' content is what
+/// the truth says; the report names the sections and the hosts.
+#[test]
+fn a_sections_sidebar_is_template_and_its_change_is_named() {
+    let (dir, db) = sections_corpus();
+    for k in [2, 3] {
+        let (share, n) = content_band_agreement(dir, db, k);
+        println!("sections, sweep {k}: {n} edited URLs, content band as the truth for {share:.4}");
+        assert!(n > 100, "sweep {k}: {n} edits");
+        assert!(
+            share >= 0.95,
+            "sweep {k}: {share:.4} of {n} in the truth's content band"
+        );
+    }
+    let r: Value = serde_json::from_slice(
+        &tidemark_ok(&["--db", &s(db), "report", "--format", "json"]).stdout,
+    )
+    .unwrap();
+    let named = |t: &Value| -> Vec<(String, Option<String>)> {
+        t["template_changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| {
+                // As the report names them (`TemplateChange::is_redesign`).
+                let only = c["pages_changed_only_in_template"].as_u64().unwrap();
+                let both = c["pages_in_both"].as_u64().unwrap();
+                let share = c["template_changed_share"].as_f64().unwrap_or(0.0);
+                (c["section"].is_string() || share >= 0.2) && only >= 10 && only * 10 >= both
+            })
+            .map(|c| {
+                (
+                    c["host"].as_str().unwrap().to_string(),
+                    c["section"].as_str().map(str::to_string),
+                )
+            })
+            .collect()
+    };
+    // The truth's section changes: the sections (first path segment) of sweep 2's
+    // template edits, by host.
+    let mut want: std::collections::BTreeSet<(String, Option<String>)> = Default::default();
+    for e in truth(dir, 2)["edits"].as_array().unwrap() {
+        if e["kind"] == "template" {
+            let url = e["url"].as_str().unwrap();
+            let mut parts = url.split('/').skip(2);
+            let host = parts.next().unwrap().trim_start_matches("www.").to_string();
+            want.insert((host, Some(format!("/{}/", parts.next().unwrap()))));
+        }
+    }
+    let hosts: std::collections::BTreeSet<String> = want.iter().map(|(h, _)| h.clone()).collect();
+    assert!(hosts.len() >= 4, "{want:?}");
+    let got: std::collections::BTreeSet<(String, Option<String>)> = named(&r["transitions"][0])
+        .into_iter()
+        .map(|(h, s)| (h.trim_start_matches("www.").to_string(), s))
+        .collect();
+    assert_eq!(
+        got, want,
+        "sweep 2's template changes: the first section of each host"
+    );
+    let got3: std::collections::BTreeSet<(String, Option<String>)> = named(&r["transitions"][1])
+        .into_iter()
+        .map(|(h, s)| (h.trim_start_matches("www.").to_string(), s))
+        .collect();
+    let want3: std::collections::BTreeSet<(String, Option<String>)> =
+        hosts.iter().map(|h| (h.clone(), None)).collect();
+    assert_eq!(got3, want3, "sweep 3's template changes: every host, whole");
+    // The table says so first, naming the section.
+    let table = String::from_utf8(tidemark_ok(&["--db", &s(db), "report"]).stdout).unwrap();
+    let first = table.lines().next().unwrap();
+    assert!(
+        want.iter()
+            .any(|(host, section)| first.starts_with(&format!(
+                "{host}{} changed its template between sweep-1 and sweep-2",
+                section.as_deref().unwrap()
+            ))),
+        "{table}"
+    );
 }
 
 fn s(p: &Path) -> String {

@@ -149,11 +149,15 @@ pub struct ContentCounts {
     pub rewritten: u64,
 }
 
-/// A host's template change in a transition.
+/// A host's template change in a transition, or a section's.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TemplateChange {
     /// Host name.
     pub host: String,
+    /// The section (a path prefix of the host's URLs, as in their SURT keys, e.g.
+    /// `/docs/amdgpu/`) whose pages changed only in template while the rest of the
+    /// host's did not; null for the whole host.
+    pub section: Option<String>,
     /// Share of the two templates' values that one of them lacks (0: the same template,
     /// 1: all new); absent when the host has a template in only one of the sweeps.
     pub template_changed_share: Option<f64>,
@@ -170,12 +174,21 @@ impl TemplateChange {
     /// Whether the report says in words that the host changed its template: its template
     /// changed (a share of at least 0.2 of its values) and a tenth of its pages (ten at
     /// least) changed only in template.
+    /// A section's is named when a tenth of its pages (ten at least) changed only in
+    /// template.
     pub fn is_redesign(&self) -> bool {
         let only = self.pages_changed_only_in_template;
-        self.template_changed_share
-            .is_some_and(|s| s >= LISTED_SHARE)
+        (self.section.is_some()
+            || self
+                .template_changed_share
+                .is_some_and(|s| s >= LISTED_SHARE))
             && only >= 10
             && only * 10 >= self.pages_in_both
+    }
+
+    /// The host, and the section if any: `llvm.org/docs/amdgpu/`.
+    pub fn place(&self) -> String {
+        format!("{}{}", self.host, self.section.as_deref().unwrap_or(""))
     }
 }
 
@@ -441,7 +454,7 @@ pub fn headlines(r: &Report) -> Vec<String> {
         for c in redesigns.iter().take(HEADLINE_HOSTS) {
             out.push(format!(
                 "{} changed its template between {} and {}: {} pages changed only in template",
-                c.host,
+                c.place(),
                 t.from,
                 t.to,
                 thousands(c.pages_changed_only_in_template)
@@ -450,8 +463,14 @@ pub fn headlines(r: &Report) -> Vec<String> {
         if redesigns.len() > HEADLINE_HOSTS {
             let rest = &redesigns[HEADLINE_HOSTS..];
             let pages: u64 = rest.iter().map(|c| c.pages_changed_only_in_template).sum();
+            let sections = rest.iter().filter(|c| c.section.is_some()).count();
+            let what = match sections {
+                0 => "hosts",
+                n if n == rest.len() => "sections",
+                _ => "hosts and sections",
+            };
             out.push(format!(
-                "{} more hosts changed their template between {} and {}: {} pages changed only in template",
+                "{} more {what} changed their template between {} and {}: {} pages changed only in template",
                 thousands(rest.len() as u64),
                 t.from,
                 t.to,
@@ -478,12 +497,69 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// The first directory and the first two of a URL's path, from its SURT key
+/// (`org,llvm)/docs/amdgpu/x.html` → `/docs/`, `/docs/amdgpu/`), with its host; a page
+/// at the root is in `/`.
+pub(super) fn dirs_of(host: &str, surt_key: &str) -> (String, String, String) {
+    let path = surt_key
+        .split_once(')')
+        .map(|(_, p)| p)
+        .unwrap_or("/")
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("/");
+    let dirs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    // The last segment is the page itself unless the path ends in '/'.
+    let n = if path.ends_with('/') {
+        dirs.len()
+    } else {
+        dirs.len().saturating_sub(1)
+    };
+    let first = match n {
+        0 => "/".to_string(),
+        _ => format!("/{}/", dirs[0]),
+    };
+    let second = match n {
+        0 | 1 => first.clone(),
+        _ => format!("/{}/{}/", dirs[0], dirs[1]),
+    };
+    (host.to_string(), first, second)
+}
+
+/// A host's sections in a transition, from its pages' counts by directory
+/// ([`dirs_of`]): its first directories, or the first two where one first directory
+/// holds nine tenths of its pages (a site under `/docs/`); `(section, (only, both))`.
+fn sections(dirs: &[(&(String, String, String), &(u64, u64))]) -> Vec<(String, (u64, u64))> {
+    let mut first: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut second: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for ((_, a, b), (only, both)) in dirs {
+        let e = first.entry(a.as_str()).or_default();
+        (e.0, e.1) = (e.0 + only, e.1 + both);
+        let e = second.entry(b.as_str()).or_default();
+        (e.0, e.1) = (e.0 + only, e.1 + both);
+    }
+    let total: u64 = first.values().map(|c| c.1).sum();
+    let largest = first.values().map(|c| c.1).max().unwrap_or(0);
+    let chosen = if largest * 10 >= total * 9 {
+        second
+    } else {
+        first
+    };
+    chosen
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
 /// Per transition of `range`, the hosts whose template changed (from `templates`) or
-/// whose pages changed only in template (`template_only`).
+/// whose pages changed only in template (`template_only`), and the sections
+/// ([`sections`], from `dir_only`) where a tenth of the pages changed only in template
+/// while their host as a whole did not.
 fn template_changes(
     index: &Index,
     range: &[SweepDates],
     template_only: &[BTreeMap<String, (u64, u64)>],
+    dir_only: &[BTreeMap<(String, String, String), (u64, u64)>],
     host_filter: Option<&str>,
 ) -> Result<Vec<Vec<TemplateChange>>> {
     let mut by_host: BTreeMap<String, HashMap<u32, Vec<u32>>> = BTreeMap::new();
@@ -504,17 +580,46 @@ fn template_changes(
                 .and_then(|t| Some(crate::template::changed_share(t.get(&a)?, t.get(&b)?)));
             let (pages, both) = only.get(host).copied().unwrap_or((0, 0));
             if pages > 0 || share.is_some_and(|s| s >= LISTED_SHARE) {
-                changes.push(TemplateChange {
+                let whole = TemplateChange {
                     host: host_name(host),
+                    section: None,
                     template_changed_share: share.map(round3),
                     pages_changed_only_in_template: pages,
                     pages_in_both: both,
-                });
+                };
+                let redesign = whole.is_redesign();
+                changes.push(whole);
+                if redesign {
+                    continue;
+                }
+                let dirs: Vec<_> = dir_only[i]
+                    .range((host.clone(), String::new(), String::new())..)
+                    .take_while(|((h, _, _), _)| h == host)
+                    .collect();
+                let sections = sections(&dirs);
+                if sections.len() < 2 {
+                    continue;
+                }
+                for (section, (only, both)) in sections {
+                    let c = TemplateChange {
+                        host: host_name(host),
+                        section: Some(section),
+                        template_changed_share: None,
+                        pages_changed_only_in_template: only,
+                        pages_in_both: both,
+                    };
+                    if c.is_redesign() {
+                        changes.push(c);
+                    }
+                }
             }
         }
         changes.sort_by(|x, y| {
-            (y.pages_changed_only_in_template, &x.host)
-                .cmp(&(x.pages_changed_only_in_template, &y.host))
+            (y.pages_changed_only_in_template, &x.host, &x.section).cmp(&(
+                x.pages_changed_only_in_template,
+                &y.host,
+                &y.section,
+            ))
         });
         out.push(changes);
     }
@@ -594,6 +699,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
         index,
         range,
         &tally.template_only,
+        &tally.dir_only,
         tally.host_filter.as_deref(),
     )?;
     for ((t, changes), content) in transitions.iter_mut().zip(templates).zip(tally.content) {

@@ -45,6 +45,9 @@ pub(super) struct Tally {
     pub(super) content: Vec<ContentCounts>,
     /// Per transition: host → (pages changed only in template, URLs live in both).
     pub(super) template_only: Vec<BTreeMap<String, (u64, u64)>>,
+    /// The same per host and directory: (host, first directory, first two directories of
+    /// the path, as in the SURT) → counts; [`super::sections`] makes sections of them.
+    pub(super) dir_only: Vec<BTreeMap<(String, String, String), (u64, u64)>>,
     pub(super) left: Vec<Vec<Left>>,
     pub(super) arrived: Vec<Vec<Arrived>>,
     pub(super) lifetimes: Vec<f64>,
@@ -91,6 +94,7 @@ impl Tally {
             counts: vec![UrlCounts::default(); n.saturating_sub(1)],
             content: vec![ContentCounts::default(); n.saturating_sub(1)],
             template_only: vec![BTreeMap::new(); n.saturating_sub(1)],
+            dir_only: vec![BTreeMap::new(); n.saturating_sub(1)],
             left: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
             arrived: (0..n.saturating_sub(1)).map(|_| Vec::new()).collect(),
             lifetimes: Vec::new(),
@@ -169,6 +173,8 @@ impl Tally {
                 ) => {
                     let content = &mut self.content[i];
                     self.template_only[i].entry(host.to_string()).or_default().1 += 1;
+                    let dirs = super::dirs_of(host, surt_key);
+                    self.dir_only[i].entry(dirs.clone()).or_default().1 += 1;
                     let same = match (da, db) {
                         (Some(a), Some(b)) => a == b,
                         (None, None) => ga.is_some() && ga == gb,
@@ -204,6 +210,7 @@ impl Tally {
                                 if cr_prev.is_some() && r.is_some_and(|r| r < self.minor) {
                                     self.template_only[i].entry(host.to_string()).or_default().0 +=
                                         1;
+                                    self.dir_only[i].entry(dirs).or_default().0 += 1;
                                 }
                             }
                             Some(cr) if cr >= self.major => content.changed_major += 1,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::truth::{Edit, Gone, Move, Truth};
-use super::web::{Content, Page, Web};
+use super::web::{Content, Page, Pending, Target, Web};
 
 /// Per-transition probabilities for each live page (they are tried in this order).
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -81,6 +81,21 @@ impl Web {
         }
     }
 
+    /// Keeps `old` (the page before) to settle the truth of `target` at the sweep's end
+    /// against the page `new` at index `at` of the sweep's pages.
+    fn defer(&mut self, target: Target, mut old: Page, new: &Page, at: usize) {
+        let same_content = old.content == new.content;
+        if same_content {
+            old.content = Content::default();
+        }
+        self.pending.push(Pending {
+            target,
+            old,
+            same_content,
+            new: at,
+        });
+    }
+
     pub(super) fn evolve(
         &mut self,
         pages: Vec<Page>,
@@ -120,14 +135,13 @@ impl Web {
                     }
                     moved.host = h;
                 }
-                moved.path = self.new_path();
+                moved.path = self.new_path(moved.host);
                 moved.last_full = None;
                 if self.rng.chance(r.moved_and_edited) {
                     let mut c = moved.content.clone();
                     self.edit(&mut c, 0.03, 1);
                     moved.content = c;
                 }
-                let (res, min_sh, content_res) = self.jaccard(&page, &moved);
                 let to = self.url(&moved);
                 let old_status = match self.rng.below(10) {
                     0..=3 => Some(301),
@@ -150,10 +164,16 @@ impl Web {
                     to,
                     old_status,
                     across_hosts: moved.host != page.host,
-                    resemblance: res,
-                    content_resemblance: content_res,
-                    min_shingles: min_sh,
+                    resemblance: 0.0,
+                    content_resemblance: 0.0,
+                    min_shingles: 0,
                 });
+                self.defer(
+                    Target::Move(truth.moves.len() - 1),
+                    page,
+                    &moved,
+                    next.len(),
+                );
                 caps.push(Planned::Page {
                     index: next.len(),
                     revisit: false,
@@ -198,19 +218,25 @@ impl Web {
             let changed = match kind {
                 Some(kind) if edited.content != page.content => Some(kind),
                 // Same body, new template: a new doc like its predecessor.
-                _ if self.before.is_some() => Some("template"),
+                _ if self.template_changed(&page) => Some("template"),
                 _ => None,
             };
             match changed {
                 Some(kind) => {
-                    let (res, min_sh, content_res) = self.jaccard(&page, &edited);
                     truth.edits.push(Edit {
                         url: url.clone(),
                         kind,
-                        resemblance: res,
-                        content_resemblance: content_res,
-                        min_shingles: min_sh,
+                        resemblance: 0.0,
+                        content_resemblance: 0.0,
+                        min_shingles: 0,
                     });
+                    // The mirror's copy (if any) goes after it: `next.len()` is its index.
+                    self.defer(
+                        Target::Edit(truth.edits.len() - 1),
+                        page,
+                        &edited,
+                        next.len(),
+                    );
                     edited.last_full = None;
                     caps.push(Planned::Page {
                         index: next.len(),
@@ -233,7 +259,7 @@ impl Web {
                     h += 1;
                 }
                 copy.host = h;
-                copy.path = self.new_path();
+                copy.path = self.new_path(copy.host);
                 copy.last_full = None;
                 self.next_id += 1;
                 copy.id = self.next_id;

@@ -20,7 +20,10 @@ mod writer;
 pub use changes::ChangeRates;
 use changes::Planned;
 pub use rng::Rng;
-pub use truth::{exact_jaccard, Edit, Gone, Move, Truth, UrlTruth};
+pub use truth::{
+    exact_jaccard, jaccard_without, union_sorted, very_common, Edit, Gone, Move, Truth, UrlTruth,
+    VERY_COMMON_MIN_PAGES, VERY_COMMON_SHARE,
+};
 use vocabulary::Vocabulary;
 use web::{make_host, Page, Web};
 use writer::SweepWriter;
@@ -31,7 +34,6 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::canon::Canon;
 use crate::sketch::SketchParams;
 
 /// What to generate.
@@ -64,6 +66,13 @@ pub struct GenOptions {
     /// Every page then becomes a new doc resembling its predecessor (the truth's edits of
     /// kind `template` give the exact resemblance), as after a site redesign.
     pub redesign: Vec<usize>,
+    /// Sections per host (0: none): each is the first segment of its pages' paths and
+    /// has a navigation sidebar of its own on its pages only, as a documentation site's
+    /// libraries and books do; a redesign gives each a new one.
+    pub sections: usize,
+    /// Sweeps (numbered from 1; not the first) in which the first section of every host
+    /// gets a new sidebar and nothing else of the site's template changes.
+    pub section_redesign: Vec<usize>,
 }
 
 impl GenOptions {
@@ -85,6 +94,8 @@ impl GenOptions {
             rates: ChangeRates::default(),
             steady: false,
             redesign: Vec::new(),
+            sections: 0,
+            section_redesign: Vec::new(),
         }
     }
 }
@@ -147,10 +158,15 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         next_id: 0,
         next_path: 0,
         params: SketchParams::default(),
-        canon: Canon::default(),
         before: None,
+        pending: Vec::new(),
     };
+    if opts.sections > 0 {
+        web.add_sections(opts.sections);
+    }
     let mut pages: Vec<Page> = (0..opts.pages).map(|_| web.new_page(None)).collect();
+    // Each host's very common shingles in the previous sweep (the truth's template).
+    let mut common_before: Vec<Vec<u64>> = Vec::new();
     let mut out = Generated {
         sweeps: Vec::new(),
         bytes: 0,
@@ -179,10 +195,13 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
             let steady = opts.steady.then_some(opts.pages);
             if opts.redesign.contains(&(s + 1)) {
                 web.redesign(s);
+            } else if opts.section_redesign.contains(&(s + 1)) {
+                web.redesign_first_sections();
             }
             pages = web.evolve(pages, &opts.rates, steady, &mut truth, &mut captures);
-            web.before = None;
         }
+        common_before = web.settle_truth(&pages, &common_before, &mut truth);
+        web.before = None;
         let dir = opts.out.join(format!("sweep-{:02}", s + 1));
         fs::create_dir_all(&dir)?;
         let mut writer =

@@ -47,7 +47,8 @@ pub struct Move {
     pub across_hosts: bool,
     /// Exact Jaccard resemblance of the shingle sets before and after (1.0 when not edited).
     pub resemblance: f64,
-    /// The same without the shingles of both hosts' templates.
+    /// The same without the very common shingles of both hosts (the old one's in the
+    /// previous sweep, the new one's in this one: [`very_common`]).
     pub content_resemblance: f64,
     /// Distinct shingles of the smaller version.
     pub min_shingles: usize,
@@ -63,7 +64,8 @@ pub struct Edit {
     pub kind: &'static str,
     /// Exact Jaccard resemblance of the shingle sets before and after.
     pub resemblance: f64,
-    /// The same without the shingles of the host's templates before and after.
+    /// The same without the host's very common shingles of both sweeps
+    /// ([`very_common`]): the truth's content resemblance.
     pub content_resemblance: f64,
     /// Distinct shingles of the smaller version.
     pub min_shingles: usize,
@@ -114,4 +116,114 @@ pub fn exact_jaccard(a: &[u64], b: &[u64]) -> (f64, usize) {
         },
         a.len().min(b.len()),
     )
+}
+
+/// The truth's template, fixed so that it cannot drift with tidemark's own: a shingle is
+/// left out of content when it is on more than this share of a host's pages in a sweep…
+pub const VERY_COMMON_SHARE: f64 = 0.03;
+/// …and on at least this many of them (Broder et al.'s "very common shingles", per host
+/// and sweep).
+pub const VERY_COMMON_MIN_PAGES: usize = 20;
+
+/// The very common shingles of one host's pages in one sweep (each page's distinct
+/// shingles, sorted), sorted: those on more than [`VERY_COMMON_SHARE`] of the pages and
+/// on at least [`VERY_COMMON_MIN_PAGES`]. A host's pages are its URLs captured with text
+/// (2xx, a revisit counting with the text it repeats).
+pub fn very_common<'a>(pages: impl IntoIterator<Item = &'a [u64]>) -> Vec<u64> {
+    let mut all: Vec<u64> = Vec::new();
+    let mut n = 0usize;
+    for p in pages {
+        all.extend_from_slice(p);
+        n += 1;
+    }
+    all.sort_unstable();
+    let floor = VERY_COMMON_SHARE * n as f64;
+    all.chunk_by(|a, b| a == b)
+        .filter(|run| run.len() as f64 > floor && run.len() >= VERY_COMMON_MIN_PAGES)
+        .map(|run| run[0])
+        .collect()
+}
+
+/// Exact Jaccard of two sorted, distinct shingle sets with the `removed` (sorted) left
+/// out of both; `None` when nothing is left of either.
+pub fn jaccard_without(a: &[u64], b: &[u64], removed: &[u64]) -> Option<f64> {
+    let keep = |v: &u64| removed.binary_search(v).is_err();
+    let (mut i, mut j, mut common, mut union) = (0, 0, 0u64, 0u64);
+    while i < a.len() || j < b.len() {
+        let (v, both) = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x == y => {
+                i += 1;
+                j += 1;
+                (*x, true)
+            }
+            (Some(x), Some(y)) if x < y => {
+                i += 1;
+                (*x, false)
+            }
+            (Some(x), None) => {
+                i += 1;
+                (*x, false)
+            }
+            (_, Some(y)) => {
+                j += 1;
+                (*y, false)
+            }
+            (None, None) => unreachable!("loop condition"),
+        };
+        if keep(&v) {
+            union += 1;
+            common += both as u64;
+        }
+    }
+    (union > 0).then(|| common as f64 / union as f64)
+}
+
+/// The sorted union of two sorted sets.
+pub fn union_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut u: Vec<u64> = a.iter().chain(b).copied().collect();
+    u.sort_unstable();
+    u.dedup();
+    u
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn very_common_is_more_than_three_percent_and_twenty_pages() {
+        // 1,000 pages: shingle 1 on 31 (> 30), 2 on 30 (not more than 3%), 3 on all.
+        let pages: Vec<Vec<u64>> = (0..1000u64)
+            .map(|i| {
+                let mut p = vec![3, 100 + i];
+                if i < 31 {
+                    p.push(1);
+                }
+                if i < 30 {
+                    p.push(2);
+                }
+                p.sort_unstable();
+                p
+            })
+            .collect();
+        assert_eq!(very_common(pages.iter().map(|p| p.as_slice())), vec![1, 3]);
+        // 100 pages: 3% is 3 pages, but 20 are needed.
+        let few: Vec<Vec<u64>> = (0..100u64)
+            .map(|i| {
+                if i < 19 {
+                    vec![1, 2]
+                } else if i < 20 {
+                    vec![2]
+                } else {
+                    vec![]
+                }
+            })
+            .collect();
+        assert_eq!(very_common(few.iter().map(|p| p.as_slice())), vec![2]);
+        assert_eq!(
+            jaccard_without(&[1, 2, 3], &[2, 3, 4], &[3]),
+            Some(1.0 / 3.0)
+        );
+        assert_eq!(jaccard_without(&[3], &[3], &[3]), None);
+    }
 }

@@ -3,7 +3,7 @@
 //! rendered as HTML.
 
 use super::rng::Rng;
-use super::truth::exact_jaccard;
+use super::truth::{exact_jaccard, jaccard_without, union_sorted, very_common, Truth};
 use super::vocabulary::Vocabulary;
 use crate::canon::{canonicalize, Canon, MediaKind};
 use crate::sketch::{shingles, SketchParams};
@@ -34,10 +34,11 @@ pub(super) struct Web {
     pub(super) next_id: u64,
     pub(super) next_path: u64,
     pub(super) params: SketchParams,
-    pub(super) canon: Canon,
     /// The hosts as they were before this sweep's redesign (only during such a sweep):
     /// the previous version of a page is rendered with them.
     pub(super) before: Option<Vec<Host>>,
+    /// The sweep's edits and moves whose truth is settled at its end.
+    pub(super) pending: Vec<Pending>,
 }
 
 #[derive(Clone)]
@@ -51,6 +52,19 @@ pub(super) struct Host {
     pub(super) not_found: String,
     /// After a redesign: a navigation sidebar and a per-page version line.
     pub(super) chrome: Option<Chrome>,
+    /// Parts of the site (a library, a book), each the first segment of its pages' paths
+    /// and with a navigation sidebar of its own on its pages only (none: paths are random
+    /// words, as without `--sections`).
+    pub(super) sections: Vec<Section>,
+}
+
+/// A part of a host's site with its own navigation.
+#[derive(Clone)]
+pub(super) struct Section {
+    /// The first segment of its pages' paths.
+    pub(super) name: String,
+    /// Its navigation sidebar, on its pages only.
+    pub(super) sidebar: String,
 }
 
 /// What a redesign adds around every page of a host.
@@ -137,6 +151,7 @@ pub(super) fn make_host(i: usize, vocab: &Vocabulary, rng: &mut Rng) -> Host {
         footer,
         not_found,
         chrome: None,
+        sections: Vec::new(),
     }
 }
 
@@ -145,11 +160,56 @@ impl Web {
         format!("https://{}{}", self.hosts[p.host].name, p.path)
     }
 
-    pub(super) fn new_path(&mut self) -> String {
+    /// A new page's path on `host`: in one of its sections, if it has any.
+    pub(super) fn new_path(&mut self, host: usize) -> String {
         self.next_path += 1;
-        let a = &self.vocab.words[self.rng.below(3000)];
+        let sections = self.hosts[host].sections.len();
+        let a = if sections > 0 {
+            self.hosts[host].sections[self.rng.below(sections)]
+                .name
+                .clone()
+        } else {
+            self.vocab.words[self.rng.below(3000)].clone()
+        };
         let b = &self.vocab.words[self.rng.below(3000)];
         format!("/{a}/{b}-{}.html", self.next_path)
+    }
+
+    /// A navigation sidebar of about `total` words of links, in an element of `class`.
+    fn sidebar(&mut self, class: &str, total: usize) -> String {
+        let mut sidebar = format!("<aside class=\"{class}\"><ul>");
+        let mut words = 0;
+        while words < total {
+            let n = self.rng.range(1, 5);
+            let label = (0..n)
+                .map(|_| self.vocab.words[self.vocab.word(&mut self.rng) as usize].as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            sidebar.push_str(&format!(
+                "<li><a href=\"/{}.html\">{label}</a></li>",
+                label.replace(' ', "-")
+            ));
+            words += n;
+        }
+        sidebar.push_str("</ul></aside>\n");
+        sidebar
+    }
+
+    /// Gives every host `n` sections, each with its own sidebar of 60–150 words.
+    pub(super) fn add_sections(&mut self, n: usize) {
+        for h in 0..self.hosts.len() {
+            let mut sections: Vec<Section> = Vec::with_capacity(n);
+            while sections.len() < n {
+                let name = self.vocab.words[self.rng.below(3000)].clone();
+                if sections.iter().any(|s| s.name == name) {
+                    continue;
+                }
+                let total = self.rng.range(60, 150);
+                let sidebar = self.sidebar("section-nav", total);
+                sections.push(Section { name, sidebar });
+            }
+            self.hosts[h].sections = sections;
+        }
     }
 
     pub(super) fn new_content(&mut self) -> Content {
@@ -171,7 +231,7 @@ impl Web {
     pub(super) fn new_page(&mut self, host: Option<usize>) -> Page {
         self.next_id += 1;
         let host = host.unwrap_or_else(|| self.rng.below(self.hosts.len()));
-        let path = self.new_path();
+        let path = self.new_path(host);
         let content = self.new_content();
         Page {
             id: self.next_id,
@@ -183,38 +243,65 @@ impl Web {
     }
 
     /// Every host changes its template (sweep `s`, counted from 0): a new head, header
-    /// and footer, a sidebar of 80–200 words and a version line. The old hosts are kept
-    /// for the truth's resemblances until the sweep is planned.
+    /// and footer, a sidebar of 80–200 words and a version line, and each of its sections
+    /// a new sidebar. The old hosts are kept for the truth's resemblances until the
+    /// sweep's truth is settled.
     pub(super) fn redesign(&mut self, s: usize) {
         let old = self.hosts.clone();
-        for (i, h) in self.hosts.iter_mut().enumerate() {
+        for i in 0..self.hosts.len() {
             let fresh = make_host(i, &self.vocab, &mut self.rng);
-            let mut sidebar = String::from("<aside class=\"sidebar\"><ul>");
-            let mut words = 0;
             let total = self.rng.range(80, 200);
-            while words < total {
-                let n = self.rng.range(1, 5);
-                let label = (0..n)
-                    .map(|_| self.vocab.words[self.vocab.word(&mut self.rng) as usize].as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                sidebar.push_str(&format!(
-                    "<li><a href=\"/{}.html\">{label}</a></li>",
-                    label.replace(' ', "-")
-                ));
-                words += n;
+            let sidebar = self.sidebar("sidebar", total);
+            let mut sections = self.hosts[i].sections.clone();
+            for sec in sections.iter_mut() {
+                let total = self.rng.range(60, 150);
+                sec.sidebar = self.sidebar("section-nav", total);
             }
-            sidebar.push_str("</ul></aside>\n");
+            let h = &mut self.hosts[i];
             *h = Host {
                 name: h.name.clone(),
                 chrome: Some(Chrome {
                     sidebar,
                     version: format!("{}.{}", 2 + s, self.rng.below(10)),
                 }),
+                sections,
                 ..fresh
             };
         }
         self.before = Some(old);
+    }
+
+    /// In sweep `s` (counted from 0), the first section of every host gets a new sidebar,
+    /// the rest of the site unchanged: a section's own template change.
+    pub(super) fn redesign_first_sections(&mut self) {
+        let old = self.hosts.clone();
+        for i in 0..self.hosts.len() {
+            if self.hosts[i].sections.is_empty() {
+                continue;
+            }
+            let total = self.rng.range(60, 150);
+            self.hosts[i].sections[0].sidebar = self.sidebar("section-nav", total);
+        }
+        self.before = Some(old);
+    }
+
+    /// Whether page `p` looks different in this sweep's templates than before them.
+    pub(super) fn template_changed(&self, p: &Page) -> bool {
+        let Some(old) = &self.before else {
+            return false;
+        };
+        let (a, b) = (&old[p.host], &self.hosts[p.host]);
+        let chrome = |h: &Host| {
+            h.chrome
+                .as_ref()
+                .map(|c| (c.sidebar.clone(), c.version.clone()))
+        };
+        let section = |h: &Host| section_of(h, &p.path).map(|s| s.sidebar.clone());
+        a.head != b.head
+            || a.header != b.header
+            || a.footer != b.footer
+            || chrome(a) != chrome(b)
+            || section(a) != section(b)
     }
 
     pub(super) fn render(&self, p: &Page) -> String {
@@ -247,6 +334,9 @@ impl Web {
                 html.push_str(" &raquo; ");
             }
             html.push_str(&format!("documentation for version {}</div>\n", c.version));
+        }
+        if let Some(sec) = section_of(host, &p.path) {
+            html.push_str(&sec.sidebar);
         }
         html.push_str("<main><h1>");
         html.push_str(&title);
@@ -303,49 +393,121 @@ impl Web {
         html
     }
 
-    /// Exact Jaccard of the two versions' shingle sets, and the smaller set's size; `a`
-    /// as it was rendered before this sweep's redesign, if any.
-    ///
-    /// Also the exact *content* Jaccard: both sets without the shingles of the templates
-    /// of both pages' hosts (before and now), a template's shingles being those of a page
-    /// of its host with nothing of its own (no title, path or text). Shingles that span
-    /// a template's edge and a page's own words stay content: they are on one page.
-    pub(super) fn jaccard(&mut self, a: &Page, b: &Page) -> (f64, usize, f64) {
-        let bare = |host: usize| Page {
-            id: 0,
-            host,
-            path: String::new(),
-            content: Content::default(),
-            last_full: None,
-        };
-        let [ha, hb, ta, tb] = {
-            let old = self.before.as_deref().unwrap_or(&self.hosts);
-            [
-                self.render_with(old, a),
-                self.render(b),
-                self.render_with(old, &bare(a.host)),
-                self.render(&bare(b.host)),
-            ]
-        };
-        let (sa, sb) = (self.shingle_set(&ha), self.shingle_set(&hb));
-        let (r, min) = exact_jaccard(&sa, &sb);
-        let mut template = self.shingle_set(&ta);
-        template.extend(self.shingle_set(&tb));
-        template.sort_unstable();
-        let without = |s: &[u64]| -> Vec<u64> {
-            s.iter()
-                .copied()
-                .filter(|v| template.binary_search(v).is_err())
-                .collect()
-        };
-        let (content, _) = exact_jaccard(&without(&sa), &without(&sb));
-        (r, min, content)
+    /// The exact resemblances of the sweep's edits and moves (planned by `evolve` into
+    /// [`Web::pending`]), now that the sweep's pages (`pages`, all captured) are known:
+    /// full, and content as the truth fixes it (both pages without the very common
+    /// shingles of their hosts, the old page's in the previous sweep, `common_before`, and
+    /// the new one's in this sweep: [`super::truth::very_common`]). Returns this sweep's
+    /// very common shingles by host, for the next.
+    pub(super) fn settle_truth(
+        &mut self,
+        pages: &[Page],
+        common_before: &[Vec<u64>],
+        truth: &mut Truth,
+    ) -> Vec<Vec<u64>> {
+        let mut by_host: Vec<Vec<usize>> = vec![Vec::new(); self.hosts.len()];
+        for (i, p) in pages.iter().enumerate() {
+            by_host[p.host].push(i);
+        }
+        let this = &*self;
+        let common_now: Vec<Vec<u64>> = parallel_map(&by_host, |canon, members| {
+            let sets: Vec<Vec<u64>> = members
+                .iter()
+                .map(|&i| this.shingles_of(canon, &this.render(&pages[i])))
+                .collect();
+            very_common(sets.iter().map(|s| s.as_slice()))
+        });
+        let pending = std::mem::take(&mut self.pending);
+        let this = &*self;
+        let old_hosts = self.before.as_deref().unwrap_or(&self.hosts);
+        let done: Vec<(f64, usize, f64)> = parallel_map(&pending, |canon, p| {
+            let new = &pages[p.new];
+            let mut old = p.old.clone();
+            if p.same_content {
+                old.content = new.content.clone();
+            }
+            let sa = this.shingles_of(canon, &this.render_with(old_hosts, &old));
+            let sb = this.shingles_of(canon, &this.render(new));
+            let (r, min) = exact_jaccard(&sa, &sb);
+            let none: Vec<u64> = Vec::new();
+            let removed = union_sorted(
+                common_before.get(old.host).unwrap_or(&none),
+                &common_now[new.host],
+            );
+            let content = jaccard_without(&sa, &sb, &removed).unwrap_or(1.0);
+            (r, min, content)
+        });
+        for (p, (r, min, content)) in pending.iter().zip(done) {
+            match p.target {
+                Target::Edit(i) => {
+                    let e = &mut truth.edits[i];
+                    (e.resemblance, e.min_shingles, e.content_resemblance) = (r, min, content);
+                }
+                Target::Move(i) => {
+                    let m = &mut truth.moves[i];
+                    (m.resemblance, m.min_shingles, m.content_resemblance) = (r, min, content);
+                }
+            }
+        }
+        common_now
     }
 
-    pub(super) fn shingle_set(&mut self, html: &str) -> Vec<u64> {
-        canonicalize(html.as_bytes(), MediaKind::Html, None, &mut self.canon);
+    /// The distinct shingles of a page's HTML, sorted.
+    fn shingles_of(&self, canon: &mut Canon, html: &str) -> Vec<u64> {
+        canonicalize(html.as_bytes(), MediaKind::Html, None, canon);
         let mut out = Vec::new();
-        shingles(self.canon.token_iter(), &self.params, &mut out);
+        shingles(canon.token_iter(), &self.params, &mut out);
         out
     }
+}
+
+/// The section of `host` a page at `path` is in (its path's first segment), if any.
+fn section_of<'a>(host: &'a Host, path: &str) -> Option<&'a Section> {
+    if host.sections.is_empty() {
+        return None;
+    }
+    let first = path.trim_start_matches('/').split('/').next()?;
+    host.sections.iter().find(|s| s.name == first)
+}
+
+/// `f` of each item, in order, on two threads, each with a canonicalizer of its own.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&mut Canon, &T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut canon = Canon::default();
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return out;
+            };
+            out.push((i, f(&mut canon, item)));
+        }
+    };
+    let mut all = std::thread::scope(|s| {
+        let other = s.spawn(work);
+        let mut mine = work();
+        mine.extend(other.join().expect("a truth thread panicked"));
+        mine
+    });
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Which truth entry a [`Pending`] fills.
+#[derive(Clone, Copy)]
+pub(super) enum Target {
+    Edit(usize),
+    Move(usize),
+}
+
+/// An edit or move whose exact resemblances wait for the end of the sweep (the truth's
+/// content needs the sweep's very common shingles).
+pub(super) struct Pending {
+    pub(super) target: Target,
+    /// The page as it was (its content left empty when `same_content`).
+    pub(super) old: Page,
+    pub(super) same_content: bool,
+    /// The page now: its index in the sweep's pages.
+    pub(super) new: usize,
 }

@@ -107,6 +107,29 @@ pub fn generate_redesign(dir: &Path, pages: usize, seed: u64) {
     );
 }
 
+/// Generates three steady sweeps of `pages` pages into `dir` whose hosts have `sections`
+/// sections each with a sidebar of its own: in sweep 2 every host's first section gets a
+/// new sidebar (nothing else changes), sweep 3 is a site redesign.
+pub fn generate_sections(dir: &Path, pages: usize, sections: usize, seed: u64) {
+    let sections = sections.to_string();
+    generate_with(
+        dir,
+        pages,
+        seed,
+        &[
+            "--sweeps",
+            "3",
+            "--steady",
+            "--sections",
+            &sections,
+            "--section-redesign",
+            "2",
+            "--redesign",
+            "3",
+        ],
+    );
+}
+
 /// The .warc.gz files of sweep `n` (1-based) in a generated directory, sorted.
 pub fn sweep_files(dir: &Path, n: usize) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("sweep-{n:02}")))

@@ -1,9 +1,10 @@
-//! `--content-bands`: the check of issue 30 on real pages. From the WARC files of the
-//! index's own sweeps, every page's exact shingle set (tidemark's tokens, all shingles,
-//! not a sample); each host's exact template per sweep (the shingles in at least
-//! `template.share` of its pages with text, hosts with `template.min_pages` such pages
-//! or more); and for every URL whose text changed since its previous capture with
-//! text, the exact content Jaccard with both sweeps' templates left out. Each is put in
+//! `--content-bands`: content resemblance checked on real pages against the truth. From
+//! the WARC files of the index's own sweeps, every page's exact shingle set (tidemark's
+//! tokens, all shingles, not a sample); each host's very common shingles per sweep (those
+//! on more than 3% of its pages with text and on at least 20: `synth::very_common`, the
+//! truth's fixed definition, not tidemark's templates); and for every URL whose text
+//! changed since its previous capture with text, the exact content Jaccard with both
+//! sweeps' very common shingles left out. Each is put in
 //! its band (≥ 0.9, 0.5–0.9, < 0.5) beside the content resemblance the index stored for
 //! that capture (`content_resemblance_to_previous`), and likewise on all shingles.
 
@@ -17,7 +18,7 @@ use tidemark::index::{Index, IndexError};
 use tidemark::query::Searcher;
 use tidemark::read::RecordReader;
 use tidemark::sketch::SketchParams;
-use tidemark::template::TemplateParams;
+use tidemark::synth::{jaccard_without, union_sorted as union, very_common};
 use tidemark::url::{host_of_surt, surt};
 
 use super::Args;
@@ -39,42 +40,17 @@ fn band(r: f64) -> usize {
     }
 }
 
-/// |a ∩ b| and |a ∪ b| of sorted sets, leaving out what `removed` (sorted) holds.
-fn jaccard_without(a: &[u64], b: &[u64], removed: &[u64]) -> Option<f64> {
-    let keep = |v: &u64| removed.binary_search(v).is_err();
-    let (mut i, mut j, mut common, mut union) = (0, 0, 0u64, 0u64);
-    while i < a.len() || j < b.len() {
-        let (v, both) = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) if x == y => {
-                i += 1;
-                j += 1;
-                (*x, true)
-            }
-            (Some(x), Some(y)) if x < y => {
-                i += 1;
-                (*x, false)
-            }
-            (Some(x), None) => {
-                i += 1;
-                (*x, false)
-            }
-            (_, Some(y)) => {
-                j += 1;
-                (*y, false)
-            }
-            (None, None) => unreachable!("loop condition"),
-        };
-        if keep(&v) {
-            union += 1;
-            common += both as u64;
-        }
-    }
-    (union > 0).then(|| common as f64 / union as f64)
-}
-
-/// Every page with text (2xx or no status) of the files, by URL (the last capture wins).
-fn read_pages(files: &[String], params: &SketchParams) -> Result<HashMap<String, Page>, String> {
+/// Every page with text (2xx or no status) of the files, by URL (the last capture wins);
+/// a revisit with the text it repeats, by payload digest among the sweep's records and
+/// the URL's `last` page (the URLs' pages of earlier sweeps).
+fn read_pages(
+    files: &[String],
+    params: &SketchParams,
+    last: &HashMap<String, (String, Page, Vec<u64>)>,
+) -> Result<HashMap<String, Page>, String> {
     let mut out = HashMap::new();
+    let mut by_digest: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut revisits: Vec<(String, Option<String>)> = Vec::new();
     let mut scratch = Scratch::default();
     for f in files {
         let reader = RecordReader::open(Path::new(f), 16 << 20).map_err(|e| format!("{f}: {e}"))?;
@@ -82,12 +58,22 @@ fn read_pages(files: &[String], params: &SketchParams) -> Result<HashMap<String,
             let rec = r.map_err(|e| format!("{f}: {e}"))?;
             let cap = analyze(&rec, params, 16 << 20, &mut scratch);
             let ok = cap.status.is_none_or(|s| (200..300).contains(&s));
-            let (Some(url), Some(_), true) = (cap.url.clone(), cap.sketch.as_ref(), ok) else {
+            let (Some(url), true) = (cap.url.clone(), ok) else {
                 continue;
             };
+            let key = surt(&url);
+            if cap.refers_to.is_some() {
+                revisits.push((key, cap.payload_digest.clone()));
+                continue;
+            }
+            if cap.sketch.is_none() {
+                continue;
+            }
             // Its sketch was just made from these.
             let set = scratch.shingles().to_vec();
-            let key = surt(&url);
+            if let Some(d) = &cap.payload_digest {
+                by_digest.insert(d.clone(), set.clone());
+            }
             let host = host_of_surt(&key).to_string();
             out.insert(
                 key,
@@ -98,39 +84,28 @@ fn read_pages(files: &[String], params: &SketchParams) -> Result<HashMap<String,
             );
         }
     }
+    for (key, digest) in revisits {
+        let set = digest
+            .and_then(|d| by_digest.get(&d).cloned())
+            .or_else(|| last.get(&key).map(|(_, p, _)| p.shingles.clone()));
+        if let (Some(shingles), false) = (set, out.contains_key(&key)) {
+            let host = host_of_surt(&key).to_string();
+            out.insert(key, Page { host, shingles });
+        }
+    }
     Ok(out)
 }
 
-/// Each host's exact template: the shingles in at least `share` of its pages.
-fn templates(pages: &HashMap<String, Page>, p: &TemplateParams) -> HashMap<String, Vec<u64>> {
-    let mut by_host: HashMap<&str, (u32, HashMap<u64, u32>)> = HashMap::new();
+/// Each host's very common shingles: the truth's template ([`very_common`]).
+fn templates(pages: &HashMap<String, Page>) -> HashMap<String, Vec<u64>> {
+    let mut by_host: HashMap<&str, Vec<&[u64]>> = HashMap::new();
     for page in pages.values() {
-        let (n, counts) = by_host.entry(&page.host).or_default();
-        *n += 1;
-        for s in &page.shingles {
-            *counts.entry(*s).or_default() += 1;
-        }
+        by_host.entry(&page.host).or_default().push(&page.shingles);
     }
     by_host
         .into_iter()
-        .filter(|(_, (n, _))| *n >= p.min_pages)
-        .map(|(host, (n, counts))| {
-            let mut t: Vec<u64> = counts
-                .into_iter()
-                .filter(|(_, c)| *c as f64 >= p.share * n as f64)
-                .map(|(s, _)| s)
-                .collect();
-            t.sort_unstable();
-            (host.to_string(), t)
-        })
+        .map(|(host, sets)| (host.to_string(), very_common(sets)))
         .collect()
-}
-
-fn union(a: &[u64], b: &[u64]) -> Vec<u64> {
-    let mut u: Vec<u64> = a.iter().chain(b).copied().collect();
-    u.sort_unstable();
-    u.dedup();
-    u
 }
 
 pub fn bench(a: &Args) -> ExitCode {
@@ -148,7 +123,7 @@ pub fn bench(a: &Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&index, &config.template) {
+    match run(&index) {
         Ok(rows) => {
             if a.json {
                 println!("{}", serde_json::to_string_pretty(&rows).unwrap());
@@ -181,7 +156,7 @@ pub fn bench(a: &Args) -> ExitCode {
     }
 }
 
-fn run(index: &Index, tp: &TemplateParams) -> Result<serde_json::Value, String> {
+fn run(index: &Index) -> Result<serde_json::Value, String> {
     let err = |e: IndexError| e.to_string();
     let p = index.params();
     let params = SketchParams {
@@ -198,8 +173,8 @@ fn run(index: &Index, tp: &TemplateParams) -> Result<serde_json::Value, String> 
     let mut rows = Vec::new();
     for (id, sweep) in &sweeps {
         let files = names.remove(id).unwrap_or_default();
-        let pages = read_pages(&files, &params)?;
-        let tmpl = templates(&pages, tp);
+        let pages = read_pages(&files, &params, &last)?;
+        let tmpl = templates(&pages);
         // (from label, to label) → [changed, content agree, full agree, missing, confusion]
         let mut per: HashMap<String, (u64, u64, u64, u64, [[u64; 3]; 3])> = HashMap::new();
         for (key, page) in pages {

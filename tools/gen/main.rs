@@ -51,10 +51,25 @@ struct Args {
     /// resemblances in the truth's edits of kind "template"), as after a site redesign.
     #[arg(long, value_name = "N,N…", value_delimiter = ',')]
     redesign: Vec<usize>,
+    /// Sections per host: each is the first segment of its pages' paths and carries a
+    /// navigation sidebar of its own on its pages only, as a documentation site's
+    /// libraries and books do (a redesign gives each a new one). 0: none.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    sections: usize,
+    /// Sweeps (numbered from 2, comma-separated) in which the first section of every host
+    /// gets a new sidebar and nothing else changes: a section's own template change
+    /// (needs --sections).
+    #[arg(
+        long,
+        value_name = "N,N…",
+        value_delimiter = ',',
+        requires = "sections"
+    )]
+    section_redesign: Vec<usize>,
     /// A real site kept as files instead of a synthetic web: every .html file under DIR
     /// served at URL + its path (meta-refresh stubs as 301 redirects), one sweep dated
     /// --start (12:00 UTC) written to --out. Repeat for several hosts.
-    #[arg(long, value_name = "DIR=URL", conflicts_with_all = ["size", "pages", "steady", "redesign"])]
+    #[arg(long, value_name = "DIR=URL", conflicts_with_all = ["size", "pages", "steady", "redesign", "sections", "section_redesign"])]
     site: Vec<String>,
     /// Print the summary as JSON.
     #[arg(long)]
@@ -101,6 +116,19 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     opts.redesign = a.redesign.clone();
+    opts.sections = a.sections;
+    if let Some(n) = a
+        .section_redesign
+        .iter()
+        .find(|n| **n < 2 || **n > opts.sweeps)
+    {
+        eprintln!(
+            "tidemark-gen: --section-redesign {n}: a redesign sweep is one of 2..={}",
+            opts.sweeps
+        );
+        return ExitCode::from(2);
+    }
+    opts.section_redesign = a.section_redesign.clone();
     let quiet = a.json;
     match generate(&opts, |line| {
         if !quiet {
