@@ -41,7 +41,7 @@ fn queries(c: &mut Criterion) {
         b.iter(|| whereis(&s, next(), wopts).expect("whereis"))
     });
     c.bench_function("history", |b| {
-        b.iter(|| history(&s, next(), wopts, false).expect("history"))
+        b.iter(|| history(&s, next(), wopts, None).expect("history"))
     });
     let with_content: Vec<&String> = urls
         .iter()

@@ -125,6 +125,168 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
     out.tokens = out.ends.len() as u32;
 }
 
+/// The text a reader sees, in lines: tags dropped (`<script>`, `<style>` with their
+/// contents), entities decoded, `alt` text kept, case kept, white space folded, a line
+/// broken at each block element (paragraphs, list items, headings, table rows, `<br>`…).
+/// For showing what changed between two versions; the canonical form stays the tokens.
+pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> Vec<String> {
+    if kind == MediaKind::Other {
+        return Vec::new();
+    }
+    let enc = choose_encoding(payload, kind, http_charset);
+    let text = enc.decode_with_bom_removal(payload).0;
+    let mut lines = Lines::default();
+    if kind == MediaKind::Text {
+        for l in text.lines() {
+            lines.push_str(l);
+            lines.end_line();
+        }
+        return lines.done();
+    }
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let Some(p) = memchr::memchr2(b'<', b'&', &b[i..]) else {
+            lines.push_str(&text[i..]);
+            break;
+        };
+        let j = i + p;
+        lines.push_str(&text[i..j]);
+        if b[j] == b'&' {
+            let (c, used) = decode_entity(&b[j..]);
+            match c {
+                Some(c) => lines.push_char(c),
+                None => lines.push_char('&'),
+            }
+            i = j + used.max(1);
+            continue;
+        }
+        let next = b.get(j + 1).copied().unwrap_or(0);
+        if next == b'!' || next == b'?' {
+            i = if b[j..].starts_with(b"<!--") {
+                memchr::memmem::find(&b[j + 4..], b"-->")
+                    .map(|e| j + 4 + e + 3)
+                    .unwrap_or(b.len())
+            } else {
+                skip_to_gt(b, j)
+            };
+            continue;
+        }
+        let closing = next == b'/';
+        let name_start = if closing { j + 2 } else { j + 1 };
+        let mut k = name_start;
+        while k < b.len() && (b[k].is_ascii_alphanumeric() || b[k] == b'-' || b[k] == b':') {
+            k += 1;
+        }
+        if k == name_start || !b[name_start].is_ascii_alphabetic() {
+            lines.push_char('<');
+            i = j + 1;
+            continue;
+        }
+        let name = text[name_start..k].to_ascii_lowercase();
+        let end = tag_end(b, k);
+        if !closing && matches!(name.as_str(), "script" | "style" | "title") {
+            i = skip_raw_text(b, end, name.as_bytes());
+            continue;
+        }
+        if BLOCK_TAGS.contains(&name.as_str()) {
+            lines.end_line();
+        } else if !closing && matches!(name.as_str(), "img" | "area" | "input") {
+            let attrs_end = if b.get(end.wrapping_sub(1)) == Some(&b'>') {
+                end - 1
+            } else {
+                end
+            };
+            if let Some(alt) = attribute(&text[k..attrs_end.max(k)], "alt") {
+                lines.push_char(' ');
+                lines.push_str(&alt);
+                lines.push_char(' ');
+            }
+        }
+        i = end;
+    }
+    lines.done()
+}
+
+/// Elements that begin or end a line of [`visible_lines`].
+const BLOCK_TAGS: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "br",
+    "caption",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "td",
+    "th",
+    "tr",
+    "ul",
+];
+
+/// Lines being built: white space folded, empty lines dropped.
+#[derive(Default)]
+struct Lines {
+    out: Vec<String>,
+    line: String,
+}
+
+impl Lines {
+    fn push_char(&mut self, c: char) {
+        if c.is_whitespace() {
+            if !self.line.is_empty() && !self.line.ends_with(' ') {
+                self.line.push(' ');
+            }
+        } else {
+            self.line.push(c);
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        for c in s.chars() {
+            self.push_char(c);
+        }
+    }
+
+    fn end_line(&mut self) {
+        let l = self.line.trim_end();
+        if !l.is_empty() {
+            self.out.push(l.to_string());
+        }
+        self.line.clear();
+    }
+
+    fn done(mut self) -> Vec<String> {
+        self.end_line();
+        self.out
+    }
+}
+
 fn choose_encoding(
     payload: &[u8],
     kind: MediaKind,
@@ -904,5 +1066,18 @@ mod tests {
     fn sniffs_html_without_type() {
         assert_eq!(media_kind(None, b"  <!DOCTYPE html><p>x"), MediaKind::Html);
         assert_eq!(media_kind(Some("image/png"), b"<html>"), MediaKind::Other);
+    }
+
+    #[test]
+    fn visible_lines_keep_case_and_break_at_blocks() {
+        let html = "<html><head><title>T</title><style>p{}</style></head><body>\n<h1>Big  Title</h1><p>One &amp; <b>two</b>\n three.<br>Four</p><ul><li>a</li><li><img alt=\"logo\" src=x></li></ul><script>x()</script></body></html>";
+        assert_eq!(
+            visible_lines(html.as_bytes(), MediaKind::Html, None),
+            vec!["Big Title", "One & two three.", "Four", "a", "logo"]
+        );
+        assert_eq!(
+            visible_lines(b"x  y\n\nz\n", MediaKind::Text, None),
+            vec!["x y", "z"]
+        );
     }
 }

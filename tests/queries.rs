@@ -198,7 +198,7 @@ fn history_reports_edits_with_their_resemblance() {
     for k in 2..=SWEEPS {
         for e in truth(dir, k)["edits"].as_array().unwrap() {
             let url = e["url"].as_str().unwrap();
-            let h = history(&searcher, url, opts(), false).unwrap();
+            let h = history(&searcher, url, opts(), None).unwrap();
             let v = h
                 .captures
                 .iter()
@@ -241,7 +241,7 @@ fn similar_finds_every_mirror() {
                 .map(|u| u.as_str().unwrap())
                 .collect();
             // The original as it was in that sweep (it may have been edited since).
-            let h = history(&searcher, urls[0], opts(), false).unwrap();
+            let h = history(&searcher, urls[0], opts(), None).unwrap();
             let then = h
                 .captures
                 .iter()
@@ -429,20 +429,27 @@ fn stored_texts_are_the_canonical_texts_and_diffs_show_edits() {
         diffs += 1;
     }
     assert!(diffs >= 10, "{diffs}");
-    // An index built without texts says so instead of a diff.
+    // An index built without texts shows the diff from its WARC records; where they are
+    // not found, it says so and names --archive.
     let (cdir, cdb) = corpus();
     let edit = truth(cdir, 2)["edits"][0]["url"]
         .as_str()
         .unwrap()
         .to_string();
     let plain = Index::open_read_only(cdb, &Config::default()).unwrap();
-    let h = history(&Searcher::new(&plain).unwrap(), &edit, opts(), true).unwrap();
-    let d = h
-        .captures
-        .iter()
-        .find_map(|c| c.diff.clone())
-        .expect("a changed version");
-    assert!(d.contains("not stored"), "{d}");
+    let archive = tidemark::query::diff::Archive::new(&plain, &[]).unwrap();
+    let diff_of = |a: &tidemark::query::diff::Archive| {
+        history(&Searcher::new(&plain).unwrap(), &edit, opts(), Some(a))
+            .unwrap()
+            .captures
+            .iter()
+            .find_map(|c| c.diff.clone())
+            .expect("a changed version")
+    };
+    let d = diff_of(&archive);
+    assert!(d.contains("[-") || d.contains("{+"), "{d}");
+    let d = diff_of(&tidemark::query::diff::Archive::default());
+    assert!(d.contains("--archive"), "{d}");
 }
 
 #[test]

@@ -2192,6 +2192,70 @@ fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
         serde_json::json!({"script": "return document.scripts.length", "args": []}),
     );
     assert_eq!(scripts, 0, "the page works without JavaScript");
+    // A page edited in the last sweep: its history rows link to the archived captures,
+    // and "what changed" shows the lines removed and added, read from the records.
+    let edited = common::truth(dir, SWEEPS)["edits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "major")
+        .cloned()
+        .unwrap();
+    let url = edited["url"].as_str().unwrap();
+    b.call(
+        "POST",
+        "/url",
+        serde_json::json!({"url": format!("{}/?url={}", srv.base, enc(url))}),
+    );
+    let js = |script: &str| {
+        b.call(
+            "POST",
+            "/execute/sync",
+            serde_json::json!({"script": script, "args": []}),
+        )
+    };
+    let replays = js(
+        "return Array.from(document.querySelectorAll('a.replay')).map(a => a.getAttribute('href'))",
+    );
+    let replays = replays.as_array().unwrap();
+    assert_eq!(replays.len(), SWEEPS, "{replays:?}");
+    for r in replays {
+        let (status, _, body) = srv.get(r.as_str().unwrap());
+        assert_eq!(status, 200, "{r}");
+        assert!(!body.is_empty(), "{r}");
+    }
+    let link = js(
+        "var a = document.querySelector('a.difflink'); return a ? a.getAttribute('href') : null",
+    );
+    assert!(
+        link.as_str().is_some_and(|l| l.contains("diff=1")),
+        "{link}"
+    );
+    b.call(
+        "POST",
+        "/url",
+        serde_json::json!({"url": format!("{}{}", srv.base, link.as_str().unwrap())}),
+    );
+    let lines = js("return [document.querySelectorAll('.changes .del').length, document.querySelectorAll('.changes .ins').length]");
+    let (del, ins) = (lines[0].as_u64().unwrap(), lines[1].as_u64().unwrap());
+    assert!(del + ins > 0, "no lines shown removed or added: {lines}");
+    let api: Value = srv.json(&format!("/api/history?url={}&diff=1", enc(url)));
+    let in_api: u64 = api["captures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["changes"].is_object())
+        .map(|c| {
+            (c["changes"]["lines_removed"].as_array().unwrap().len()
+                + c["changes"]["lines_added"].as_array().unwrap().len()) as u64
+        })
+        .sum();
+    assert_eq!(
+        in_api,
+        del + ins,
+        "the page shows the lines the API gives: {api}"
+    );
+    b.screenshot("history-diff.png");
     // The change report page of a pair of sweeps renders too.
     b.call(
         "POST",

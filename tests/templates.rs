@@ -142,6 +142,84 @@ fn a_sections_sidebar_is_template_and_its_change_is_named() {
     );
 }
 
+/// `history --diff` reads what changed from the WARC records: a page whose section's
+/// sidebar changed shows no content lines, the sidebar's lines folded away as template;
+/// a page edited in place shows its changed paragraphs and nothing of the sidebar.
+#[test]
+fn history_diff_shows_content_lines_and_folds_the_template() {
+    let (dir, db) = sections_corpus();
+    let t2 = truth(dir, 2);
+    let edits = t2["edits"].as_array().unwrap();
+    let history = |url: &str| -> Value {
+        serde_json::from_slice(
+            &tidemark_ok(&["--db", &s(db), "history", "--diff", "--json", url]).stdout,
+        )
+        .unwrap()
+    };
+    let second = |h: &Value| -> Value {
+        let caps = h["captures"].as_array().unwrap();
+        caps.iter()
+            .find(|c| c["sweep"] == "sweep-2")
+            .cloned()
+            .unwrap_or_else(|| panic!("no sweep-2 capture: {h}"))
+    };
+    // Template only: the first section's pages in sweep 2, bodies unchanged.
+    let mut folded = 0;
+    for e in edits.iter().filter(|e| e["kind"] == "template").take(5) {
+        let v = second(&history(e["url"].as_str().unwrap()));
+        let c = &v["changes"];
+        assert_eq!(v["change"], "changed", "{v}");
+        assert_eq!(c["lines_removed"].as_array().unwrap().len(), 0, "{v}");
+        assert_eq!(c["lines_added"].as_array().unwrap().len(), 0, "{v}");
+        assert!(c["template_pages"].as_u64().unwrap() >= 4, "{v}");
+        folded += c["template_lines_folded"].as_u64().unwrap();
+    }
+    assert!(folded >= 5 * 10, "the sidebars' lines folded: {folded}");
+    // Edited in place: some words removed or added, in a few lines; no sidebar line.
+    let mut shown = 0;
+    for e in edits
+        .iter()
+        .filter(|e| e["kind"] == "minor" || e["kind"] == "major")
+        .take(5)
+    {
+        let url = e["url"].as_str().unwrap();
+        let v = second(&history(url));
+        let c = &v["changes"];
+        let (removed, added) = (
+            c["lines_removed"].as_array().unwrap(),
+            c["lines_added"].as_array().unwrap(),
+        );
+        assert!(!removed.is_empty() || !added.is_empty(), "{url}: {v}");
+        assert!(
+            c["words_removed"].as_u64().unwrap() + c["words_added"].as_u64().unwrap() > 0,
+            "{v}"
+        );
+        assert!(
+            removed.len() + added.len() <= 20,
+            "{url}: a few paragraphs: {v}"
+        );
+        assert!(
+            v["diff"].as_str().unwrap().contains("{+")
+                || v["diff"].as_str().unwrap().contains("[-"),
+            "{v}"
+        );
+        shown += 1;
+    }
+    assert_eq!(shown, 5);
+    // The table prints the lines.
+    let url = edits.iter().find(|e| e["kind"] == "major").unwrap()["url"]
+        .as_str()
+        .unwrap();
+    let text =
+        String::from_utf8(tidemark_ok(&["--db", &s(db), "history", "--diff", url]).stdout).unwrap();
+    assert!(text.contains("template lines folded"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("    - ") || l.starts_with("    + ")),
+        "{text}"
+    );
+}
+
 fn s(p: &Path) -> String {
     p.display().to_string()
 }

@@ -25,10 +25,16 @@ pub struct HistoryArgs {
     /// The URL (any form of it: scheme, `www.`, case and trailing slash do not matter).
     #[arg(value_name = "URL")]
     pub url: String,
-    /// Show the word-level changes of each changed version (needs texts stored at
-    /// ingest: `store_texts = true` under [index] in the configuration).
+    /// Show what changed in each changed version: the lines and words removed and
+    /// added, read from the WARC records (where they were ingested from, or by name in
+    /// --archive), with the lines of the site's template (on the pages beside it) folded
+    /// away.
     #[arg(long)]
     pub diff: bool,
+    /// A folder where WARC files are found by name (repeatable; added to
+    /// serve.archive_paths), when the path a file was ingested from no longer holds one.
+    #[arg(long, value_name = "DIR", requires = "diff")]
+    pub archive: Vec<std::path::PathBuf>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -155,7 +161,14 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
     }
     let index = open_for_reading(g)?;
     let s = Searcher::new(&index)?;
-    let h = history(&s, &a.url, where_opts(g), a.diff)?;
+    let archive = if a.diff {
+        let mut dirs = a.archive.clone();
+        dirs.extend(g.config.serve.archive_paths.iter().cloned());
+        Some(tidemark::query::diff::Archive::new(&index, &dirs)?)
+    } else {
+        None
+    };
+    let h = history(&s, &a.url, where_opts(g), archive.as_ref())?;
     let mut out = stdout();
     if a.json {
         serde_json::to_writer(&mut out, &h)?;
@@ -195,7 +208,16 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
             opt(&v.status),
             opt(&v.doc)
         )?;
-        if let Some(d) = &v.diff {
+        if let Some(c) = &v.changes {
+            writeln!(
+                out,
+                "    {} words removed, {} added; {} template lines folded",
+                c.words_removed, c.words_added, c.template_lines_folded
+            )?;
+            for l in &c.lines {
+                writeln!(out, "    {l}")?;
+            }
+        } else if let Some(d) = &v.diff {
             writeln!(out, "    {d}")?;
         }
     }

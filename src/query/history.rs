@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
+use super::diff::{shown, Archive, Shown};
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{round3, Searcher};
-use crate::index::texts::TextReader;
 use crate::index::Result;
 use crate::timestamp::Timestamp14;
 
@@ -84,6 +84,8 @@ pub fn word_diff(old: &str, new: &str) -> String {
 pub struct Version {
     /// Capture date.
     pub date: String,
+    /// The same as 14 digits, as in memento and CDX URLs.
+    pub timestamp: String,
     /// Sweep label.
     pub sweep: String,
     /// HTTP status (absent for records without one).
@@ -102,9 +104,14 @@ pub struct Version {
     /// Where the content went, on the capture after which the URL stopped carrying it.
     pub moved_to: Option<String>,
     /// With `diff`: the word-level changes from the previous version with content, as
-    /// `… context [-removed words-] {+added words+} context …` (git's plain word diff).
+    /// `… context [-removed words-] {+added words+} context …` (git's plain word diff),
+    /// template lines left out; or, in parentheses, why they cannot be shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// With `diff`: the lines and words removed and added, read from the WARC records,
+    /// template lines folded away ([`super::diff`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Shown>,
 }
 
 /// The answer.
@@ -116,16 +123,17 @@ pub struct History {
     pub captures: Vec<Version>,
 }
 
-/// Every capture of `url` in date order with its change; with `diff`, the word-level
-/// changes of each `changed` version whose texts are stored (`index.store_texts`).
-pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Result<History> {
-    let texts = if diff {
-        Some(TextReader::new(s.index)?)
-    } else {
-        None
-    };
+/// Every capture of `url` in date order with its change; with `diff` (where its WARC
+/// files are), what changed in each `changed` version, read from the records.
+pub fn history(
+    s: &Searcher,
+    url: &str,
+    opts: WhereisOptions,
+    diff: Option<&Archive>,
+) -> Result<History> {
     let caps = s.captures(url)?;
     let mut out = Vec::with_capacity(caps.len());
+    let mut prev_row: Option<&super::CaptureRow> = None;
     let mut prev_doc: Option<u64> = None;
     let mut prev_digest: Option<String> = None;
     let mut seen_content = false;
@@ -150,22 +158,24 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
         } else {
             ("changed", None, None)
         };
-        let mut words = None;
-        if let (Some(t), "changed", Some(old), Some(new)) = (&texts, change, prev_doc, i.doc) {
-            words = Some(match (t.text(s.index, old)?, t.text(s.index, new)?) {
-                (Some(a), Some(b)) => word_diff(&a, &b),
-                _ => "(text not stored: ingested without index.store_texts)".to_string(),
-            });
+        let (mut words, mut changes) = (None, None);
+        if let (Some(archive), "changed", Some(old), Some(_)) = (diff, change, prev_row, i.doc) {
+            match shown(s.index, archive, old, c) {
+                Ok((shown, w)) => (words, changes) = (Some(w), Some(shown)),
+                Err(why) => words = Some(format!("({why})")),
+            }
         }
         if c.ok() && c.redirect().is_none() {
             seen_content = true;
             if i.doc.is_some() {
                 prev_doc = i.doc;
+                prev_row = Some(c);
             }
             prev_digest = i.digest.clone();
         }
         out.push(Version {
             date: Timestamp14::iso_of(&c.timestamp),
+            timestamp: c.timestamp.clone(),
             sweep: s.sweep_label(i.sweep),
             status: i.status,
             doc: i.doc,
@@ -175,6 +185,7 @@ pub fn history(s: &Searcher, url: &str, opts: WhereisOptions, diff: bool) -> Res
             redirect_to: c.redirect().map(str::to_string),
             moved_to: None,
             diff: words,
+            changes,
         });
     }
     // Where it went: on the first capture after the last one with content, or on that

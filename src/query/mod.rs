@@ -13,6 +13,7 @@
 
 pub mod captures;
 pub mod cluster;
+pub mod diff;
 pub mod history;
 pub mod similar;
 pub mod summary;

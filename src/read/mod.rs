@@ -21,3 +21,36 @@ pub use http::{parse_response, HttpResponse};
 pub use input::{file_identity, Compression};
 pub use kind::RecordKind;
 pub use record::{read_all, ReadError, Record, RecordReader};
+
+/// The record stored at `offset` of the WARC or ARC file at `path` (`length` bytes of it;
+/// 0: to the file's end), read as the ingest read it, its block at most `cap` bytes.
+pub fn record_at(
+    path: &std::path::Path,
+    offset: u64,
+    length: u64,
+    cap: usize,
+) -> Result<Record, String> {
+    let mut records =
+        RecordReader::from_reader(open_at(path, offset, length)?, cap).map_err(|e| e.message)?;
+    match records.next() {
+        Some(Ok(r)) => Ok(r),
+        Some(Err(e)) => Err(e.message),
+        None => Err("no record there".into()),
+    }
+}
+
+/// The stored bytes of the record at `offset` (`length` of them; 0: to the file's end).
+pub fn open_at(
+    path: &std::path::Path,
+    offset: u64,
+    length: u64,
+) -> Result<Box<dyn std::io::Read + Send>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
+    Ok(if length > 0 {
+        Box::new(f.take(length))
+    } else {
+        Box::new(f)
+    })
+}

@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::params::{ApiQuery, ReportQuery};
 use super::state::AppState;
 use crate::query::cluster::cluster as cluster_of;
+use crate::query::diff::Archive;
 use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::summary::{stats as index_stats, sweeps_json};
@@ -95,7 +96,8 @@ async fn whereis(
 pub(crate) struct HistoryQuery {
     /// The URL.
     url: String,
-    /// `1`: word-level changes of each changed version (texts stored at ingest).
+    /// `1`: what changed in each changed version, read from the WARC records (lines and
+    /// words removed and added, template lines folded away).
     diff: Option<String>,
 }
 
@@ -112,8 +114,15 @@ async fn history(
     let opts = WhereisOptions {
         move_floor: state.config.query.move_floor,
     };
+    let dirs = state.config.serve.archive_paths.clone();
     state
-        .with_index(move |s| to_json(&history_of(&s.searcher(), &url, opts, diff)?))
+        .with_index(move |s| {
+            let archive = diff.then(|| Archive {
+                files: s.files.clone(),
+                dirs,
+            });
+            to_json(&history_of(&s.searcher(), &url, opts, archive.as_ref())?)
+        })
         .await
 }
 

@@ -40,7 +40,14 @@ struct Version {
     sweep: String,
     status: String,
     change: String,
+    /// The archived capture: `/{collection}/{timestamp}id_/{url}`.
+    replay: String,
+    /// With a diff shown: what changed from the version before.
+    changes: Option<crate::query::diff::Shown>,
+    /// Why the change cannot be shown, or the plain word diff without lines.
     diff: Option<String>,
+    /// Whether a diff with the version before can be asked for (a changed version).
+    diffable: bool,
 }
 
 struct Like {
@@ -89,18 +96,27 @@ struct Page {
 #[derive(Deserialize)]
 struct PageQuery {
     url: Option<String>,
+    /// `1`: each changed version shows what changed, read from the WARC records.
+    diff: Option<String>,
 }
 
 fn r2(x: Option<f64>) -> String {
     x.map(|r| format!("{r:.2}")).unwrap_or_else(|| "-".into())
 }
 
-/// Everything the page shows about one URL, from the library's calls.
-fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, ApiError> {
+/// Everything the page shows about one URL, from the library's calls; with `archive`,
+/// what changed in each changed version.
+fn answer(
+    served: &Served,
+    url: &str,
+    opts: WhereisOptions,
+    archive: Option<crate::query::diff::Archive>,
+    collection: &str,
+) -> Result<Answer, ApiError> {
     let s = served.searcher();
     let w = whereis(&s, url, opts)?;
-    let texts_stored = served.index.has_texts();
-    let h = history(&s, url, opts, texts_stored)?;
+    let h = history(&s, url, opts, archive.as_ref())?;
+    let replay = |ts: &str| format!("/{collection}/{ts}id_/{}", h.url);
     let latest = w.newest_url.clone().unwrap_or_else(|| url.to_string());
     let similar_pages = match similar(
         &s,
@@ -174,6 +190,9 @@ fn answer(served: &Served, url: &str, opts: WhereisOptions) -> Result<Answer, Ap
                     (c, _, Some(m)) => format!("{c}; content moved to {m}"),
                     (c, _, None) => c.to_string(),
                 },
+                replay: replay(&v.timestamp),
+                diffable: v.change == "changed",
+                changes: v.changes,
                 diff: v.diff,
             })
             .collect(),
@@ -201,6 +220,9 @@ async fn lost_and_found(
     };
     let max = state.config.serve.max_url_chars;
     let asked = query.clone();
+    let diff = q.diff.as_deref() == Some("1");
+    let dirs = state.config.serve.archive_paths.clone();
+    let collection = state.config.serve.collection.clone();
     let result = state
         .with_index(move |s| {
             let sweeps: Vec<String> = s.shown_sweeps().map(|(_, w)| w.label.clone()).collect();
@@ -214,7 +236,11 @@ async fn lost_and_found(
             } else if let Err(e) = crate::url::check(&asked) {
                 (None, Some(e))
             } else {
-                match answer(s, &asked, opts) {
+                let archive = diff.then(|| crate::query::diff::Archive {
+                    files: s.files.clone(),
+                    dirs,
+                });
+                match answer(s, &asked, opts, archive, &collection) {
                     Ok(a) => (Some(a), None),
                     Err(e) => (None, Some(e.message)),
                 }

@@ -8,7 +8,7 @@
 //! naming the setting (507), never served cut short as a complete 200.
 
 use crate::read::RecordKind;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::error::ApiError;
@@ -16,7 +16,7 @@ use super::state::{AppState, Served};
 use crate::query::captures::revisited;
 use crate::query::CaptureRow;
 use crate::read::input::Decompressed;
-use crate::read::{parse_response, RecordReader};
+use crate::read::{open_at, parse_response, record_at};
 
 /// An archived payload: whole, or a reader of its bytes and their number.
 pub(crate) enum Payload {
@@ -91,7 +91,7 @@ pub(crate) fn load(
             source.info.offset
         ))
     };
-    let rec = read_record(&path, source.info.offset, source.info.length, cap).map_err(at)?;
+    let rec = record_at(&path, source.info.offset, source.info.length, cap).map_err(at)?;
     if rec.over_cap {
         return Err(over());
     }
@@ -110,32 +110,6 @@ pub(crate) fn load(
         headers,
         payload: Payload::Whole(payload),
         timestamp: row.timestamp.clone(),
-    })
-}
-
-fn read_record(
-    path: &Path,
-    offset: u64,
-    length: u64,
-    cap: usize,
-) -> Result<crate::read::Record, String> {
-    let mut records =
-        RecordReader::from_reader(open_at(path, offset, length)?, cap).map_err(|e| e.message)?;
-    match records.next() {
-        Some(Ok(r)) => Ok(r),
-        Some(Err(e)) => Err(e.message),
-        None => Err("no record there".into()),
-    }
-}
-
-/// The stored bytes of the record at `offset` (`length` of them; 0: to the file's end).
-fn open_at(path: &Path, offset: u64, length: u64) -> Result<Box<dyn Read + Send>, String> {
-    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
-    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
-    Ok(if length > 0 {
-        Box::new(f.take(length))
-    } else {
-        Box::new(f)
     })
 }
 

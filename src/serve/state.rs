@@ -262,16 +262,7 @@ impl AppState {
     /// a name: wget's `--warc-file=crawl`, `part-00000.warc.gz` per sweep folder), else
     /// the first `serve.archive_paths` folder that has a file of its name.
     pub fn warc_path(&self, served: &Served, row: &CaptureRow) -> Option<PathBuf> {
-        if let Some(p) = served.files.get(&row.file).filter(|p| p.is_file()) {
-            return Some(p.clone());
-        }
-        let name = &row.info.file;
-        if name.is_empty() || name.contains('/') || name.contains("..") {
-            return None;
-        }
-        (self.config.serve.archive_paths.iter())
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
+        crate::query::diff::locate(&served.files, &self.config.serve.archive_paths, row)
     }
 }
 

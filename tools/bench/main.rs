@@ -769,7 +769,7 @@ fn bench_queries(a: &Args) -> ExitCode {
             whereis::whereis(&s, u, wopts)?;
             times[0].1.push(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
-            let h = history(&s, u, wopts, false)?;
+            let h = history(&s, u, wopts, None)?;
             times[1].1.push(t.elapsed().as_secs_f64() * 1e3);
             if let Some(d) = h.captures.iter().rev().find_map(|c| c.doc) {
                 let t = Instant::now();
