@@ -129,6 +129,8 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
 /// contents), entities decoded, `alt` text kept, case kept, white space folded, a line
 /// broken at each block element (paragraphs, list items, headings, table rows, `<br>`…).
 /// For showing what changed between two versions; the canonical form stays the tokens.
+/// It walks the markup as `scan_html` does, apart from it: that one is the ingest's
+/// innermost loop and feeds tokens, this one keeps text and lines.
 pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> Vec<String> {
     if kind == MediaKind::Other {
         return Vec::new();

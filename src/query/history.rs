@@ -3,81 +3,12 @@
 
 use serde::Serialize;
 
+pub use super::diff::word_diff;
 use super::diff::{shown, Archive, Shown};
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{round3, Searcher};
 use crate::index::Result;
 use crate::timestamp::Timestamp14;
-
-/// Words of unchanged context kept around each change.
-const CONTEXT_WORDS: usize = 6;
-
-/// A plain word diff (`[-old-]{+new+}`) of two canonical texts, unchanged runs cut to a
-/// few words of context.
-pub fn word_diff(old: &str, new: &str) -> String {
-    use ::similar::{Algorithm, ChangeTag, TextDiff};
-    let d = TextDiff::configure()
-        .algorithm(Algorithm::Patience)
-        .timeout(std::time::Duration::from_millis(500))
-        .diff_words(old, new);
-    // Runs of (tag, words).
-    let mut runs: Vec<(ChangeTag, Vec<&str>)> = Vec::new();
-    for ch in d.iter_all_changes() {
-        let w = ch.value();
-        if w.trim().is_empty() {
-            continue;
-        }
-        match runs.last_mut() {
-            Some((t, v)) if *t == ch.tag() => v.push(w),
-            _ => runs.push((ch.tag(), vec![w])),
-        }
-    }
-    // Adjacent deletions and insertions become one `[-…-] {+…+}` pair.
-    let mut merged: Vec<(ChangeTag, Vec<&str>, Vec<&str>)> = Vec::new();
-    for (tag, words) in runs {
-        match (tag, merged.last_mut()) {
-            (ChangeTag::Equal, _) => merged.push((tag, words, Vec::new())),
-            (ChangeTag::Delete, Some((ChangeTag::Delete, d, _))) => d.extend(words),
-            (ChangeTag::Insert, Some((ChangeTag::Delete, _, i))) => i.extend(words),
-            (ChangeTag::Delete, _) => merged.push((ChangeTag::Delete, words, Vec::new())),
-            (ChangeTag::Insert, _) => merged.push((ChangeTag::Delete, Vec::new(), words)),
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    let n = merged.len();
-    for (i, (tag, words, inserted)) in merged.iter().enumerate() {
-        match tag {
-            ChangeTag::Equal => {
-                let (first, last) = (i == 0, i + 1 == n);
-                if words.len() <= 2 * CONTEXT_WORDS && !first && !last {
-                    out.push(words.join(" "));
-                } else {
-                    if !first {
-                        out.push(words[..CONTEXT_WORDS.min(words.len())].join(" "));
-                    }
-                    if words.len() > CONTEXT_WORDS || first || last {
-                        out.push("…".into());
-                    }
-                    if !last {
-                        let k = words.len().saturating_sub(CONTEXT_WORDS);
-                        out.push(words[k..].join(" "));
-                    }
-                }
-            }
-            _ => {
-                if !words.is_empty() {
-                    out.push(format!("[-{}-]", words.join(" ")));
-                }
-                if !inserted.is_empty() {
-                    out.push(format!("{{+{}+}}", inserted.join(" ")));
-                }
-            }
-        }
-    }
-    out.retain(|s| !s.is_empty());
-    out.dedup_by(|a, b| a == "…" && b == "…");
-    out.join(" ")
-}
 
 /// One capture and how it differs from the one before.
 #[derive(Debug, Clone, Serialize, PartialEq)]
