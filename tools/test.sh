@@ -7,4 +7,10 @@ source tools/setup.sh
 source tools/browser.sh
 source tools/pyenv.sh
 source tools/mdbook.sh
+# Real sweeps of a real site for tests/llvm_docs.rs: the LLVM and Clang manuals of five
+# releases from Debian's packages (~40 MB, downloaded once; the demo's script).
+cargo build --release --quiet --bin tidemark-gen
+TIDEMARK_LLVM_SWEEPS="$HOME/.cache/tidemark/llvm-sweeps"
+bash tools/llvm_sweeps.sh "$TIDEMARK_LLVM_SWEEPS" "$CARGO_TARGET_DIR/release/tidemark-gen"
+export TIDEMARK_LLVM_SWEEPS
 cargo test --release "$@"

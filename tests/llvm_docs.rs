@@ -1,0 +1,153 @@
+//! On real sweeps of a real site: the LLVM and Clang manuals of five releases
+//! (`tools/llvm_sweeps.sh`, which `tools/test.sh` runs and names in
+//! `TIDEMARK_LLVM_SWEEPS`). Content resemblance lands in the truth's band (the exact
+//! Jaccard without the very common shingles) for at least 95% of the changed URLs of
+//! every pair of sweeps; the report names the theme change; `history --diff` shows a
+//! changed page's removed and added lines from the WARC records, through the command and
+//! the JSON API, and its history's replay links answer with the archived bytes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::server::{enc, Server};
+use common::tidemark_ok;
+use serde_json::Value;
+
+/// The five sweeps' folders (s1 … s5), or a loud skip outside CI.
+fn sweeps() -> Option<PathBuf> {
+    match std::env::var("TIDEMARK_LLVM_SWEEPS") {
+        Ok(d) if Path::new(&d).join("s5").is_dir() => Some(PathBuf::from(d)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "TIDEMARK_LLVM_SWEEPS is not set in CI: tools/test.sh should have made the llvm-docs sweeps"
+            );
+            eprintln!("SKIPPED: TIDEMARK_LLVM_SWEEPS is not set (bash tools/test.sh makes the sweeps with tools/llvm_sweeps.sh)");
+            None
+        }
+    }
+}
+
+/// The five sweeps ingested once, shared by the tests of this file.
+fn index() -> Option<&'static PathBuf> {
+    static DB: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let dir = sweeps()?;
+        let db = tempfile::tempdir().unwrap().keep().join("db");
+        for i in 1..=5 {
+            let sweep = dir.join(format!("s{i}"));
+            tidemark_ok(&[
+                "--db",
+                db.to_str().unwrap(),
+                "ingest",
+                "--sweep",
+                &format!("s{i}"),
+                sweep.to_str().unwrap(),
+            ]);
+        }
+        Some(db)
+    })
+    .as_ref()
+}
+
+#[test]
+fn content_resemblance_lands_in_the_truths_band_on_every_pair_of_sweeps() {
+    let Some(db) = index() else { return };
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-bench"))
+        .args(["--content-bands", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut pairs = 0;
+    for r in rows.as_array().unwrap() {
+        println!("{r}");
+        if r["changed"].as_u64().unwrap() < 100 {
+            continue;
+        }
+        pairs += 1;
+        assert_eq!(r["missing"], 0, "{r}");
+        assert!(r["content_agree"].as_f64().unwrap() >= 0.95, "{r}");
+    }
+    assert_eq!(pairs, 4, "the four pairs of consecutive sweeps: {rows}");
+    // LLVM 16's new theme (s3 → s4) is said first, as a template change of llvm.org.
+    let table =
+        String::from_utf8(tidemark_ok(&["--db", db.to_str().unwrap(), "report"]).stdout).unwrap();
+    assert!(
+        table
+            .lines()
+            .take(4)
+            .any(|l| l.starts_with("llvm.org changed its template between s3 and s4")),
+        "{table}"
+    );
+}
+
+#[test]
+fn history_diff_shows_a_real_pages_lines_through_the_command_and_the_api() {
+    let Some(db) = index() else { return };
+    let url = "https://llvm.org/docs/GettingStarted.html";
+    let d = db.to_str().unwrap();
+    let cli: Value = serde_json::from_slice(
+        &tidemark_ok(&["--db", d, "history", "--diff", "--json", url]).stdout,
+    )
+    .unwrap();
+    let caps = cli["captures"].as_array().unwrap();
+    assert_eq!(caps.len(), 5, "{cli}");
+    let s2 = &caps[1];
+    assert_eq!(s2["change"], "changed", "{s2}");
+    let c = &s2["changes"];
+    // LLVM 14's manual names the runtimes apart from the projects.
+    assert!(
+        c["lines_added"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().contains("-DLLVM_ENABLE_RUNTIMES")),
+        "{c}"
+    );
+    assert!(c["words_removed"].as_u64().unwrap() > 10, "{c}");
+    assert!(c["words_added"].as_u64().unwrap() > 10, "{c}");
+    assert!(c["template_pages"].as_u64().unwrap() >= 4, "{c}");
+    // The table prints them; the API answers the same JSON.
+    let text =
+        String::from_utf8(tidemark_ok(&["--db", d, "history", "--diff", url]).stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("    + ") && l.contains("-DLLVM_ENABLE_RUNTIMES")),
+        "{text}"
+    );
+    let srv = Server::start(db, &[], &[]);
+    assert_eq!(
+        srv.json(&format!("/api/history?url={}&diff=1", enc(url))),
+        cli
+    );
+    // Each history row of the page links to its archived capture, which answers 200
+    // with the archived page.
+    let (status, _, page) = srv.get(&format!("/?url={}", enc(url)));
+    assert_eq!(status, 200);
+    let page = String::from_utf8(page).unwrap();
+    let links: Vec<String> = page
+        .split("class=\"replay\" href=\"")
+        .skip(1)
+        .map(|s| {
+            s.split('"')
+                .next()
+                .unwrap()
+                .replace("&#x2f;", "/")
+                .replace("&#47;", "/")
+                .replace("&amp;", "&")
+        })
+        .collect();
+    assert_eq!(links.len(), 5, "{page}");
+    for l in links {
+        let (status, _, body) = srv.get(&l);
+        assert_eq!(status, 200, "{l}");
+        let body = String::from_utf8_lossy(&body);
+        assert!(body.contains("Getting Started"), "{l}");
+    }
+}
