@@ -7,6 +7,7 @@ pub use super::diff::word_diff;
 use super::diff::{shown, Archive, Shown};
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{round3, Searcher};
+use crate::index::texts::TextReader;
 use crate::index::Result;
 use crate::timestamp::Timestamp14;
 
@@ -35,8 +36,10 @@ pub struct Version {
     /// Where the content went, on the capture after which the URL stopped carrying it.
     pub moved_to: Option<String>,
     /// With `diff`: the word-level changes from the previous version with content, as
-    /// `… context [-removed words-] {+added words+} context …` (git's plain word diff),
-    /// template lines left out; or, in parentheses, why they cannot be shown.
+    /// `… context [-removed words-] {+added words+} context …` (git's plain word diff):
+    /// of the stored canonical texts where the index keeps them (`index.store_texts`),
+    /// else of the records' lines with the template's left out; or, in parentheses, why
+    /// they cannot be shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
     /// With `diff`: the lines and words removed and added, read from the WARC records,
@@ -62,6 +65,10 @@ pub fn history(
     opts: WhereisOptions,
     diff: Option<&Archive>,
 ) -> Result<History> {
+    let texts = match diff {
+        Some(_) if s.index.has_texts() => Some(TextReader::new(s.index)?),
+        _ => None,
+    };
     let caps = s.captures(url)?;
     let mut out = Vec::with_capacity(caps.len());
     let mut prev_row: Option<&super::CaptureRow> = None;
@@ -90,10 +97,17 @@ pub fn history(
             ("changed", None, None)
         };
         let (mut words, mut changes) = (None, None);
-        if let (Some(archive), "changed", Some(old), Some(_)) = (diff, change, prev_row, i.doc) {
+        if let (Some(archive), "changed", Some(old), Some(new)) = (diff, change, prev_row, i.doc) {
             match shown(s.index, archive, old, c) {
                 Ok((shown, w)) => (words, changes) = (Some(w), Some(shown)),
                 Err(why) => words = Some(format!("({why})")),
+            }
+            // Where the index keeps texts (`index.store_texts`), the word diff is of
+            // them, as before, whether or not the records can be read.
+            if let (Some(t), Some(od)) = (&texts, old.info.doc) {
+                if let (Some(a), Some(b)) = (t.text(s.index, od)?, t.text(s.index, new)?) {
+                    words = Some(word_diff(&a, &b));
+                }
             }
         }
         if c.ok() && c.redirect().is_none() {
