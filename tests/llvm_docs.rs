@@ -54,16 +54,7 @@ fn index() -> Option<&'static PathBuf> {
 #[test]
 fn content_resemblance_lands_in_the_truths_band_on_every_pair_of_sweeps() {
     let Some(db) = index() else { return };
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-bench"))
-        .args(["--content-bands", "--db", db.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = common::content_bands(db);
     let mut pairs = 0;
     for r in rows.as_array().unwrap() {
         println!("{r}");

@@ -547,16 +547,7 @@ fn similar_shows_content_resemblance_beside_the_full_one() {
 #[test]
 fn the_exact_content_band_check_agrees_with_the_truth_and_the_index() {
     let (dir, db) = corpus();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-bench"))
-        .args(["--content-bands", "--db", &s(db), "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = common::content_bands(db);
     let mut changed: HashMap<String, u64> = HashMap::new();
     for r in rows.as_array().unwrap() {
         *changed.entry(r["to"].as_str().unwrap().into()).or_default() +=

@@ -130,6 +130,21 @@ pub fn generate_sections(dir: &Path, pages: usize, sections: usize, seed: u64) {
     );
 }
 
+/// `tidemark-bench --content-bands --json` on the index `db`: per pair of sweeps, how
+/// many changed URLs' stored content resemblance lands in the truth's band.
+pub fn content_bands(db: &Path) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-bench"))
+        .args(["--content-bands", "--db", db.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tidemark-bench --content-bands: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The .warc.gz files of sweep `n` (1-based) in a generated directory, sorted.
 pub fn sweep_files(dir: &Path, n: usize) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir.join(format!("sweep-{n:02}")))
