@@ -129,6 +129,18 @@ fn a_sections_sidebar_is_template_and_its_change_is_named() {
     let want3: std::collections::BTreeSet<(String, Option<String>)> =
         hosts.iter().map(|h| (h.clone(), None)).collect();
     assert_eq!(got3, want3, "sweep 3's template changes: every host, whole");
+    // The HTML report's first screen: these sentences, then the pairs by content, the
+    // pairs by all their text below.
+    let html =
+        String::from_utf8(tidemark_ok(&["--db", &s(db), "report", "--format", "html"]).stdout)
+            .unwrap();
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {html}"))
+    };
+    assert!(at("changed its template") < at("<h2>Pairs of sweeps by content</h2>"));
+    assert!(at("<h2>Pairs of sweeps by content</h2>") < at("<svg"));
+    assert!(at("<svg") < at("<h2>Pairs of sweeps by all their text</h2>"));
     // The table says so first, naming the section.
     let table = String::from_utf8(tidemark_ok(&["--db", &s(db), "report"]).stdout).unwrap();
     let first = table.lines().next().unwrap();
