@@ -132,8 +132,27 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
 /// It walks the markup as `scan_html` does, apart from it: that one is the ingest's
 /// innermost loop and feeds tokens, this one keeps text and lines.
 pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> Vec<String> {
+    visible(payload, kind, http_charset).lines
+}
+
+/// What a reader sees of a page: its lines ([`visible_lines`]) and the targets of its
+/// links.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Visible {
+    /// The text in lines.
+    pub lines: Vec<String>,
+    /// The `href` of each `<a>` and `<area>`, entities decoded, as written (relative
+    /// ones too), in page order.
+    pub hrefs: Vec<String>,
+    /// The `href` of the first `<base>`, if any: what relative links resolve against.
+    pub base: Option<String>,
+}
+
+/// The lines and links of a page; see [`visible_lines`].
+pub fn visible(payload: &[u8], kind: MediaKind, http_charset: Option<&str>) -> Visible {
+    let mut seen = Visible::default();
     if kind == MediaKind::Other {
-        return Vec::new();
+        return seen;
     }
     let enc = choose_encoding(payload, kind, http_charset);
     let text = enc.decode_with_bom_removal(payload).0;
@@ -143,7 +162,8 @@ pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>
             lines.push_str(l);
             lines.end_line();
         }
-        return lines.done();
+        seen.lines = lines.done();
+        return seen;
     }
     let b = text.as_bytes();
     let mut i = 0;
@@ -191,6 +211,21 @@ pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>
             i = skip_raw_text(b, end, name.as_bytes());
             continue;
         }
+        if !closing && matches!(name.as_str(), "a" | "area" | "base") {
+            let attrs_end = if b.get(end.wrapping_sub(1)) == Some(&b'>') {
+                end - 1
+            } else {
+                end
+            };
+            if let Some(href) = attribute(&text[k..attrs_end.max(k)], "href") {
+                let href = decode_entities(href.trim());
+                if name == "base" {
+                    seen.base.get_or_insert(href);
+                } else if !href.is_empty() {
+                    seen.hrefs.push(href);
+                }
+            }
+        }
         if BLOCK_TAGS.contains(&name.as_str()) {
             lines.end_line();
         } else if !closing && matches!(name.as_str(), "img" | "area" | "input") {
@@ -207,7 +242,8 @@ pub fn visible_lines(payload: &[u8], kind: MediaKind, http_charset: Option<&str>
         }
         i = end;
     }
-    lines.done()
+    seen.lines = lines.done();
+    seen
 }
 
 /// Elements that begin or end a line of [`visible_lines`].
@@ -756,6 +792,30 @@ fn feed_with_entities(s: &str, sink: &mut TokenSink) {
     sink.feed(&s[i..]);
 }
 
+/// `s` with its character references decoded (an unknown one kept as it is).
+fn decode_entities(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'&', &b[i..]) {
+        let j = i + p;
+        out.push_str(&s[i..j]);
+        let (c, used) = decode_entity(&b[j..]);
+        match c {
+            Some(c) => {
+                out.push(c);
+                i = j + used.max(1);
+            }
+            None => {
+                out.push('&');
+                i = j + 1;
+            }
+        }
+    }
+    out.push_str(&s[i..]);
+    out
+}
+
 fn clean_title(raw: &str) -> String {
     let mut s = String::new();
     let mut decoded = String::new();
@@ -1081,5 +1141,14 @@ mod tests {
             visible_lines(b"x  y\n\nz\n", MediaKind::Text, None),
             vec!["x y", "z"]
         );
+    }
+
+    #[test]
+    fn visible_keeps_the_links_of_anchors_and_the_base() {
+        let html = "<base href='/docs/'><a href=\"a.html?x=1&amp;y=2\">A</a> <A HREF=b.html>B</A><area href=\"#top\"><a name=x>no</a><a href=\"\">empty</a><script>'<a href=no>'</script>";
+        let v = visible(html.as_bytes(), MediaKind::Html, None);
+        assert_eq!(v.hrefs, vec!["a.html?x=1&y=2", "b.html", "#top"]);
+        assert_eq!(v.base.as_deref(), Some("/docs/"));
+        assert_eq!(v.lines, vec!["A Bnoempty"]);
     }
 }

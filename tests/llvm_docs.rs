@@ -4,7 +4,9 @@
 //! Jaccard without the very common shingles) for at least 95% of the changed URLs of
 //! every pair of sweeps; the report names the theme change; `history --diff` shows a
 //! changed page's removed and added lines from the WARC records, through the command and
-//! the JSON API, and its history's replay links answer with the archived bytes.
+//! the JSON API, and its history's replay links answer with the archived bytes; the
+//! change list of the theme change puts gone pages and rewrites first and folds the
+//! template-only pages into one row.
 
 mod common;
 
@@ -141,4 +143,77 @@ fn history_diff_shows_a_real_pages_lines_through_the_command_and_the_api() {
         let body = String::from_utf8_lossy(&body);
         assert!(body.contains("Getting Started"), "{l}");
     }
+}
+
+/// `report --changes --from s3 --to s4` (LLVM 16's new theme): the pages that changed
+/// only in template are one row for llvm.org, as many as the report counts; status
+/// changes and rewrites come first; the release notes, rewritten, show words and links
+/// added and removed read from the records; the CSV reads back as the same rows; the
+/// HTML report carries the list in pages.
+#[test]
+fn the_change_list_of_the_theme_change_leads_with_status_changes_and_rewrites() {
+    let Some(db) = index() else { return };
+    let db = db.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--db", db, "report", "--from", "s3", "--to", "s4"];
+        args.extend(extra);
+        tidemark_ok(&args).stdout
+    };
+    let list: Value = serde_json::from_slice(&run(&["--changes", "--format", "json"])).unwrap();
+    let report: Value = serde_json::from_slice(&run(&["--format", "json"])).unwrap();
+    let rows = list["rows"].as_array().unwrap();
+    let theme = (report["transitions"][0]["template_changes"]
+        .as_array()
+        .unwrap()
+        .iter())
+    .find(|c| c["host"] == "llvm.org" && c["section"].is_null())
+    .expect("llvm.org's template change");
+    let folded: Vec<&Value> = (rows.iter())
+        .filter(|r| r["kind"] == "template_only" && r["host"] == "llvm.org")
+        .collect();
+    assert_eq!(folded.len(), 1, "{folded:?}");
+    assert!(folded[0]["section"].is_null(), "{}", folded[0]);
+    assert_eq!(folded[0]["pages"], theme["pages_changed_only_in_template"]);
+    assert!(folded[0]["pages"].as_u64().unwrap() > 500, "{}", folded[0]);
+    // Status changes and rewrites first.
+    let first = |r: &Value| {
+        matches!(
+            r["kind"].as_str(),
+            Some("gone" | "new" | "redirected" | "status" | "rewritten")
+        )
+    };
+    let leading = rows.iter().take_while(|r| first(r)).count();
+    assert!(leading > 100, "{leading}");
+    assert_eq!(rows.iter().filter(|r| first(r)).count(), leading);
+    let notes = (rows.iter())
+        .find(|r| r["url"] == "https://llvm.org/docs/ReleaseNotes.html")
+        .expect("the release notes changed");
+    assert_eq!(notes["kind"], "rewritten", "{notes}");
+    for k in [
+        "words_added",
+        "words_removed",
+        "links_added",
+        "links_removed",
+    ] {
+        assert!(notes[k].as_u64().unwrap() > 0, "{k}: {notes}");
+    }
+    let csv_out = run(&["--changes", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(csv_out.as_slice());
+    let urls: Vec<String> = (reader.records())
+        .map(|r| r.unwrap()[0].to_string())
+        .collect();
+    let want: Vec<&str> = rows.iter().map(|r| r["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, want);
+    let html = String::from_utf8(run(&["--changes", "--format", "html"])).unwrap();
+    assert!(
+        html.contains("What changed from s3 to s4"),
+        "no change list"
+    );
+    let pages = rows.len().div_ceil(50);
+    assert!(pages > 1);
+    assert!(
+        html.contains(&format!("id=\"changes-{pages}\"")),
+        "{pages} pages"
+    );
+    assert!(html.contains(&format!("href=\"#changes-{pages}\"")));
 }

@@ -422,6 +422,13 @@ fn malformed_requests_get_4xx_naming_the_parameter() {
             "no-such-sweep",
         ),
         (
+            "/api/changes?to=no-such-sweep".to_string(),
+            400,
+            "no-such-sweep",
+        ),
+        ("/api/changes?limit=5000".to_string(), 400, "limit"),
+        ("/api/changes?records=2".to_string(), 400, "records"),
+        (
             "/timegate/http://never.example/x".to_string(),
             404,
             "never captured",
@@ -1469,6 +1476,33 @@ fn the_json_api_answers_what_the_commands_print() {
     );
     assert_eq!(srv.json("/api/sweeps"), cli(&["sweeps", "--json"]));
     assert_eq!(srv.json("/api/stats"), cli(&["stats", "--json"]));
+    // The change list, a page of it: as the command prints that page.
+    assert_eq!(
+        srv.json("/api/changes?from=sweep-1&to=sweep-3&offset=3&limit=20"),
+        cli(&[
+            "report",
+            "--changes",
+            "--from",
+            "sweep-1",
+            "--to",
+            "sweep-3",
+            "--offset",
+            "3",
+            "--limit",
+            "20",
+            "--format",
+            "json"
+        ])
+    );
+    let page = srv.json("/api/changes");
+    assert_eq!(
+        (page["from"].as_str(), page["to"].as_str()),
+        (Some("sweep-2"), Some("sweep-3"))
+    );
+    assert_eq!(
+        page["rows"].as_array().unwrap().len(),
+        50.min(page["rows_total"].as_u64().unwrap() as usize)
+    );
 
     // The OpenAPI description names every endpoint and its parameters.
     let api = srv.json("/api/openapi.json");
@@ -1479,6 +1513,7 @@ fn the_json_api_answers_what_the_commands_print() {
         "/api/similar",
         "/api/cluster",
         "/api/report",
+        "/api/changes",
         "/api/sweeps",
         "/api/stats",
     ] {

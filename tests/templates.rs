@@ -693,3 +693,182 @@ fn a_sweep_ingested_in_two_runs_on_content_has_one_runs_content_resemblances() {
     assert!(want.iter().filter(|r| r.2.is_some()).count() > 1000);
     assert_eq!(got, want);
 }
+
+/// The score of a change-list row as the list documents it (`report::changes::SCORE`).
+fn documented_score(r: &Value) -> f64 {
+    let f = |k: &str| r[k].as_f64();
+    let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
+    if r["kind"] == "template_only" {
+        return round3(1.0 - f("content_resemblance").unwrap());
+    }
+    // A status's class (none, 2xx, 3xx, an error) and its code.
+    let class = |status: &str, ts: &str| match (r[ts].is_string(), r[status].as_u64()) {
+        (false, _) => (0, None),
+        (true, Some(s)) if (300..400).contains(&s) => (3, Some(s)),
+        (true, Some(s)) if (200..300).contains(&s) => (2, Some(s)),
+        (true, None) => (2, None),
+        (true, s) => (4, s),
+    };
+    let status =
+        class("status_before", "timestamp_before") != class("status_after", "timestamp_after");
+    let rewritten = r["kind"] == "gone" || r["kind"] == "rewritten";
+    round3(
+        4.0 * status as u8 as f64
+            + 2.0 * rewritten as u8 as f64
+            + (1.0 - f("content_resemblance").unwrap_or(0.0))
+            + 0.5 * (r["title_changed"] == true) as u8 as f64,
+    )
+}
+
+/// `report --changes` between two consecutive sweeps: its kinds count as the report's
+/// classes, the rows are in the order of the documented score, the sections' sidebar
+/// changes are folded into one row per section, the words of the changed pages are
+/// read from the records, the CSV is the same list, and a page of it is a slice.
+#[test]
+fn the_change_list_counts_as_the_report_orders_by_its_score_and_folds_sections() {
+    let (_, db) = sections_corpus();
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["--db", db.to_str().unwrap(), "report"];
+        all.extend(args);
+        serde_json::from_slice(&tidemark_ok(&all).stdout).unwrap()
+    };
+    let range = ["--from", "sweep-1", "--to", "sweep-2"];
+    let list = json(&[&["--changes", "--format", "json"][..], &range[..]].concat());
+    let report = json(&[&["--format", "json"][..], &range[..]].concat());
+    let t = &report["transitions"][0];
+    let rows = list["rows"].as_array().unwrap();
+    let pages = |kind: &str| -> u64 {
+        (rows.iter())
+            .filter(|r| r["kind"] == kind)
+            .map(|r| r["pages"].as_u64().unwrap())
+            .sum()
+    };
+    let n = |v: &Value| v.as_u64().unwrap();
+    assert_eq!(pages("gone"), n(&t["urls"]["gone"]));
+    assert_eq!(pages("new"), n(&t["urls"]["new"]));
+    assert_eq!(pages("redirected"), n(&t["urls"]["redirected"]));
+    assert_eq!(pages("rewritten"), n(&t["content"]["rewritten"]));
+    assert_eq!(pages("changed_major"), n(&t["content"]["changed_major"]));
+    assert_eq!(
+        pages("changed_minor") + pages("template_only"),
+        n(&t["content"]["changed_minor"])
+    );
+    assert_eq!(pages("template_only"), n(&list["template_only"]));
+    assert!(pages("template_only") > 100, "{}", list["template_only"]);
+    // The documented score, highest first, then by URL.
+    for r in rows {
+        assert_eq!(r["score"].as_f64().unwrap(), documented_score(r), "{r}");
+    }
+    for w in rows.windows(2) {
+        let (a, b) = (
+            w[0]["score"].as_f64().unwrap(),
+            w[1]["score"].as_f64().unwrap(),
+        );
+        assert!(
+            a > b || (a == b && w[0]["url"].as_str() <= w[1]["url"].as_str()),
+            "out of order: {} then {}",
+            w[0],
+            w[1]
+        );
+    }
+    // Each section the report names has one folded row with its pages.
+    let mut named = 0;
+    for c in t["template_changes"].as_array().unwrap() {
+        let only = n(&c["pages_changed_only_in_template"]);
+        if !c["section"].is_string() || only < 10 || only * 10 < n(&c["pages_in_both"]) {
+            continue;
+        }
+        named += 1;
+        let folded: Vec<&Value> = (rows.iter())
+            .filter(|r| {
+                r["kind"] == "template_only"
+                    && r["host"] == c["host"]
+                    && r["section"] == c["section"]
+            })
+            .collect();
+        assert_eq!(folded.len(), 1, "{c}");
+        assert_eq!(n(&folded[0]["pages"]), only, "{c}");
+    }
+    assert!(named >= 4, "{}", t["template_changes"]);
+    // The words of the content changes, read from the records.
+    let edited: Vec<&Value> = (rows.iter())
+        .filter(|r| {
+            matches!(
+                r["kind"].as_str(),
+                Some("changed_minor" | "changed_major" | "rewritten")
+            )
+        })
+        .collect();
+    assert!(edited.len() > 20, "{}", edited.len());
+    let mut with_words = 0;
+    for r in &edited {
+        assert!(r["unread"].is_null(), "{r}");
+        let words = n(&r["words_added"]) + n(&r["words_removed"]);
+        // A page just under the minor bound may have changed only where its sidebar
+        // meets its text: its lines show no content change.
+        assert!(words > 0 || r["kind"] != "rewritten", "{r}");
+        with_words += (words > 0) as usize;
+    }
+    assert!(
+        with_words * 10 >= edited.len() * 9,
+        "{with_words} of {}",
+        edited.len()
+    );
+    // The CSV is the same list, as a CSV reader reads it.
+    let csv_out = tidemark_ok(
+        &[
+            &[
+                "--db",
+                db.to_str().unwrap(),
+                "report",
+                "--changes",
+                "--format",
+                "csv",
+            ][..],
+            &range[..],
+        ]
+        .concat(),
+    )
+    .stdout;
+    let mut reader = csv::Reader::from_reader(csv_out.as_slice());
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(&header[..3], ["url", "kind", "score"]);
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), rows.len());
+    for (rec, r) in records.iter().zip(rows) {
+        assert_eq!(rec.len(), header.len());
+        assert_eq!(&rec[0], r["url"].as_str().unwrap());
+        assert_eq!(&rec[1], r["kind"].as_str().unwrap());
+        let col = |name: &str| &rec[header.iter().position(|h| h == name).unwrap()];
+        assert_eq!(
+            col("words_added"),
+            r["words_added"]
+                .as_u64()
+                .map(|w| w.to_string())
+                .unwrap_or_default()
+        );
+    }
+    // A page of the list is its slice.
+    let page = json(
+        &[
+            &[
+                "--changes",
+                "--format",
+                "json",
+                "--offset",
+                "7",
+                "--limit",
+                "9",
+            ][..],
+            &range[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(page["rows"].as_array().unwrap()[..], rows[7..16]);
+    assert_eq!(page["rows_total"], list["rows_total"]);
+}

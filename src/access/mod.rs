@@ -7,8 +7,8 @@
 //! [`Budget`](crate::index::budget::Budget) is) and applied where captures are read —
 //! the `captures` and `doc_captures` families — so a hidden capture does not exist for
 //! any answer built on those reads: the CDX APIs, TimeMaps, the TimeGate, replay,
-//! `whereis`, `history`, `similar`, `cluster` and the report. The commands run without
-//! a view and see everything.
+//! `whereis`, `history`, `similar`, `cluster`, the report and its change list. The
+//! commands run without a view and see everything.
 
 pub mod embargo;
 pub mod rules;

@@ -1,22 +1,26 @@
-//! What changed between two captures of a page, shown: the lines and words added and
-//! removed, read from the WARC records themselves (no stored texts needed), with the
-//! lines of the page's template folded away.
+//! What changed between two captures of a page, shown: the lines, words and links added
+//! and removed, read from the WARC records themselves (no stored texts needed), with the
+//! lines and links of the page's template folded away.
 //!
-//! A line is template when it stands on other pages of the same part of the site in
-//! the same sweep: up to [`NEIGHBOURS`] pages captured beside it (the same directory of
-//! its URL, else the same host), read from their records too. A sidebar, header or
-//! footer is on them; the page's own text is not. Lines of either version's template
-//! are left out of both before the diff, as content resemblance leaves the templates'
-//! shingles out of both sketches.
+//! A line (or a link) is template when it stands on other pages of the same part of the
+//! site in the same sweep: up to [`NEIGHBOURS`] pages captured beside it (the same
+//! directory of its URL, else the same host), read from their records too. A sidebar,
+//! header or footer is on them; the page's own text is not. Lines of either version's
+//! template are left out of both before the diff, as content resemblance leaves the
+//! templates' shingles out of both sketches.
+//!
+//! A [`Reader`] keeps the pages it read and the neighbours it found, so that the many
+//! diffs of one history or one change list read each record once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::captures::{revisited, CaptureRange, MatchType};
 use super::CaptureRow;
-use crate::canon::{media_kind, visible_lines};
+use crate::canon::{media_kind, visible};
 use crate::index::{Index, Result};
 use crate::read::{parse_response, record_at, RecordKind};
 
@@ -29,6 +33,9 @@ const NEIGHBOUR_SCAN: usize = 4096;
 /// The most bytes of a record read to show its text.
 const RECORD_CAP: usize = 16 << 20;
 
+/// Pages a [`Reader`] keeps; past this it forgets them all and starts again.
+const PAGES_KEPT: usize = 4096;
+
 /// Where the WARC files of an index are: the paths they were ingested from, else by
 /// name in the archive folders (`--archive`, `serve.archive_paths`).
 #[derive(Debug, Clone, Default)]
@@ -37,6 +44,16 @@ pub struct Archive {
     pub files: HashMap<(u32, u32), PathBuf>,
     /// Folders where files are looked up by name when they are not there.
     pub dirs: Vec<PathBuf>,
+}
+
+/// A capture as a reader sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageText {
+    /// Its text in lines ([`crate::canon::visible_lines`]).
+    pub lines: Vec<String>,
+    /// The targets of its links: absolute http(s) URLs, fragments dropped, distinct,
+    /// sorted.
+    pub links: Vec<String>,
 }
 
 impl Archive {
@@ -62,26 +79,19 @@ impl Archive {
         index: &Index,
         row: &CaptureRow,
     ) -> std::result::Result<Vec<String>, String> {
-        let source = if row.info.kind == RecordKind::Revisit {
-            revisited(index, row)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| {
-                    format!(
-                        "the revisit of {} at {} repeats a record the index does not hold",
-                        row.info.url, row.timestamp
-                    )
-                })?
-        } else {
-            row.clone()
-        };
-        let path = self.path(&source).ok_or_else(|| {
+        Ok(self.page(&source(index, row)?)?.lines)
+    }
+
+    /// The lines and links of the record of `row` (not a revisit: see [`source`]).
+    fn page(&self, row: &CaptureRow) -> std::result::Result<PageText, String> {
+        let path = self.path(row).ok_or_else(|| {
             format!(
                 "the WARC file {} of the capture at {} is no longer where it was ingested from: name its folder with --archive (serve.archive_paths)",
-                source.info.file, source.timestamp
+                row.info.file, row.timestamp
             )
         })?;
-        let rec = record_at(&path, source.info.offset, source.info.length, RECORD_CAP)
-            .map_err(|e| format!("{}: offset {}: {e}", path.display(), source.info.offset))?;
+        let rec = record_at(&path, row.info.offset, row.info.length, RECORD_CAP)
+            .map_err(|e| format!("{}: offset {}: {e}", path.display(), row.info.offset))?;
         let (payload, mime, charset) = match parse_response(&rec.block, RECORD_CAP) {
             Some(r) => {
                 let (mime, charset) = (r.mime(), r.charset());
@@ -89,9 +99,48 @@ impl Archive {
             }
             None => (rec.block.clone(), rec.field_str("Content-Type"), None),
         };
-        let kind = media_kind(mime.as_deref().or(source.info.mime.as_deref()), &payload);
-        Ok(visible_lines(&payload, kind, charset.as_deref()))
+        let kind = media_kind(mime.as_deref().or(row.info.mime.as_deref()), &payload);
+        let seen = visible(&payload, kind, charset.as_deref());
+        Ok(PageText {
+            links: absolute_links(&row.info.url, seen.base.as_deref(), &seen.hrefs),
+            lines: seen.lines,
+        })
     }
+}
+
+/// The capture whose record holds the text of `row`: itself, or the record a revisit
+/// repeats.
+fn source(index: &Index, row: &CaptureRow) -> std::result::Result<CaptureRow, String> {
+    if row.info.kind != RecordKind::Revisit {
+        return Ok(row.clone());
+    }
+    revisited(index, row)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            format!(
+                "the revisit of {} at {} repeats a record the index does not hold",
+                row.info.url, row.timestamp
+            )
+        })
+}
+
+/// `hrefs` of a page at `url` as absolute http(s) URLs without fragments (resolved
+/// against the page's `<base>` if it has one), distinct and sorted.
+pub fn absolute_links(url: &str, base: Option<&str>, hrefs: &[String]) -> Vec<String> {
+    let Ok(page) = url::Url::parse(url) else {
+        return Vec::new();
+    };
+    let base = base.and_then(|b| page.join(b).ok()).unwrap_or(page);
+    let out: BTreeSet<String> = hrefs
+        .iter()
+        .filter_map(|h| base.join(h).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(|mut u| {
+            u.set_fragment(None);
+            u.to_string()
+        })
+        .collect();
+    out.into_iter().collect()
 }
 
 /// The path of the file a capture was read from: where it was ingested from (`files`, by
@@ -128,42 +177,196 @@ pub struct Shown {
     pub template_lines_folded: u64,
     /// Neighbouring pages read to tell the template (of both versions' sweeps).
     pub template_pages: usize,
+    /// Targets of the earlier version's links that the later one lacks (absolute URLs;
+    /// the template's links left out, as its lines are).
+    pub links_removed: Vec<String>,
+    /// Targets of the later version's links that the earlier one lacks (likewise).
+    pub links_added: Vec<String>,
 }
 
-/// What changed from `old` to `new` (captures of one URL with text), read from their
-/// records and their neighbours' (see the module's notes); the plain word diff of the
-/// content lines beside it (`… [-removed-] {+added+} …`).
-pub fn shown(
-    index: &Index,
-    archive: &Archive,
-    old: &CaptureRow,
-    new: &CaptureRow,
-) -> std::result::Result<(Shown, String), String> {
-    let (a, b) = (archive.lines(index, old)?, archive.lines(index, new)?);
-    let mut template: HashSet<String> = HashSet::new();
-    let mut pages = 0;
-    for row in [old, new] {
-        let (lines, n) = template_lines(index, archive, row)?;
-        template.extend(lines);
-        pages += n;
+/// Reads captures' pages and tells what changed between two of them, keeping what it
+/// read: one reader for one history, one change list or one request.
+pub struct Reader<'a> {
+    index: &'a Index,
+    archive: &'a Archive,
+    /// (sweep, file, offset) of a record → its page.
+    pages: HashMap<(u32, u32, u64), Arc<PageText>>,
+    /// (directory key prefix, sweep) → up to `NEIGHBOURS + 1` captures beside it.
+    near: HashMap<(String, u32), Arc<Vec<CaptureRow>>>,
+}
+
+/// A template: the lines and links on half the pages beside a capture, and how many of
+/// them were read.
+struct Template {
+    lines: HashSet<String>,
+    links: HashSet<String>,
+    pages: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader of the records of `index` where `archive` finds them.
+    pub fn new(index: &'a Index, archive: &'a Archive) -> Reader<'a> {
+        Reader {
+            index,
+            archive,
+            pages: HashMap::new(),
+            near: HashMap::new(),
+        }
     }
-    let (ca, cb): (Vec<&str>, Vec<&str>) = (
-        a.iter()
+
+    /// What a reader sees of a capture (a revisit's from the record it repeats), or why
+    /// it cannot be read.
+    pub fn page(&mut self, row: &CaptureRow) -> std::result::Result<Arc<PageText>, String> {
+        let src = source(self.index, row)?;
+        let key = (src.file.0, src.file.1, src.info.offset);
+        if let Some(p) = self.pages.get(&key) {
+            return Ok(p.clone());
+        }
+        let page = Arc::new(self.archive.page(&src)?);
+        if self.pages.len() >= PAGES_KEPT {
+            self.pages.clear();
+        }
+        self.pages.insert(key, page.clone());
+        Ok(page)
+    }
+
+    /// What changed from `old` to `new` (captures of one URL with text), read from their
+    /// records and their neighbours' (see the module's notes); the plain word diff of
+    /// the content lines beside it (`… [-removed-] {+added+} …`).
+    pub fn shown(
+        &mut self,
+        old: &CaptureRow,
+        new: &CaptureRow,
+    ) -> std::result::Result<(Shown, String), String> {
+        let (a, b) = (self.page(old)?, self.page(new)?);
+        let (mut lines, mut links) = (HashSet::new(), HashSet::new());
+        let mut pages = 0;
+        for row in [old, new] {
+            let t = self.template(row)?;
+            lines.extend(t.lines);
+            links.extend(t.links);
+            pages += t.pages;
+        }
+        let mut out = diff_lines(&a.lines, &b.lines, &lines);
+        out.template_pages = pages;
+        let content = |p: &PageText| -> BTreeSet<String> {
+            (p.links.iter())
+                .filter(|l| !links.contains(*l))
+                .cloned()
+                .collect()
+        };
+        let (la, lb) = (content(&a), content(&b));
+        out.links_removed = la.difference(&lb).cloned().collect();
+        out.links_added = lb.difference(&la).cloned().collect();
+        let content_lines = |p: &PageText| -> String {
+            (p.lines.iter())
+                .filter(|l| !lines.contains(*l))
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let words = word_diff(&content_lines(&a), &content_lines(&b));
+        Ok((out, words))
+    }
+
+    /// The lines and links on at least half of (and at least one of) the pages beside
+    /// `row` in its sweep.
+    fn template(&mut self, row: &CaptureRow) -> std::result::Result<Template, String> {
+        let near = self.neighbours(row).map_err(|e| e.to_string())?;
+        let (mut lines, mut links): (HashMap<String, usize>, HashMap<String, usize>) =
+            Default::default();
+        let mut read = 0usize;
+        for p in near.iter().filter(|p| p.surt != row.surt).take(NEIGHBOURS) {
+            // A neighbour that cannot be read tells nothing; the page itself must be read.
+            let Ok(page) = self.page(p) else {
+                continue;
+            };
+            read += 1;
+            for l in page.lines.iter().collect::<HashSet<_>>() {
+                *lines.entry(l.clone()).or_default() += 1;
+            }
+            for l in &page.links {
+                *links.entry(l.clone()).or_default() += 1;
+            }
+        }
+        let need = read.div_ceil(2).max(1);
+        let common = |m: HashMap<String, usize>| -> HashSet<String> {
+            m.into_iter()
+                .filter(|(_, c)| *c >= need)
+                .map(|(l, _)| l)
+                .collect()
+        };
+        Ok(Template {
+            lines: common(lines),
+            links: common(links),
+            pages: read,
+        })
+    }
+
+    /// Up to `NEIGHBOURS + 1` URLs' captures with text in the sweep of `row`, in its
+    /// URL's directory first, then on its host (SURT order; at most [`NEIGHBOUR_SCAN`]
+    /// captures scanned for each): those of the other URLs are its neighbours.
+    fn neighbours(&mut self, row: &CaptureRow) -> Result<Arc<Vec<CaptureRow>>> {
+        let key = row.surt.as_str();
+        let host_end = key.find(')').map(|i| i + 1).unwrap_or(key.len());
+        let dir_end = key[host_end..]
+            .rfind('/')
+            .map(|i| host_end + i + 1)
+            .unwrap_or(key.len());
+        let at = (key[..dir_end].to_string(), row.info.sweep);
+        if let Some(n) = self.near.get(&at) {
+            return Ok(n.clone());
+        }
+        let want = NEIGHBOURS + 1;
+        let mut out: Vec<CaptureRow> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
+        for prefix in [&key[..dir_end], &key[..host_end]] {
+            if out.len() >= want {
+                break;
+            }
+            let mut scanned = 0;
+            CaptureRange::of_key(prefix, MatchType::Prefix, None, None).scan(
+                self.index,
+                false,
+                |_, r| {
+                    scanned += 1;
+                    if r.info.sweep == row.info.sweep
+                        && r.ok()
+                        && r.info.doc.is_some()
+                        && r.info.kind != RecordKind::Revisit
+                        && !seen.contains(&r.surt)
+                    {
+                        seen.insert(r.surt.clone());
+                        out.push(r);
+                    }
+                    Ok(out.len() < want && scanned < NEIGHBOUR_SCAN)
+                },
+            )?;
+        }
+        let out = Arc::new(out);
+        self.near.insert(at, out.clone());
+        Ok(out)
+    }
+}
+
+/// The lines of `a` and `b` outside `template`, diffed (patience, in page order), and the
+/// template lines that changed, counted.
+fn diff_lines(a: &[String], b: &[String], template: &HashSet<String>) -> Shown {
+    let content = |v: &[String]| -> Vec<String> {
+        v.iter()
             .filter(|l| !template.contains(*l))
-            .map(|l| l.as_str())
-            .collect(),
-        b.iter()
-            .filter(|l| !template.contains(*l))
-            .map(|l| l.as_str())
-            .collect(),
-    );
-    let mut out = Shown {
-        template_pages: pages,
-        ..Default::default()
+            .cloned()
+            .collect()
     };
+    let (ca, cb) = (content(a), content(b));
+    let (ca, cb): (Vec<&str>, Vec<&str>) = (
+        ca.iter().map(String::as_str).collect(),
+        cb.iter().map(String::as_str).collect(),
+    );
+    let mut out = Shown::default();
     let (sa, sb): (HashSet<&str>, HashSet<&str>) = (
-        a.iter().map(|l| l.as_str()).collect(),
-        b.iter().map(|l| l.as_str()).collect(),
+        a.iter().map(String::as_str).collect(),
+        b.iter().map(String::as_str).collect(),
     );
     out.template_lines_folded = (a
         .iter()
@@ -194,77 +397,7 @@ pub fn shown(
             similar::ChangeTag::Equal => {}
         }
     }
-    let words = word_diff(&ca.join("\n"), &cb.join("\n"));
-    Ok((out, words))
-}
-
-/// The lines on at least half of (and at least one of) the pages beside `row` in its
-/// sweep, and how many pages were read.
-fn template_lines(
-    index: &Index,
-    archive: &Archive,
-    row: &CaptureRow,
-) -> std::result::Result<(HashSet<String>, usize), String> {
-    let pages = neighbours(index, row).map_err(|e| e.to_string())?;
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    let mut read = 0usize;
-    for p in &pages {
-        // A neighbour that cannot be read tells nothing; the page itself must be read.
-        let Ok(lines) = archive.lines(index, p) else {
-            continue;
-        };
-        read += 1;
-        for l in lines.into_iter().collect::<HashSet<_>>() {
-            *counts.entry(l).or_default() += 1;
-        }
-    }
-    let need = read.div_ceil(2).max(1);
-    Ok((
-        counts
-            .into_iter()
-            .filter(|(_, c)| *c >= need)
-            .map(|(l, _)| l)
-            .collect(),
-        read,
-    ))
-}
-
-/// Up to [`NEIGHBOURS`] other URLs' captures with text in the sweep of `row`: in its
-/// URL's directory first, then on its host (SURT order; at most [`NEIGHBOUR_SCAN`]
-/// captures scanned for each).
-fn neighbours(index: &Index, row: &CaptureRow) -> Result<Vec<CaptureRow>> {
-    let key = row.surt.as_str();
-    let host_end = key.find(')').map(|i| i + 1).unwrap_or(key.len());
-    let dir_end = key[host_end..]
-        .rfind('/')
-        .map(|i| host_end + i + 1)
-        .unwrap_or(key.len());
-    let mut out: Vec<CaptureRow> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::from([row.surt.clone()]);
-    for prefix in [&key[..dir_end], &key[..host_end]] {
-        if out.len() >= NEIGHBOURS {
-            break;
-        }
-        let mut scanned = 0;
-        CaptureRange::of_key(prefix, MatchType::Prefix, None, None).scan(
-            index,
-            false,
-            |_, r| {
-                scanned += 1;
-                if r.info.sweep == row.info.sweep
-                    && r.ok()
-                    && r.info.doc.is_some()
-                    && r.info.kind != RecordKind::Revisit
-                    && !seen.contains(&r.surt)
-                {
-                    seen.insert(r.surt.clone());
-                    out.push(r);
-                }
-                Ok(out.len() < NEIGHBOURS && scanned < NEIGHBOUR_SCAN)
-            },
-        )?;
-    }
-    Ok(out)
+    out
 }
 
 /// Words of unchanged context kept around each change.

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 pub use super::diff::word_diff;
-use super::diff::{shown, Archive, Shown};
+use super::diff::{Archive, Reader, Shown};
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{round3, Searcher};
 use crate::index::texts::TextReader;
@@ -69,6 +69,7 @@ pub fn history(
         Some(_) if s.index.has_texts() => Some(TextReader::new(s.index)?),
         _ => None,
     };
+    let mut reader = diff.map(|a| Reader::new(s.index, a));
     let caps = s.captures(url)?;
     let mut out = Vec::with_capacity(caps.len());
     let mut prev_row: Option<&super::CaptureRow> = None;
@@ -97,8 +98,10 @@ pub fn history(
             ("changed", None, None)
         };
         let (mut words, mut changes) = (None, None);
-        if let (Some(archive), "changed", Some(old), Some(new)) = (diff, change, prev_row, i.doc) {
-            match shown(s.index, archive, old, c) {
+        if let (Some(reader), "changed", Some(old), Some(new)) =
+            (reader.as_mut(), change, prev_row, i.doc)
+        {
+            match reader.shown(old, c) {
                 Ok((shown, w)) => (words, changes) = (Some(w), Some(shown)),
                 Err(why) => words = Some(format!("({why})")),
             }

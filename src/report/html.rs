@@ -5,6 +5,7 @@
 
 use askama::Template;
 
+use super::changes::{ChangeList, ChangeRow};
 use super::{ContentCounts, Distribution, HostRow, Report};
 
 /// The page's template and what it shows.
@@ -17,6 +18,67 @@ struct Page<'a> {
     pairs: Vec<Pair<'a>>,
     distributions: Vec<(&'static str, &'a Distribution)>,
     host_tables: Vec<(&'static str, &'a [HostRow])>,
+    changes: Option<&'a ChangeList>,
+    change_pages: Vec<Vec<ChangeView>>,
+}
+
+/// Rows of the change list a page of the HTML section holds.
+pub const CHANGE_ROWS_PER_PAGE: usize = 50;
+
+/// One row of the change list as the page prints it.
+struct ChangeView {
+    score: String,
+    kind: &'static str,
+    status: String,
+    content: String,
+    full: String,
+    words: String,
+    links: String,
+    url: String,
+    notes: Vec<String>,
+}
+
+impl ChangeView {
+    fn of(r: &ChangeRow) -> ChangeView {
+        let f = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+        let code = |v: Option<u16>| v.map(|v| v.to_string()).unwrap_or_else(|| "–".into());
+        let pair = |x: Option<u64>, y: Option<u64>| match (x, y) {
+            (Some(x), Some(y)) => format!("−{x} / +{y}"),
+            _ => String::new(),
+        };
+        let mut notes = Vec::new();
+        if r.title_changed {
+            notes.push(format!(
+                "title: “{}” → “{}”",
+                r.title_before.as_deref().unwrap_or(""),
+                r.title_after.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(t) = &r.redirect_to {
+            notes.push(format!("redirects to {t}"));
+        }
+        if let Some(t) = &r.moved_to {
+            notes.push(format!("moved to {t}"));
+        }
+        if let Some(why) = &r.unread {
+            notes.push(format!("not read: {why}"));
+        }
+        ChangeView {
+            score: format!("{:.3}", r.score),
+            kind: r.kind,
+            status: if r.kind == "template_only" {
+                format!("{} pages", r.pages)
+            } else {
+                format!("{} → {}", code(r.status_before), code(r.status_after))
+            },
+            content: f(r.content_resemblance),
+            full: f(r.resemblance),
+            words: pair(r.words_removed, r.words_added),
+            links: pair(r.links_removed, r.links_added),
+            url: r.url.clone(),
+            notes,
+        }
+    }
 }
 
 /// One pair of sweeps' rows.
@@ -220,6 +282,12 @@ fn histogram_chart(title: &str, unit: &str, d: &Distribution, color: &'static st
 
 /// The whole page.
 pub fn page(r: &Report) -> String {
+    page_with_changes(r, None)
+}
+
+/// The whole page, with a change list as a section of pages of
+/// [`CHANGE_ROWS_PER_PAGE`] rows (shown one at a time by their anchors, no scripts).
+pub fn page_with_changes(r: &Report, changes: Option<&ChangeList>) -> String {
     let labels: Vec<String> = r
         .transitions
         .iter()
@@ -293,6 +361,15 @@ pub fn page(r: &Report) -> String {
             ("Hosts by moves", &r.hosts),
             ("Hosts by change rate", &r.hosts_by_change_rate),
         ],
+        changes,
+        change_pages: changes
+            .map(|l| {
+                l.rows
+                    .chunks(CHANGE_ROWS_PER_PAGE)
+                    .map(|c| c.iter().map(ChangeView::of).collect())
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     page.render().unwrap_or_else(|e| {
         format!("<!DOCTYPE html><p>the report could not be rendered: {e}</p>\n")

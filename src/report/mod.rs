@@ -16,6 +16,7 @@
 //! content resemblance — both hosts' templates left out — at or above the move floor),
 //! within its host or across hosts.
 
+pub mod changes;
 pub mod html;
 mod moves;
 mod tally;

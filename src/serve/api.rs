@@ -21,6 +21,7 @@ use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::summary::{stats as index_stats, sweeps_json};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
+use crate::report::changes::{changes as changes_of, ChangesOptions};
 use crate::report::report as report_of;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -30,6 +31,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/api/similar", get(similar).post(similar_post))
         .route("/api/cluster", get(cluster))
         .route("/api/report", get(report))
+        .route("/api/changes", get(changes))
         .route("/api/sweeps", get(sweeps))
         .route("/api/stats", get(stats))
         .route("/api/openapi.json", get(openapi))
@@ -252,6 +254,63 @@ async fn report(
     let opts = q.options(&state.config)?;
     state
         .with_index(move |s| to_json(&report_of(&s.index, &opts)?))
+        .await
+}
+
+/// `from`, `to`, `host`, `offset`, `limit`, `records`
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ChangesQuery {
+    /// Earlier sweep (label); default the sweep before `to`.
+    from: Option<String>,
+    /// Later sweep (label); default the last.
+    to: Option<String>,
+    /// Only the URLs of this host.
+    host: Option<String>,
+    /// Rows of the ordered list skipped; default 0.
+    offset: Option<usize>,
+    /// Rows listed at most; default 50, at most 1000.
+    limit: Option<usize>,
+    /// `0`: do not read the WARC records (no words or links); default 1.
+    records: Option<String>,
+}
+
+/// Most rows one `/api/changes` request lists.
+const MAX_CHANGE_ROWS: usize = 1000;
+
+/// Every URL changed between two sweeps, most significant first (a page of them).
+#[utoipa::path(get, path = "/api/changes", params(ChangesQuery),
+    responses((status = 200, description = "as `tidemark report --changes --format json` with --offset and --limit: {from, to, score, urls_changed, template_only, rows_total, offset, rows}"),
+              (status = 400, description = "an unknown sweep, a bad host, or a limit over 1000")))]
+async fn changes(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<ChangesQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    if limit == 0 || limit > MAX_CHANGE_ROWS {
+        return Err(ApiError::bad(
+            "limit",
+            format!("{limit}: give 1 to {MAX_CHANGE_ROWS} rows"),
+        ));
+    }
+    let records = q.records.is_none() || flag(&q.records, "records")?;
+    let offset = q.offset.unwrap_or(0);
+    let report = ReportQuery::new(q.from, q.to, q.host).options(&state.config)?;
+    let dirs = state.config.serve.archive_paths.clone();
+    state
+        .with_index(move |s| {
+            let opts = ChangesOptions {
+                report,
+                offset,
+                limit: Some(limit),
+                archive: records.then(|| Archive {
+                    files: s.files.clone(),
+                    dirs,
+                }),
+                progress: None,
+            };
+            to_json(&changes_of(&s.index, &opts)?)
+        })
         .await
 }
 

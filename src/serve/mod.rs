@@ -68,6 +68,7 @@ pub struct ServeOptions {
         api::similar_post,
         api::cluster,
         api::report,
+        api::changes,
         api::sweeps,
         api::stats,
         cdx::cdx,

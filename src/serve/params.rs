@@ -507,6 +507,11 @@ pub(crate) struct ReportQuery {
 }
 
 impl ReportQuery {
+    /// The range and host of another query (`/api/changes`).
+    pub(crate) fn new(from: Option<String>, to: Option<String>, host: Option<String>) -> Self {
+        ReportQuery { from, to, host }
+    }
+
     /// The report's options, the host checked.
     pub(crate) fn options(self, config: &crate::config::Config) -> Result<ReportOptions, ApiError> {
         if let Some(h) = &self.host {
