@@ -307,7 +307,11 @@ fn requests(s: &Setup) -> Vec<(String, Option<String>, bool)> {
             format!("/api/similar?url={e}&threshold=0.1"),
             format!("/api/cluster?url={e}"),
             format!("/api/report?host={}", enc(&h)),
-            format!("/api/changes?host={}&limit=1000", enc(&h)),
+            format!("/api/changes?host={}&limit=200", enc(&h)),
+            format!(
+                "/api/changes?host={}&limit=1000&records=0&from=sweep-1",
+                enc(&h)
+            ),
             format!("/?url={e}"),
             format!("/report?host={}", enc(&h)),
         ] {
@@ -335,9 +339,9 @@ fn requests(s: &Setup) -> Vec<(String, Option<String>, bool)> {
     }
     for p in [
         "/api/report",
-        "/api/changes?limit=1000",
-        "/api/changes?from=sweep-1&limit=1000",
-        "/api/changes?from=sweep-1&to=sweep-2&limit=1000",
+        "/api/changes?limit=200",
+        "/api/changes?from=sweep-1&limit=200",
+        "/api/changes?from=sweep-1&to=sweep-2&limit=1000&records=0",
         "/report",
         "/api/sweeps",
         "/api/stats",

@@ -427,6 +427,11 @@ fn malformed_requests_get_4xx_naming_the_parameter() {
             "no-such-sweep",
         ),
         ("/api/changes?limit=5000".to_string(), 400, "limit"),
+        (
+            "/api/changes?from=sweep-3&to=sweep-3".to_string(),
+            400,
+            "two sweeps",
+        ),
         ("/api/changes?records=2".to_string(), 400, "records"),
         (
             "/timegate/http://never.example/x".to_string(),
@@ -523,6 +528,7 @@ fn a_request_out_of_time_stops_its_scan_and_frees_its_worker() {
             enc(&host)
         ),
         format!("/api/report"),
+        format!("/api/changes?from=sweep-1&limit=200"),
     ];
     for path in slow {
         let started = Instant::now();

@@ -701,16 +701,15 @@ fn documented_score(r: &Value) -> f64 {
     if r["kind"] == "template_only" {
         return round3(1.0 - f("content_resemblance").unwrap());
     }
-    // A status's class (none, 2xx, 3xx, an error) and its code.
-    let class = |status: &str, ts: &str| match (r[ts].is_string(), r[status].as_u64()) {
-        (false, _) => (0, None),
-        (true, Some(s)) if (300..400).contains(&s) => (3, Some(s)),
-        (true, Some(s)) if (200..300).contains(&s) => (2, Some(s)),
-        (true, None) => (2, None),
-        (true, s) => (4, s),
+    // 2xx (or no status) in a sweep, and the code.
+    let ok = |status: &str, ts: &str| {
+        r[ts].is_string() && r[status].as_u64().is_none_or(|s| (200..300).contains(&s))
     };
-    let status =
-        class("status_before", "timestamp_before") != class("status_after", "timestamp_after");
+    let (a, b) = (
+        ok("status_before", "timestamp_before"),
+        ok("status_after", "timestamp_after"),
+    );
+    let status = a != b || (a && b && r["status_before"] != r["status_after"]);
     let rewritten = r["kind"] == "gone" || r["kind"] == "rewritten";
     round3(
         4.0 * status as u8 as f64

@@ -10,7 +10,7 @@ use super::{Globals, EXIT_OK, EXIT_USAGE};
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// First sweep (label); default: the first.
+    /// First sweep (label); default: the first (with --changes: the sweep before --to).
     #[arg(long, value_name = "LABEL")]
     pub from: Option<String>,
     /// Last sweep (label); default: the last.
@@ -20,7 +20,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
     /// table: for a terminal; json: every figure (stable: same index, same bytes);
-    /// csv: one row per pair of sweeps; html: one self-contained page with SVG charts.
+    /// csv: one row per pair of sweeps (with --changes: per row of the list); html: one
+    /// self-contained page with SVG charts.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Write to this file instead of standard output.
@@ -36,7 +37,8 @@ pub struct ReportArgs {
     /// With --changes: rows skipped (of the ordered list).
     #[arg(long, value_name = "N", default_value_t = 0, requires = "changes")]
     pub offset: usize,
-    /// With --changes: rows listed at most (default: all).
+    /// With --changes: rows listed at most (default: all; the records of every row
+    /// listed are read, unless --no-records).
     #[arg(long, value_name = "N", requires = "changes")]
     pub limit: Option<usize>,
     /// With --changes: do not read the WARC records (no words or links; fast).
@@ -211,8 +213,13 @@ fn changes_csv(l: &ChangeList) -> String {
 }
 
 fn changes_table(l: &ChangeList) -> String {
+    let shown = match (l.offset, l.rows.len() as u64) {
+        (0, n) if n == l.rows_total => String::new(),
+        (o, 0) => format!(" (none shown past row {o})"),
+        (o, n) => format!(" (rows {}–{} shown)", o + 1, o + n),
+    };
     let mut s = format!(
-        "what changed from {} to {}: {} URLs ({} only in template, folded into rows per host or section); {} rows, most significant first\n{}\n\n",
+        "what changed from {} to {}: {} URLs ({} only in template, folded into rows per host or section); {} rows, most significant first{shown}\n{}\n\n",
         l.from,
         l.to,
         thousands(l.urls_changed),
@@ -221,9 +228,11 @@ fn changes_table(l: &ChangeList) -> String {
         l.score
     );
     s.push_str(&format!(
-        "{:>6} {:<14} {:<9} {:>7} {:>5} {:>13} {:>9}  {}\n",
-        "score", "kind", "status", "content", "full", "words -/+", "links -/+", "url"
+        "{:>6} {:<14} {:<11} {:>7} {:>5} {:>13} {:>9}  {}\n",
+        "score", "kind", "HTTP status", "content", "full", "words -/+", "links -/+", "url"
     ));
+    // Notes under a row start where its URL does.
+    let indent = " ".repeat(6 + 1 + 14 + 1 + 11 + 1 + 7 + 1 + 5 + 1 + 13 + 1 + 9 + 2);
     let f = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
     let code = |v: Option<u16>| v.map(|v| v.to_string()).unwrap_or_else(|| "none".into());
     let pair = |x: Option<u64>, y: Option<u64>| match (x, y) {
@@ -237,7 +246,7 @@ fn changes_table(l: &ChangeList) -> String {
             format!("{}->{}", code(r.status_before), code(r.status_after))
         };
         s.push_str(&format!(
-            "{:>6.3} {:<14} {:<9} {:>7} {:>5} {:>13} {:>9}  {}\n",
+            "{:>6.3} {:<14} {:<11} {:>7} {:>5} {:>13} {:>9}  {}\n",
             r.score,
             r.kind,
             status,
@@ -249,20 +258,19 @@ fn changes_table(l: &ChangeList) -> String {
         ));
         if r.title_changed {
             s.push_str(&format!(
-                "{:>66}title {:?} -> {:?}\n",
-                "",
+                "{indent}title {:?} -> {:?}\n",
                 r.title_before.as_deref().unwrap_or(""),
                 r.title_after.as_deref().unwrap_or("")
             ));
         }
         if let Some(t) = &r.redirect_to {
-            s.push_str(&format!("{:>66}redirects to {t}\n", ""));
+            s.push_str(&format!("{indent}redirects to {t}\n"));
         }
         if let Some(t) = &r.moved_to {
-            s.push_str(&format!("{:>66}moved to {t}\n", ""));
+            s.push_str(&format!("{indent}moved to {t}\n"));
         }
         if let Some(why) = &r.unread {
-            s.push_str(&format!("{:>66}(not read: {why})\n", ""));
+            s.push_str(&format!("{indent}(not read: {why})\n"));
         }
     }
     s

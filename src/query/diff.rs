@@ -20,8 +20,9 @@ use serde::Serialize;
 
 use super::captures::{revisited, CaptureRange, MatchType};
 use super::CaptureRow;
+use crate::access::{access_of, Access};
 use crate::canon::{media_kind, visible};
-use crate::index::{Index, Result};
+use crate::index::{Index, IndexError, Result};
 use crate::read::{parse_response, record_at, RecordKind};
 
 /// Pages beside a capture whose lines tell its template.
@@ -44,6 +45,9 @@ pub struct Archive {
     pub files: HashMap<(u32, u32), PathBuf>,
     /// Folders where files are looked up by name when they are not there.
     pub dirs: Vec<PathBuf>,
+    /// Its answers go to the service's clients: a record that cannot be read is named
+    /// by its file's name, not by the path on the server.
+    pub served: bool,
 }
 
 /// A capture as a reader sees it.
@@ -64,6 +68,7 @@ impl Archive {
                 .map(|(k, name)| (k, PathBuf::from(name)))
                 .collect(),
             dirs: dirs.to_vec(),
+            served: false,
         })
     }
 
@@ -90,8 +95,16 @@ impl Archive {
                 row.info.file, row.timestamp
             )
         })?;
-        let rec = record_at(&path, row.info.offset, row.info.length, RECORD_CAP)
-            .map_err(|e| format!("{}: offset {}: {e}", path.display(), row.info.offset))?;
+        let rec =
+            record_at(&path, row.info.offset, row.info.length, RECORD_CAP).map_err(
+                |e| match self.served {
+                    true => format!(
+                        "{}: offset {}: the record cannot be read",
+                        row.info.file, row.info.offset
+                    ),
+                    false => format!("{}: offset {}: {e}", path.display(), row.info.offset),
+                },
+            )?;
         let (payload, mime, charset) = match parse_response(&rec.block, RECORD_CAP) {
             Some(r) => {
                 let (mime, charset) = (r.mime(), r.charset());
@@ -110,7 +123,7 @@ impl Archive {
 
 /// The capture whose record holds the text of `row`: itself, or the record a revisit
 /// repeats.
-fn source(index: &Index, row: &CaptureRow) -> std::result::Result<CaptureRow, String> {
+pub fn source(index: &Index, row: &CaptureRow) -> std::result::Result<CaptureRow, String> {
     if row.info.kind != RecordKind::Revisit {
         return Ok(row.clone());
     }
@@ -193,6 +206,8 @@ pub struct Reader<'a> {
     pages: HashMap<(u32, u32, u64), Arc<PageText>>,
     /// (directory key prefix, sweep) → up to `NEIGHBOURS + 1` captures beside it.
     near: HashMap<(String, u32), Arc<Vec<CaptureRow>>>,
+    /// The request's budget ran out ([`crate::index::budget`]): the caller stops.
+    spent: Option<IndexError>,
 }
 
 /// A template: the lines and links on half the pages beside a capture, and how many of
@@ -211,7 +226,24 @@ impl<'a> Reader<'a> {
             archive,
             pages: HashMap::new(),
             near: HashMap::new(),
+            spent: None,
         }
+    }
+
+    /// Why the reader stopped when the request's budget ran out (its time, its rows, or
+    /// its client gone): the caller answers that error, not the rows read so far.
+    pub fn budget_spent(&mut self) -> Option<IndexError> {
+        self.spent.take()
+    }
+
+    /// Counts one record against the request's budget; an error once it is spent.
+    fn spend(&mut self) -> std::result::Result<(), String> {
+        if let Err(e) = crate::index::budget::spend() {
+            let why = e.to_string();
+            self.spent = Some(e);
+            return Err(why);
+        }
+        Ok(())
     }
 
     /// What a reader sees of a capture (a revisit's from the record it repeats), or why
@@ -222,6 +254,7 @@ impl<'a> Reader<'a> {
         if let Some(p) = self.pages.get(&key) {
             return Ok(p.clone());
         }
+        self.spend()?;
         let page = Arc::new(self.archive.page(&src)?);
         if self.pages.len() >= PAGES_KEPT {
             self.pages.clear();
@@ -272,7 +305,16 @@ impl<'a> Reader<'a> {
     /// The lines and links on at least half of (and at least one of) the pages beside
     /// `row` in its sweep.
     fn template(&mut self, row: &CaptureRow) -> std::result::Result<Template, String> {
-        let near = self.neighbours(row).map_err(|e| e.to_string())?;
+        let near = match self.neighbours(row) {
+            Ok(n) => n,
+            Err(e) => {
+                let why = e.to_string();
+                if matches!(e, IndexError::OverBudget(_)) {
+                    self.spent = Some(e);
+                }
+                return Err(why);
+            }
+        };
         let (mut lines, mut links): (HashMap<String, usize>, HashMap<String, usize>) =
             Default::default();
         let mut read = 0usize;
@@ -330,7 +372,9 @@ impl<'a> Reader<'a> {
                 false,
                 |_, r| {
                     scanned += 1;
+                    // A blocked capture's text is not shown, nor does it shape another's.
                     if r.info.sweep == row.info.sweep
+                        && access_of(&r.surt, &r.timestamp) != Access::Block
                         && r.ok()
                         && r.info.doc.is_some()
                         && r.info.kind != RecordKind::Revisit

@@ -105,6 +105,9 @@ pub fn history(
                 Ok((shown, w)) => (words, changes) = (Some(w), Some(shown)),
                 Err(why) => words = Some(format!("({why})")),
             }
+            if let Some(e) = reader.budget_spent() {
+                return Err(e);
+            }
             // Where the index keeps texts (`index.store_texts`), the word diff is of
             // them, as before, whether or not the records can be read.
             if let (Some(t), Some(od)) = (&texts, old.info.doc) {

@@ -23,16 +23,16 @@ use serde::Serialize;
 
 use super::{dirs_of, host_name, sections, sweeps_in_range, ReportOptions, TemplateChange};
 use crate::access::{access_of, Access};
-use crate::index::{Index, Result};
+use crate::index::{Index, IndexError, Result};
 use crate::query::captures::{CaptureRange, MatchType};
-use crate::query::diff::{Archive, Reader};
+use crate::query::diff::{source, Archive, Reader};
 use crate::query::whereis::{whereis, Status, WhereisOptions};
 use crate::query::{resemblances, round3, CaptureRow, Searcher};
 use crate::sketch::estimate;
 use crate::url::{host_of_surt, surt};
 
 /// How rows are ordered, as the list states it.
-pub const SCORE: &str = "score = 4 × (the status differs: 2xx, 3xx, an error or no capture, and the code) + 2 × (gone or rewritten) + (1 − content resemblance; 1 when one side has no text) + 0.5 × (the title changed); a template-only row: 1 − its pages' mean content resemblance. Highest first, then by URL.";
+pub const SCORE: &str = "score = 4 × (the status changed to or from 2xx — no capture is not 2xx — or from one 2xx code to another) + 2 × (gone or rewritten) + (1 − content resemblance; 1 where none was measured) + 0.5 × (the title changed, both versions with text); a folded template-only row: 1 − its pages' mean content resemblance. Highest first, then by URL.";
 
 /// What to list.
 #[derive(Clone)]
@@ -154,6 +154,16 @@ pub fn changes(index: &Index, opts: &ChangesOptions) -> Result<ChangeList> {
         Some(_) => lo,
         None => hi.saturating_sub(1),
     };
+    if lo >= hi {
+        return Err(IndexError::Invalid(format!(
+            "a change list compares two sweeps: {} is both (give --from an earlier sweep than --to; the index has {})",
+            all[hi].1,
+            match all.len() {
+                1 => "one sweep".to_string(),
+                n => format!("{n} sweeps"),
+            }
+        )));
+    }
     let (a, b) = (all[lo].0, all[hi].0);
     // Consecutive sweeps: the resemblances the ingest stored, as the report reads them.
     let consecutive = hi == lo + 1;
@@ -246,7 +256,7 @@ pub fn changes(index: &Index, opts: &ChangesOptions) -> Result<ChangeList> {
         }
     }
     if let Some(archive) = &opts.archive {
-        read_records(index, archive, &mut page, opts.progress.as_deref());
+        read_records(index, archive, &mut page, opts.progress.as_deref())?;
     }
     let rows = page.into_iter().map(|(r, _)| r).collect();
     Ok(ChangeList {
@@ -313,14 +323,11 @@ fn classify(
         links_removed: None,
         unread: None,
     };
-    // The status as the score sees it: its class, and its code.
-    let class = |r: &Option<CaptureRow>| match r {
-        None => (0, None),
-        Some(r) if is_3xx(r) => (3, r.info.status),
-        Some(r) if r.ok() => (2, r.info.status),
-        Some(r) => (4, r.info.status),
-    };
-    let status_changed = class(before) != class(after);
+    // The status as the score sees it: to or from 2xx, or from one 2xx code to another
+    // (a change among errors, redirects and no capture is a `status` row of score 1).
+    let status_changed = lb != la || (lb && la && status(before) != status(after));
+    let other_status =
+        |r: &Option<CaptureRow>| r.as_ref().map(|r| (r.info.status, r.info.redirect.clone()));
     match (lb, la) {
         (true, true) => {
             let (Some(x), Some(y)) = (before, after) else {
@@ -349,10 +356,8 @@ fn classify(
                 Some(c) if c >= major => "changed_major",
                 _ => "rewritten",
             };
-            if row.resemblance.is_none() {
-                // Changed bytes without text to compare: as the report counts them.
-                row.resemblance = Some(0.0);
-            }
+            // Changed bytes without text to compare (an image, a PDF) are `rewritten`, as
+            // the report counts them, with no resemblance.
         }
         (true, false) => {
             row.kind = if after.as_ref().is_some_and(is_3xx) {
@@ -366,22 +371,29 @@ fn classify(
             if before.is_none() && after.is_none() {
                 return Ok(None);
             }
-            let target = |r: &Option<CaptureRow>| r.as_ref().and_then(|r| r.info.redirect.clone());
-            if !status_changed && target(before) == target(after) {
+            if other_status(before) == other_status(after) {
                 return Ok(None);
             }
             row.kind = "status";
         }
     }
     let pair = match (before, after) {
-        (Some(x), Some(y)) if row.resemblance.is_some() && x.info.doc.is_some() => {
+        (Some(x), Some(y)) if lb && la && x.info.doc.is_some() && y.info.doc.is_some() => {
             Some((x.clone(), y.clone()))
         }
         _ => None,
     };
     row.title_before = title(before)?;
     row.title_after = title(after)?;
-    row.title_changed = lb && la && row.title_before != row.title_after;
+    // Both titles read: both versions with text, neither blocked.
+    row.title_changed = lb
+        && la
+        && [before, after].iter().all(|r| {
+            r.as_ref().is_some_and(|r| {
+                r.info.doc.is_some() && access_of(&r.surt, &r.timestamp) != Access::Block
+            })
+        })
+        && row.title_before != row.title_after;
     let rewritten = matches!(row.kind, "gone" | "rewritten");
     row.score = round3(
         4.0 * f64::from(u8::from(status_changed))
@@ -461,7 +473,7 @@ fn folded(
         let whole = TemplateChange {
             host: host_name(host),
             section: None,
-            template_changed_share: share,
+            template_changed_share: share.map(round3),
             pages_changed_only_in_template: pages,
             pages_in_both: both,
         };
@@ -519,7 +531,7 @@ fn read_records(
     archive: &Archive,
     rows: &mut [Found],
     progress: Option<&(dyn Fn(u64, u64) + Send + Sync)>,
-) {
+) -> Result<()> {
     let mut reader = Reader::new(index, archive);
     let total = rows.len() as u64;
     for (i, (row, pair)) in rows.iter_mut().enumerate() {
@@ -527,14 +539,20 @@ fn read_records(
             p(i as u64, total);
         }
         let Some((x, y)) = pair else { continue };
-        if [&*x, &*y]
-            .iter()
-            .any(|c| access_of(&c.surt, &c.timestamp) == Access::Block)
-        {
+        // A revisit's text is its original record's: both must be open to the reader.
+        let blocked = [&*x, &*y].iter().any(|c| {
+            access_of(&c.surt, &c.timestamp) == Access::Block
+                || source(index, c).is_ok_and(|o| access_of(&o.surt, &o.timestamp) == Access::Block)
+        });
+        if blocked {
             row.unread = Some("a capture is blocked by the access rules".into());
             continue;
         }
-        match reader.shown(x, y) {
+        let shown = reader.shown(x, y);
+        if let Some(e) = reader.budget_spent() {
+            return Err(e);
+        }
+        match shown {
             Ok((shown, _)) => {
                 row.words_added = Some(shown.words_added);
                 row.words_removed = Some(shown.words_removed);
@@ -544,4 +562,5 @@ fn read_records(
             Err(why) => row.unread = Some(why),
         }
     }
+    Ok(())
 }

@@ -122,6 +122,7 @@ async fn history(
             let archive = diff.then(|| Archive {
                 files: s.files.clone(),
                 dirs,
+                served: true,
             });
             to_json(&history_of(&s.searcher(), &url, opts, archive.as_ref())?)
         })
@@ -269,31 +270,37 @@ pub(crate) struct ChangesQuery {
     host: Option<String>,
     /// Rows of the ordered list skipped; default 0.
     offset: Option<usize>,
-    /// Rows listed at most; default 50, at most 1000.
+    /// Rows listed at most; default 50, at most 1000 (200 when the records are read).
     limit: Option<usize>,
     /// `0`: do not read the WARC records (no words or links); default 1.
     records: Option<String>,
 }
 
-/// Most rows one `/api/changes` request lists.
+/// Most rows one `/api/changes` request lists, and lists reading their records.
 const MAX_CHANGE_ROWS: usize = 1000;
+const MAX_CHANGE_ROWS_READ: usize = 200;
 
 /// Every URL changed between two sweeps, most significant first (a page of them).
 #[utoipa::path(get, path = "/api/changes", params(ChangesQuery),
     responses((status = 200, description = "as `tidemark report --changes --format json` with --offset and --limit: {from, to, score, urls_changed, template_only, rows_total, offset, rows}"),
-              (status = 400, description = "an unknown sweep, a bad host, or a limit over 1000")))]
+              (status = 400, description = "an unknown sweep, the same sweep twice, a bad host, or a limit over 200 (1000 with records=0)")))]
 async fn changes(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ChangesQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = q.limit.unwrap_or(50);
-    if limit == 0 || limit > MAX_CHANGE_ROWS {
+    let records = q.records.is_none() || flag(&q.records, "records")?;
+    let most = if records {
+        MAX_CHANGE_ROWS_READ
+    } else {
+        MAX_CHANGE_ROWS
+    };
+    if limit == 0 || limit > most {
         return Err(ApiError::bad(
             "limit",
-            format!("{limit}: give 1 to {MAX_CHANGE_ROWS} rows"),
+            format!("{limit}: give 1 to {most} rows ({MAX_CHANGE_ROWS} with records=0)"),
         ));
     }
-    let records = q.records.is_none() || flag(&q.records, "records")?;
     let offset = q.offset.unwrap_or(0);
     let report = ReportQuery::new(q.from, q.to, q.host).options(&state.config)?;
     let dirs = state.config.serve.archive_paths.clone();
@@ -306,6 +313,7 @@ async fn changes(
                 archive: records.then(|| Archive {
                     files: s.files.clone(),
                     dirs,
+                    served: true,
                 }),
                 progress: None,
             };

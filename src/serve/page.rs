@@ -239,6 +239,7 @@ async fn lost_and_found(
                 let archive = diff.then(|| crate::query::diff::Archive {
                     files: s.files.clone(),
                     dirs,
+                    served: true,
                 });
                 match answer(s, &asked, opts, archive, &collection) {
                     Ok(a) => (Some(a), None),
