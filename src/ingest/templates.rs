@@ -97,11 +97,16 @@ impl Pages {
                 hash,
                 timestamp: timestamp.to_string(),
             };
+            // Its capture's key is where its content resemblance is written: a page
+            // kept for the sample alone has none to write.
             let page = SweepPage {
                 doc,
                 previous,
                 content_r: None,
-                capture: capture.to_vec(),
+                capture: match previous {
+                    Some(_) => capture.to_vec(),
+                    None => Vec::new(),
+                },
                 revisit,
             };
             batch.put::<SweepPages>(index, &key, &page);

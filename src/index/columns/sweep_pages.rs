@@ -1,6 +1,7 @@
 //! `sweep_pages`: sweep id u32 BE ‖ host SURT ‖ 0x00 ‖ URL hash u64 BE ‖ timestamp (14
-//! ASCII digits) → [`SweepPage`] (doc u64 BE ‖ flags u8 (1 previous, 2 computed, 4 revisit) ‖ content resemblance f32 BE ‖
-//! previous doc u64 BE ‖ previous sweep u32 BE ‖ the capture's key). Two kinds of a
+//! ASCII digits) → [`SweepPage`] (doc u64 BE ‖ flags u8 (1 previous, 2 computed, 4
+//! revisit) ‖ content resemblance f32 BE, and with a previous capture: ‖ previous doc
+//! u64 BE ‖ previous sweep u32 BE ‖ the capture's key). Two kinds of a
 //! sweep's pages (2xx captures with text), so that the end of an ingest finds them
 //! without reading every capture of the index:
 //!
@@ -45,7 +46,8 @@ pub struct SweepPage {
     /// The content resemblance to it, once computed (`Some(None)`: neither page holds
     /// anything but template).
     pub content_r: Option<Option<f32>>,
-    /// The capture's key in `captures`.
+    /// The capture's key in `captures`, where its content resemblance is written (empty
+    /// for a page of the sample alone: it has none).
     pub capture: Vec<u8>,
     /// Its content came by a revisit record: written for its previous capture only,
     /// never part of the host's sample (what the sweep fetched shows its template).
@@ -59,6 +61,8 @@ pub fn url_hash(surt: &str) -> u64 {
 }
 
 const FIXED: usize = 8 + 1 + 4 + 8 + 4;
+/// Bytes of a page of the sample alone (no previous capture): doc, flags, resemblance.
+const SAMPLE_ONLY: usize = 8 + 1 + 4;
 const HAS_PREVIOUS: u8 = 1;
 const COMPUTED: u8 = 2;
 const REVISIT: u8 = 4;
@@ -106,27 +110,37 @@ impl Column for SweepPages {
         out.push(flags);
         let r = v.content_r.flatten().unwrap_or(f32::NAN);
         out.extend_from_slice(&r.to_be_bytes());
-        let (pd, ps) = v.previous.unwrap_or((0, 0));
-        out.extend_from_slice(&pd.to_be_bytes());
-        out.extend_from_slice(&ps.to_be_bytes());
-        out.extend_from_slice(&v.capture);
+        // A page of the sample alone ends here.
+        if let Some((pd, ps)) = v.previous {
+            out.extend_from_slice(&pd.to_be_bytes());
+            out.extend_from_slice(&ps.to_be_bytes());
+            out.extend_from_slice(&v.capture);
+        }
         out
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<SweepPage, String> {
-        if b.len() < FIXED + 1 + super::captures::TAIL
-            || b[8] & !(HAS_PREVIOUS | COMPUTED | REVISIT) != 0
-        {
+        let previous = b.get(8).is_some_and(|f| f & HAS_PREVIOUS != 0);
+        let least = if previous {
+            FIXED + 1 + super::captures::TAIL
+        } else {
+            SAMPLE_ONLY
+        };
+        if b.len() < least || b[8] & !(HAS_PREVIOUS | COMPUTED | REVISIT) != 0 {
             return Err(format!("not a sweep page ({} bytes)", b.len()));
         }
         let r = f32::from_be_bytes(b[9..13].try_into().expect("4 bytes"));
         Ok(SweepPage {
             doc: super::be_u64(&b[..8])?,
-            previous: (b[8] & HAS_PREVIOUS != 0)
+            previous: previous
                 .then(|| Ok::<_, String>((super::be_u64(&b[13..21])?, super::be_u32(&b[21..25])?)))
                 .transpose()?,
             content_r: (b[8] & COMPUTED != 0).then_some((!r.is_nan()).then_some(r)),
-            capture: b[FIXED..].to_vec(),
+            // (Indexes written before kept a sample page's capture key too: unused.)
+            capture: match previous {
+                true => b[FIXED..].to_vec(),
+                false => Vec::new(),
+            },
             revisit: b[8] & REVISIT != 0,
         })
     }
