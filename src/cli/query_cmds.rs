@@ -217,6 +217,12 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
             for l in &c.lines {
                 writeln!(out, "    {l}")?;
             }
+            for l in &c.links_removed {
+                writeln!(out, "    - link {l}")?;
+            }
+            for l in &c.links_added {
+                writeln!(out, "    + link {l}")?;
+            }
         } else if let Some(d) = &v.diff {
             writeln!(out, "    {d}")?;
         }
