@@ -1,7 +1,7 @@
 //! A host's template, and the resemblance of two pages without it.
 //!
 //! When a site changes its page template every page's text changes, and resemblance
-//! over all shingles calls a quarter of a documentation site "rewritten" (issue 30).
+//! over all shingles calls a quarter of a documentation site "rewritten".
 //! Broder et al. drop "very common shingles" for that reason; here they are learned per
 //! host and sweep: the sample values found in at least `share` of the host's pages.
 //! The sketches are a consistent sample (a value is kept by every doc whose level it

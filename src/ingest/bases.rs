@@ -7,7 +7,7 @@
 //! [`PairEstimate::fits`]), with the batch before's choices carried from its own pair
 //! step, as that batch is committed meanwhile. The encodings then run on every core. In
 //! the commit they were half of its time with the pairs read from a pairs job's files
-//! (rd100k redesign sweep, session 32: 4.5 of 9.1 CPU-s of the committing thread, mostly
+//! (rd100k redesign sweep, 2026-11-26: 4.5 of 9.1 CPU-s of the committing thread, mostly
 //! reading each base back).
 
 use std::sync::Arc;
