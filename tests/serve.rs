@@ -2277,7 +2277,7 @@ fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
         "/url",
         serde_json::json!({"url": format!("{}{}", srv.base, link.as_str().unwrap())}),
     );
-    let lines = js("return [document.querySelectorAll('.changes .del').length, document.querySelectorAll('.changes .ins').length]");
+    let lines = js("return [document.querySelectorAll('.changes .del:not(.link)').length, document.querySelectorAll('.changes .ins:not(.link)').length, document.querySelectorAll('.changes .link').length]");
     let (del, ins) = (lines[0].as_u64().unwrap(), lines[1].as_u64().unwrap());
     assert!(del + ins > 0, "no lines shown removed or added: {lines}");
     let api: Value = srv.json(&format!("/api/history?url={}&diff=1", enc(url)));
@@ -2295,6 +2295,18 @@ fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
         in_api,
         del + ins,
         "the page shows the lines the API gives: {api}"
+    );
+    let links_in_api: u64 = (api["captures"].as_array().unwrap().iter())
+        .filter(|c| c["changes"].is_object())
+        .map(|c| {
+            (c["changes"]["links_removed"].as_array().unwrap().len()
+                + c["changes"]["links_added"].as_array().unwrap().len()) as u64
+        })
+        .sum();
+    assert_eq!(
+        links_in_api,
+        lines[2].as_u64().unwrap(),
+        "the page shows the links the API gives: {api}"
     );
     b.screenshot("history-diff.png");
     // The change report page of a pair of sweeps renders too.
