@@ -470,13 +470,7 @@ fn folded(
             (Some(x), Some(y)) => Some(crate::template::changed_share(&x.values, &y.values)),
             _ => None,
         };
-        let whole = TemplateChange {
-            host: host_name(host),
-            section: None,
-            template_changed_share: share.map(round3),
-            pages_changed_only_in_template: pages,
-            pages_in_both: both,
-        };
+        let whole = TemplateChange::of_host(host, share, pages, both);
         let secs = sections(&hd);
         let by_section = !whole.is_redesign() && secs.len() >= 2;
         // Content resemblances of the host's template-only pages, by section.

@@ -187,6 +187,18 @@ impl TemplateChange {
             && only * 10 >= self.pages_in_both
     }
 
+    /// A whole host's (SURT `host_surt`): its template's changed share, unrounded, and
+    /// its pages changed only in template of those live in both sweeps.
+    fn of_host(host_surt: &str, share: Option<f64>, pages: u64, both: u64) -> TemplateChange {
+        TemplateChange {
+            host: host_name(host_surt),
+            section: None,
+            template_changed_share: share.map(round3),
+            pages_changed_only_in_template: pages,
+            pages_in_both: both,
+        }
+    }
+
     /// The host, and the section if any: `llvm.org/docs/amdgpu/`.
     pub fn place(&self) -> String {
         format!("{}{}", self.host, self.section.as_deref().unwrap_or(""))
@@ -581,13 +593,7 @@ fn template_changes(
                 .and_then(|t| Some(crate::template::changed_share(t.get(&a)?, t.get(&b)?)));
             let (pages, both) = only.get(host).copied().unwrap_or((0, 0));
             if pages > 0 || share.is_some_and(|s| s >= LISTED_SHARE) {
-                let whole = TemplateChange {
-                    host: host_name(host),
-                    section: None,
-                    template_changed_share: share.map(round3),
-                    pages_changed_only_in_template: pages,
-                    pages_in_both: both,
-                };
+                let whole = TemplateChange::of_host(host, share, pages, both);
                 let redesign = whole.is_redesign();
                 changes.push(whole);
                 if redesign {
