@@ -91,8 +91,8 @@ impl Holds {
 
 /// Compactions at the end of an ingest: none is cut off at close and redone by the next
 /// ingest (measured: ~0.7 s of CPU thrown away per later 100k-page sweep). Merges that
-/// started during this ingest are waited for (with two subcompactions, as nothing else
-/// runs then).
+/// started during this ingest are waited for (with `ingest.threads` subcompactions, as
+/// nothing else runs then).
 ///
 /// Postings: the newest runs merged size-tiered ([`postings::settle`]), beside the
 /// wait (key ranges merged on `threads` threads, over files of their own).
@@ -125,7 +125,7 @@ pub(super) fn resume_compactions(index: &Index) -> Result<()> {
 /// memtables, in the families where those flushes could start one: their level-0 files
 /// would reach the trigger, or one is due already (every family while one runs). Each
 /// switch rewrites RocksDB's whole OPTIONS file with an fsync, ~7 ms of CPU a family:
-/// all 18 were most of the committing thread's CPU in a small sweep (llvm-docs sweep 1:
+/// all of them were most of the committing thread's CPU in a small sweep (llvm-docs sweep 1:
 /// 0.12 s serial, 0.03 s with only those near the trigger), and most ingests end with
 /// few or none near it.
 pub(super) fn pause_compactions(index: &Index, extra_flushes: u64) -> Result<()> {

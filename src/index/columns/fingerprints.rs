@@ -2,7 +2,7 @@
 //! Two captures with the same canonical text are one doc.
 //!
 //! Written by ingest (a new doc). Read by ingest's writer (is this text known?) and its
-//! workers (skip the candidate lookup of known text). Point lookups, most of them misses
+//! workers (which prepare only new text for the pair step). Point lookups, most of them misses
 //! for new content: bloom filters.
 
 use rocksdb::{BlockBasedOptions, Options};
