@@ -1510,9 +1510,32 @@ fn the_json_api_answers_what_the_commands_print() {
         50.min(page["rows_total"].as_u64().unwrap() as usize)
     );
 
-    // The OpenAPI description names every endpoint and its parameters.
+    // The OpenAPI description names every endpoint and its parameters, and is the one
+    // the repository keeps (docs/openapi.json, written by `tidemark reference`).
     let api = srv.json("/api/openapi.json");
     assert!(api["openapi"].as_str().unwrap().starts_with("3."));
+    let kept: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        api == kept,
+        "the served OpenAPI description differs from docs/openapi.json: run `bash tools/docs.sh`"
+    );
+    for (status, path) in [
+        ("503", "/readyz"),
+        ("403", "/{collection}/{timestamp}/{url}"),
+        ("507", "/{collection}/{timestamp}/{url}"),
+        ("408", "/"),
+        ("413", "/api/similar"),
+    ] {
+        let method = if status == "413" { "post" } else { "get" };
+        assert!(
+            api["paths"][path][method]["responses"][status].is_object(),
+            "{path} does not describe its {status} answer"
+        );
+    }
     for p in [
         "/api/whereis",
         "/api/history",

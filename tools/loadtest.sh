@@ -32,6 +32,7 @@ while [ $# -gt 0 ]; do
         --rate) rate="$2"; shift 2 ;;
         --json) json_out="$2"; shift 2 ;;
         --acl-rules) acl_rules="$2"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "loadtest: unknown argument $1" >&2; exit 2 ;;
     esac
 done

@@ -11,7 +11,8 @@ use super::{EXIT_OK, EXIT_USAGE};
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Which rule applies to URL: the exact rule, else the longest SURT prefix, else
-    /// `*,`, preferring the user's rule (pywb's order); none: the default, allow.
+    /// `*,`, preferring the user's rule (pywb's order); none: allow (this command does
+    /// not read serve.default_access or the embargo).
     Check(CheckArgs),
 }
 

@@ -45,7 +45,7 @@ sketches, dated URLs and near-duplicate clusters (Broder et al., Syntactic Clust
     after_help = "Exit status: 0 success (also `whereis` of a URL never captured: status unknown); \
 1 an input file was damaged (everything readable was still reported), an operation failed, or a \
 queried URL is not in the index; 2 bad arguments (e.g. an unparseable URL) or configuration, or an \
-index that is missing or of another schema or parameters."
+index that is missing, of another schema or parameters, damaged, or being written by another process."
 )]
 pub struct Cli {
     /// Index directory (default: [index] path in the configuration).
@@ -79,7 +79,8 @@ pub enum Command {
     /// `ingest --pairs`.
     #[command(subcommand)]
     Pairs(pairs_cmd::Command),
-    /// Print every capture in key order as CDXJ or JSON lines.
+    /// Print every capture in key order as CDXJ or JSON lines, or write captures, edges
+    /// and clusters as Parquet files (--format parquet --out DIR).
     Export(index_cmds::ExportArgs),
     /// List the sweeps of the index.
     Sweeps(index_cmds::JsonArg),
@@ -110,11 +111,11 @@ pub enum Command {
     /// TimeMaps and TimeGate, archived payloads, tidemark's JSON API and a lost-and-found
     /// page. Follows ingests: each completed sweep is served without a restart.
     #[command(
-        after_help = "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM); 1 the address cannot be bound or the index cannot be read; 2 bad arguments, or no index at --db."
+        after_help = "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM); 1 the address cannot be bound, or the index fails to open for another reason; 2 bad arguments or configuration (a bad --collection, a missing --archive folder, malformed access rules), or no index at --db, one of another schema or parameters, or a damaged one."
     )]
     Serve(serve_cmd::Args),
     /// Access rules in pywb's .aclj format: `acl check URL --acl FILE` says which rule
-    /// applies (the service does not apply them yet).
+    /// applies (`serve --acl` applies them to every answer).
     #[command(subcommand)]
     Acl(acl_cmd::Command),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:

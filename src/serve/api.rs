@@ -37,7 +37,9 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/api/openapi.json", get(openapi))
 }
 
-async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+#[utoipa::path(get, path = "/api/openapi.json",
+    responses((status = 200, description = "this description (OpenAPI 3.1); `docs/openapi.json` in the repository is the same")))]
+pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
     Json(super::ApiDoc::openapi())
 }
 

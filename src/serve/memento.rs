@@ -240,7 +240,7 @@ async fn timemap_json(
 
 /// The Memento TimeGate: a redirect to the memento closest to `Accept-Datetime` (the
 /// newest without one), with the `Link` header of RFC 7089. HEAD answers the same.
-#[utoipa::path(get, path = "/timegate/{url}", tag = "memento",
+#[utoipa::path(method(get, head), path = "/timegate/{url}", tag = "memento",
     params(("url" = String, Path, description = "The original URL, as it is (not encoded)."),
         ("Accept-Datetime" = Option<String>, Header, description = "An HTTP date (RFC 1123); the newest memento without one.")),
     responses((status = 302, description = "to the closest memento; `Vary: accept-datetime`"),
@@ -327,11 +327,14 @@ fn url_header(v: &str) -> Option<HeaderValue> {
 /// `/{collection}/{TIMESTAMP}[modifier]/{URL}`: the memento.
 #[utoipa::path(get, path = "/{collection}/{timestamp}/{url}", tag = "memento",
     params(("collection" = String, Path, description = "The collection (`tidemark serve --collection`, default `tidemark`)."),
-        ("timestamp" = String, Path, description = "1 to 14 digits and a modifier (`id_`: the payload as archived)."),
+        ("timestamp" = String, Path, description = "1 to 14 digits, then optionally a modifier ending in `_` as pywb writes them (`id_`, `mp_`, `im_`, `js_`, …): each one gives the payload as archived, never rewritten."),
         ("url" = String, Path, description = "The original URL, as it is (not encoded).")),
     responses((status = 200, description = "the archived status, headers and payload, with `Memento-Datetime` and a `Link` to the original, the TimeGate and the TimeMap"),
               (status = 302, description = "another timestamp: to the closest capture"),
-              (status = 404, description = "not captured, or its WARC file is not found (named)")))]
+              (status = 400, description = "a timestamp that is not 1 to 14 digits with an optional modifier"),
+              (status = 403, description = "an access rule (`serve.acl_paths`) or embargo blocks its replay for this user: `{\"code\": \"blocked\"}`"),
+              (status = 404, description = "not captured, or its WARC file is not found (named)"),
+              (status = 507, description = "the archived record is larger than the server reads for replay (`serve.max_replay_bytes`, named): never served cut short")))]
 async fn replay(
     State(state): State<Arc<AppState>>,
     Path(parts): Path<(String, String)>,
@@ -348,7 +351,7 @@ async fn replay(
     if digits.is_empty() || digits.len() > 14 || !(modifier.is_empty() || modifier.ends_with('_')) {
         return Err(ApiError::bad(
             "timestamp",
-            format!("{spec:?}: expected /{coll}/TIMESTAMP/URL or /{coll}/TIMESTAMPid_/URL (1 to 14 digits)"),
+            format!("{spec:?}: expected /{coll}/TIMESTAMP/URL or /{coll}/TIMESTAMPid_/URL (1 to 14 digits, then optionally a modifier ending in _)"),
         ));
     }
     let url = url_after(

@@ -59,7 +59,7 @@ pub struct ServeOptions {
 #[openapi(
     info(
         title = "tidemark",
-        description = "Lost and found, page histories, near-duplicates and change reports over a tidemark index (each `/api/` endpoint answers what the command of the same name prints with --json), and the capture index as pywb, OpenWayback, Wayback CDX and Memento clients read it."
+        description = "Lost and found, page histories, near-duplicates and change reports over a tidemark index (each `/api/` endpoint answers what the command of the same name prints with --json), and the capture index as pywb, Wayback CDX and Memento clients read it."
     ),
     paths(
         api::whereis,
@@ -77,10 +77,55 @@ pub struct ServeOptions {
         memento::timemap_link,
         memento::timemap_json,
         memento::timegate,
-        memento::replay
-    )
+        memento::replay,
+        page::lost_and_found,
+        page::report_page,
+        api::openapi,
+        healthz,
+        readyz
+    ),
+    modifiers(&CommonAnswers)
 )]
 pub struct ApiDoc;
+
+/// The answers any route may give besides its own: the limits of `[serve]` and a
+/// service with no snapshot to read yet. (The access rules hide or list captures; only
+/// replay answers 403, described with its route.)
+struct CommonAnswers;
+
+impl utoipa::Modify for CommonAnswers {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::ResponseBuilder;
+        let answer = |d: &str| ResponseBuilder::new().description(d).build();
+        for (path, item) in doc.paths.paths.iter_mut() {
+            // What the service says of itself reads no index.
+            let of_index = !matches!(path.as_str(), "/healthz" | "/readyz" | "/api/openapi.json");
+            let post = item.post.is_some();
+            for (op, with_body) in [
+                (&mut item.get, false),
+                (&mut item.post, post),
+                (&mut item.head, false),
+            ] {
+                let Some(op) = op else { continue };
+                let mut add = |status: &str, d: &str| {
+                    op.responses
+                        .responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| answer(d).into());
+                };
+                add("408", "the answer took longer than `serve.request_timeout_s` (requests over `serve.max_concurrency` wait their turn within it; a client that has not sent its request head by then is disconnected without an answer)");
+                if with_body {
+                    add("413", "a request body over `serve.max_body_bytes`");
+                }
+                if of_index {
+                    add("414", "a URL over `serve.max_url_chars`");
+                    add("503", "no published snapshot yet (`{\"code\": \"unavailable\"}`), or the request's reading budget spent (`{\"code\": \"over_budget\"}`)");
+                    add("500", "the server's fault: `{\"code\": \"internal\"}`");
+                }
+            }
+        }
+    }
+}
 
 /// Binds the listening socket, then serves until SIGINT or SIGTERM. `on_listen` is told
 /// the bound address (with port 0, the one the system chose) before the first request.
@@ -186,11 +231,16 @@ async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) 
     state::REQUEST_USER.scope(user, next.run(req)).await
 }
 
+#[utoipa::path(get, path = "/healthz", tag = "service",
+    responses((status = 200, description = "`ok`: the process answers (whether or not a snapshot is published)")))]
 async fn healthz() -> &'static str {
     "ok\n"
 }
 
 /// Ready when a published snapshot is open: says which sweep it serves.
+#[utoipa::path(get, path = "/readyz", tag = "service",
+    responses((status = 200, description = "`{ready: true, snapshot, sweeps, sweep, date}`: a published snapshot is open (the sweeps this user may be told of)"),
+              (status = 503, description = "no published snapshot yet: an ingest publishes one when it completes (`{\"code\": \"unavailable\"}`)")))]
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match state.current() {
         Some(s) => {
@@ -262,4 +312,85 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     eprintln!("tidemark serve: shutting down (requests under way finish)");
+}
+
+#[cfg(test)]
+mod tests {
+    use utoipa::OpenApi;
+
+    /// Each `.route("PATH", get(..).post(..))` of the router's source files, with its
+    /// methods.
+    fn routes() -> Vec<(String, Vec<&'static str>)> {
+        let files = [
+            include_str!("mod.rs"),
+            include_str!("api.rs"),
+            include_str!("cdx.rs"),
+            include_str!("memento.rs"),
+            include_str!("page.rs"),
+            include_str!("wayback.rs"),
+        ];
+        let mut out = Vec::new();
+        for text in files {
+            for (i, _) in text.match_indices(".route(\"") {
+                let rest = &text[i + 8..];
+                let path = &rest[..rest.find('"').unwrap()];
+                if !path.starts_with('/') {
+                    continue; // this test's own words
+                }
+                let call = &rest[..rest.find('\n').unwrap()];
+                let methods = ["get", "post", "head"]
+                    .into_iter()
+                    .filter(|m| call.contains(&format!("{m}(")))
+                    .collect();
+                out.push((path.to_string(), methods));
+            }
+        }
+        out
+    }
+
+    /// Whether the router's `route` (axum: `{name}`, a last `{*rest}` for the rest of
+    /// the path) serves the OpenAPI path `described` (`{name}` a segment each).
+    fn serves(route: &str, described: &str) -> bool {
+        let (r, d): (Vec<&str>, Vec<&str>) =
+            (route.split('/').collect(), described.split('/').collect());
+        let param = |s: &str| s.starts_with('{') && s.ends_with('}');
+        for (i, seg) in r.iter().enumerate() {
+            if seg.starts_with("{*") {
+                return d.len() > i && d[i..].iter().all(|s| param(s));
+            }
+            match d.get(i) {
+                Some(x) if x == seg || (param(seg) && param(x)) => {}
+                _ => return false,
+            }
+        }
+        r.len() == d.len()
+    }
+
+    #[test]
+    fn every_route_of_the_router_is_described() {
+        let doc = serde_json::to_value(super::ApiDoc::openapi()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        let routes = routes();
+        assert!(routes.len() >= 18, "{routes:?}");
+        for (route, methods) in routes {
+            assert!(!methods.is_empty(), "{route}: no method found");
+            for m in methods {
+                let found = paths
+                    .iter()
+                    .any(|(p, item)| serves(&route, p) && item[m].is_object());
+                assert!(
+                    found,
+                    "{} {route} has no entry in the OpenAPI description",
+                    m.to_uppercase()
+                );
+            }
+        }
+        // The matching can fail: a route of another shape is not described.
+        assert!(!paths.keys().any(|p| serves("/api/nothing", p)));
+        assert!(!serves("/timemap/link/{*url}", "/timemap/json/{url}"));
+        assert!(serves(
+            "/{collection}/{*rest}",
+            "/{collection}/{timestamp}/{url}"
+        ));
+    }
 }

@@ -93,8 +93,11 @@ struct Page {
     pairs: Vec<(String, String)>,
 }
 
-#[derive(Deserialize)]
-struct PageQuery {
+/// `url=`, `diff=1`
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PageQuery {
+    /// The URL asked about (none: the empty form).
     url: Option<String>,
     /// `1`: each changed version shows what changed, read from the WARC records.
     diff: Option<String>,
@@ -210,7 +213,10 @@ fn answer(
     })
 }
 
-async fn lost_and_found(
+#[utoipa::path(get, path = "/", tag = "pages", params(PageQuery),
+    responses((status = 200, description = "the lost-and-found page (HTML): a URL form, then where the URL is now, its history (each version linked to its replay and, with `diff=1`, what changed), similar pages and its cluster"),
+              (status = 400, description = "the same page, saying what is wrong with the URL")))]
+pub(crate) async fn lost_and_found(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> Response {
@@ -277,7 +283,10 @@ async fn lost_and_found(
 
 /// The change report of a range of sweeps as the self-contained HTML page `tidemark
 /// report --format html` writes.
-async fn report_page(
+#[utoipa::path(get, path = "/report", tag = "pages", params(ReportQuery),
+    responses((status = 200, description = "the change report as `tidemark report --format html` writes it (HTML)"),
+              (status = 400, description = "a bad from, to or host")))]
+pub(crate) async fn report_page(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Html<String>, ApiError> {

@@ -788,7 +788,11 @@ fn bench_queries(a: &Args) -> ExitCode {
             .iter()
             .map(|(_, s)| s.counts.captures)
             .sum();
-        println!("index: {captures} captures; {} URLs sampled", urls.len());
+        say!(
+            a.json,
+            "index: {captures} captures; {} URLs sampled",
+            urls.len()
+        );
         out.insert("captures".into(), json!(captures));
         out.insert("urls".into(), json!(urls.len()));
         out.insert("open_ms".into(), json!(open_ms));
@@ -796,14 +800,20 @@ fn bench_queries(a: &Args) -> ExitCode {
             "median_page_bytes".into(),
             json!(bytes.get(bytes.len() / 2).copied().unwrap_or(0.0)),
         );
-        println!(
+        say!(
+            a.json,
             "{:<8} {:>6} {:>10} {:>10} {:>10}",
-            "query", "calls", "median ms", "p99 ms", "max ms"
+            "query",
+            "calls",
+            "median ms",
+            "p99 ms",
+            "max ms"
         );
         for (name, mut t) in times {
             t.sort_by(f64::total_cmp);
             let q = |p: f64| t[((t.len() as f64 - 1.0) * p).round() as usize];
-            println!(
+            say!(
+                a.json,
                 "{name:<8} {:>6} {:>10.3} {:>10.3} {:>10.3}",
                 t.len(),
                 q(0.5),
