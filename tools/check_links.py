@@ -6,6 +6,9 @@ links (http, https, mailto) are listed by count only: CI has no network.
 usage: python3 tools/check_links.py [BOOK_DIR] [--markdown FILE.md ...]
   exit 1 naming each broken link; --markdown also checks that the relative links of
   markdown files outside the book (README.md, CHANGELOG.md) name files that exist.
+  Every repository path named in backticks (`src/...`, `tools/...`, `docs/...`, a file
+  at the top such as `config.toml`) in those files, the book's sources (docs/src),
+  schema/README.md and docs/history must exist too.
 """
 import html.parser
 import os
@@ -53,6 +56,42 @@ def markdown_links(files):
     return broken
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A path into the repository: a top folder of it, then a path without placeholders.
+REPO_PATH = re.compile(
+    r"^(?:src|tests|tools|docs|schema|fuzz|benches|\.ci|\.cargo)/[A-Za-z0-9_./-]*$"
+    r"|^(?:README|CHANGELOG|ARCHITECTURE|CONTRIBUTING)\.md$|^(?:config|Cargo)\.toml$"
+)
+
+
+def named_paths(files):
+    """Repository paths named in backticks that do not exist."""
+    missing = []
+    for f in files:
+        text = open(f, encoding="utf-8").read()
+        text = re.sub(r"```.*?```", "", text, flags=re.S)
+        for n, line in enumerate(text.split("\n"), 1):
+            for name in re.findall(r"`([^`\s]+)`", line):
+                # A path with an anchor or a line number names the file before it.
+                path = re.split(r"[#:]", name)[0].rstrip(".,")
+                # Placeholders (`tests/fuzz/TARGET/`) and what a build makes (docs/book).
+                if not REPO_PATH.match(path) or path.startswith("docs/book"):
+                    continue
+                if any(re.fullmatch(r"[A-Z_]{3,}", seg) for seg in path.split("/")):
+                    continue
+                if not os.path.exists(os.path.join(ROOT, path)):
+                    missing.append(f"{os.path.relpath(f, ROOT)}: `{name}` names no file or folder of the repository")
+    return missing
+
+
+def sources():
+    out = [os.path.join(ROOT, "schema", "README.md")]
+    for d in ("docs/src", "docs/history"):
+        for root, _, files in os.walk(os.path.join(ROOT, d)):
+            out += [os.path.join(root, n) for n in sorted(files) if n.endswith(".md")]
+    return out
+
+
 def main():
     args = sys.argv[1:]
     md = []
@@ -91,6 +130,7 @@ def main():
                 if urllib.parse.unquote(url.fragment) not in ids:
                     broken.append(f"{path}: {link}: no anchor #{url.fragment} in {target}")
     broken += markdown_links(md)
+    broken += named_paths([os.path.abspath(f) for f in md] + sources())
     for b in broken:
         print(b, file=sys.stderr)
     print(f"check_links: {len(pages)} pages, {checked} links checked, {len(broken)} broken, "
