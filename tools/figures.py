@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""The README's and the guide's figures, from one file: docs/figures.json.
+
+Each record there is what one benchmark command printed (its --json), with the date,
+the commit, the machine and the command that made it. The tables in the pages are
+written from the records, between the markers
+
+    <!-- figures: NAME -->
+    ...
+    <!-- /figures -->
+
+so a figure is never typed twice and the pages cannot disagree with each other.
+
+    python3 tools/figures.py record NAME --what TEXT -- COMMAND...   run COMMAND, keep its JSON
+    python3 tools/figures.py record NAME --what TEXT --command TEXT --from FILE...
+                                                                    keep runs made by hand
+    python3 tools/figures.py render            rewrite every marked table
+    python3 tools/figures.py render --check    exit 1 naming each table that differs (CI)
+
+A record holds one JSON document per run; tables show medians over the runs. Recording
+replaces the record of that name (its figures' history belongs in docs/history/).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURES = ROOT / "docs" / "figures.json"
+
+
+def set_root(root):
+    """Work on another copy of the repository's pages (the tests' check that can fail)."""
+    global ROOT, FIGURES
+    ROOT = Path(root).resolve()
+    FIGURES = ROOT / "docs" / "figures.json"
+MARK = re.compile(r"(<!-- figures: ([a-z0-9-]+) -->\n)(.*?)(<!-- /figures -->)", re.S)
+
+
+def pages():
+    """The pages whose marked tables are written: the README and the guide's."""
+    out = [ROOT / "README.md"]
+    out += sorted((ROOT / "docs" / "src").rglob("*.md"))
+    return out
+
+
+def load():
+    with open(FIGURES) as f:
+        return json.load(f)["records"]
+
+
+# ---------------------------------------------------------------------------------
+# Reading records
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def runs(records, name):
+    try:
+        return records[name]["runs"]
+    except KeyError:
+        sys.exit(f"figures: docs/figures.json has no record {name!r}")
+
+
+def per_sweep(records, name, field):
+    """The median of `field` (a function of a sweep's JSON) for each sweep, over runs."""
+    rs = runs(records, name)
+    n = len(rs[0]["sweeps"])
+    return [med(field(r["sweeps"][i]) for r in rs) for i in range(n)]
+
+
+def spread(records, name, field):
+    rs = runs(records, name)
+    n = len(rs[0]["sweeps"])
+    return [[field(r["sweeps"][i]) for r in rs] for i in range(n)]
+
+
+def source(records, name):
+    r = records[name]
+    n = len(r["runs"])
+    rounds = r["runs"][0].get("rounds", 1) if isinstance(r["runs"][0], dict) else 1
+    if n == 1 and rounds > 1:
+        runs_said = f"medians of {rounds} rounds"
+    else:
+        runs_said = "one run" if n == 1 else f"medians of {n} runs"
+    return f"{r['date']}, commit {r['commit']}, {runs_said}: `{r['command']}`"
+
+
+def pct(x):
+    return f"{round(100 * x)}%"
+
+
+def secs(x):
+    return f"{x:.1f} s" if x >= 1 else f"{x:.2f} s"
+
+
+def span(values, fmt, unit=""):
+    """`lo–hi` (or one value) of `values`, the unit written once at the end."""
+    lo, hi = fmt(min(values)), fmt(max(values))
+    return (lo if lo == hi else f"{lo}–{hi}") + unit
+
+
+def percents(values, digits=0):
+    return span([100 * v for v in values], lambda x: f"{x:.{digits}f}".rstrip("0").rstrip(".") if digits else f"{x:.0f}", "%")
+
+
+def speedup(s, cores):
+    p = s["projected_seconds"]
+    return p["2"] / p[str(cores)]
+
+
+def thousands(n):
+    return f"{n:,}"
+
+
+# ---------------------------------------------------------------------------------
+# The tables
+
+
+def readme_figures(rec):
+    ing = "ingest-rd100k"
+    secs_ = per_sweep(rec, ing, lambda s: s["ingest_seconds"])
+    share = per_sweep(rec, ing, lambda s: s["share_of_zcat_rate"])
+    zcat = per_sweep(rec, ing, lambda s: s["zcat_seconds"])
+    new = per_sweep(rec, ing, lambda s: s["new_docs"])
+    caps = per_sweep(rec, ing, lambda s: s["captures"])
+    serial = per_sweep(rec, ing, lambda s: s["serial_share"])
+    s16 = per_sweep(rec, ing, lambda s: speedup(s, 16))
+    s64 = per_sweep(rec, ing, lambda s: speedup(s, 64))
+    llvm = runs(rec, "ingest-llvm-docs")
+    llvm_total = med(sum(s["ingest_seconds"] for s in r["sweeps"]) for r in llvm)
+    llvm_pages = sum(s["captures"] for s in llvm[0]["sweeps"])
+    bands = runs(rec, "content-bands-llvm-docs")[0]
+    q = runs(rec, "queries-rd100k")
+    qm = {k: med(r[k]["median_ms"] for r in q) for k in ("whereis", "history", "similar")}
+    q_caps = q[0]["captures"]
+    rows = [
+        ("what", "figure"),
+        ("---", "---"),
+        (
+            f"ingest, {thousands(round(caps[0]))} generated pages, first sweep (all new)",
+            f"{secs(secs_[0])}: {pct(share[0])} of `zcat`'s rate on the same files "
+            f"({secs(zcat[0])})",
+        ),
+        (
+            f"a steady sweep after it ({pct(new[1] / caps[1])} new docs)",
+            f"{secs(secs_[1])}: {pct(share[1])} of `zcat`'s rate",
+        ),
+        (
+            "a redesign sweep (every page new, its template changed)",
+            f"{secs(secs_[2])}: {pct(share[2])} of `zcat`'s rate",
+        ),
+        (
+            "serial share of an ingest (the commit)",
+            f"{percents(serial)}: 16 cores projected {span(s16, lambda x: f'{x:.1f}')}× "
+            f"faster than 2, 64 cores {span(s64, lambda x: f'{x:.1f}')}×",
+        ),
+        (
+            f"five sweeps of real manuals (llvm-docs, {thousands(llvm_pages)} captures)",
+            f"{secs(llvm_total)} to ingest all",
+        ),
+        (
+            "content resemblance in the band of the exact one, llvm-docs",
+            f"{percents([t['content_agree'] for t in bands], 2)} "
+            "of changed URLs",
+        ),
+        (
+            f"`whereis` / `history` / `similar`, {thousands(q_caps)} captures",
+            f"{qm['whereis']:.3f} / {qm['history']:.3f} / {qm['similar']:.2f} ms median",
+        ),
+    ]
+    table = "\n".join(f"| {a} | {b} |" for a, b in rows)
+    said = "\n".join(
+        f"- {n}: {source(rec, n)}"
+        for n in ("ingest-rd100k", "ingest-llvm-docs", "content-bands-llvm-docs", "queries-rd100k")
+    )
+    return f"{table}\n\nMeasured ({machine(rec, 'ingest-rd100k')}):\n\n{said}\n"
+
+
+def ingest_table(rec):
+    ing = "ingest-rd100k"
+    cols = {
+        "captures": lambda s: s["captures"],
+        "new": lambda s: s["new_docs"],
+        "zcat": lambda s: s["zcat_seconds"],
+        "secs": lambda s: s["ingest_seconds"],
+        "share": lambda s: s["share_of_zcat_rate"],
+        "serial_s": lambda s: s["serial_s"],
+        "serial": lambda s: s["serial_share"],
+        "cpu": lambda s: s["cpu_s"],
+        "p16": lambda s: s["projected_seconds"]["16"],
+        "p64": lambda s: s["projected_seconds"]["64"],
+        "rss": lambda s: s["peak_rss_mb"],
+    }
+    m = {k: per_sweep(rec, ing, f) for k, f in cols.items()}
+    shares = spread(rec, ing, cols["share"])
+    head = (
+        "| sweep | captures | new docs | zcat s | ingest s | % of zcat rate (runs) "
+        "| serial s (CPU) | serial share | CPU s | projected, 16 cores | 64 cores | peak RSS |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    names = ["1", "2", "3 (redesign)", "4"]
+    lines = []
+    for i in range(len(m["secs"])):
+        lines.append(
+            f"| {names[i] if i < len(names) else i + 1} | {thousands(round(m['captures'][i]))} "
+            f"| {thousands(round(m['new'][i]))} | {m['zcat'][i]:.2f} | {m['secs'][i]:.1f} "
+            f"| {pct(m['share'][i])} ({span(shares[i], lambda x: str(round(100 * x)))}) "
+            f"| {m['serial_s'][i]:.2f} | {pct(m['serial'][i])} | {m['cpu'][i]:.1f} "
+            f"| {m['p16'][i]:.1f} s | {m['p64'][i]:.1f} s | {m['rss'][i] / 1024:.2f} GB |"
+        )
+    return head + "\n".join(lines) + f"\n\n{source(rec, ing)} ({machine(rec, ing)}).\n"
+
+
+def ingest_speedups(rec):
+    ing = "ingest-rd100k"
+    s16 = per_sweep(rec, ing, lambda s: speedup(s, 16))
+    s64 = per_sweep(rec, ing, lambda s: speedup(s, 64))
+    f = lambda x: f"{x:.1f}"
+    return (
+        f"Projected from these figures, 16 cores would ingest the sweeps "
+        f"{', '.join(f(x) + '×' for x in s16)} faster than these 2 (sweeps 1 to {len(s16)}), "
+        f"64 cores {', '.join(f(x) + '×' for x in s64)}.\n"
+    )
+
+
+def writer_table(rec):
+    ing = "ingest-rd100k"
+    fields = [
+        ("(a) sequence", "sequence_s"),
+        ("(b) join", "candidates_s"),
+        ("(b) reads + estimates", "estimate_s"),
+        ("waited for (b)", "pairs_wait_s"),
+        ("(c) edges, unions, settle", "edges_unions_s"),
+        ("captures", "captures_s"),
+        ("spills", "spill_s"),
+        ("finish", "finish_s"),
+    ]
+    cols = [per_sweep(rec, ing, lambda s, k=k: s["writer"][k]) for _, k in fields]
+    out = "| sweep | " + " | ".join(n for n, _ in fields) + " |\n"
+    out += "|---" * (len(fields) + 1) + "|\n"
+    for i in range(len(cols[0])):
+        out += f"| {i + 1} | " + " | ".join(f"{c[i]:.2f}" for c in cols) + " |\n"
+    return out + f"\n{source(rec, ing)}.\n"
+
+
+def queries_table(rec):
+    q = runs(rec, "queries-rd100k")
+    out = "| query | median | p99 |\n|---|---|---|\n"
+    for k in ("whereis", "history", "similar"):
+        out += f"| `{k}` | {med(r[k]['median_ms'] for r in q):.3f} ms | {med(r[k]['p99_ms'] for r in q):.2f} ms |\n"
+    return out + (
+        f"\nOn {thousands(q[0]['captures'])} captures, {q[0]['urls']:,} URLs sampled: "
+        f"{source(rec, 'queries-rd100k')} ({machine(rec, 'queries-rd100k')}).\n"
+    )
+
+
+def llvm_table(rec):
+    name = "ingest-llvm-docs"
+    r = runs(rec, name)[0]
+    out = "| sweep | captures | new docs | ingest s | zcat s | % of zcat rate | peak RSS |\n|---|---|---|---|---|---|---|\n"
+    for i, s in enumerate(r["sweeps"]):
+        out += (
+            f"| s{i + 1} | {thousands(s['captures'])} | {thousands(s['new_docs'])} | {s['ingest_seconds']:.2f} "
+            f"| {s['zcat_seconds']:.2f} | {pct(s['share_of_zcat_rate'])} | {s['peak_rss_mb']:.0f} MB |\n"
+        )
+    return out + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
+
+
+def machine(rec, name):
+    return rec[name]["machine"]
+
+
+TABLES = {
+    "readme": readme_figures,
+    "ingest-rd100k": lambda rec: ingest_table(rec) + "\n" + ingest_speedups(rec),
+    "ingest-rd100k-writer": writer_table,
+    "ingest-llvm-docs": llvm_table,
+    "queries-rd100k": queries_table,
+}
+
+
+# ---------------------------------------------------------------------------------
+# Commands
+
+
+def render(check):
+    rec = load()
+    stale = 0
+    for page in pages():
+        text = page.read_text()
+
+        def fill(m):
+            name = m.group(2)
+            if name not in TABLES:
+                sys.exit(f"figures: {page.relative_to(ROOT)} marks an unknown table {name!r}")
+            return m.group(1) + TABLES[name](rec) + m.group(4)
+
+        new = MARK.sub(fill, text)
+        if new != text:
+            if check:
+                names = [m.group(2) for m in MARK.finditer(text)]
+                print(
+                    f"figures: {page.relative_to(ROOT)} is not up to date "
+                    f"(tables {', '.join(names)}); run `python3 tools/figures.py render`",
+                    file=sys.stderr,
+                )
+                stale += 1
+            else:
+                page.write_text(new)
+                print(f"wrote {page.relative_to(ROOT)}")
+    return 1 if stale else 0
+
+
+def this_machine():
+    cores = os.cpu_count()
+    model = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        mem = next(l for l in open("/proc/meminfo") if l.startswith("MemTotal"))
+        gib = round(int(mem.split()[1]) / 1024 / 1024)
+    except (OSError, StopIteration):
+        gib = None
+    out = f"{cores} cores"
+    if model:
+        out += f" ({model})"
+    if gib:
+        out += f", {gib} GiB"
+    return out + f", {platform.system()}"
+
+
+def head_commit():
+    return subprocess.run(
+        ["git", "rev-parse", "--short=7", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def record(a):
+    if a.cmd:
+        argv = a.cmd
+        done = []
+        for i in range(a.runs):
+            out = subprocess.run(argv, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"figures: {shlex.join(argv)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+            done.append(json.loads(out.stdout))
+        command = a.command or shlex.join(argv)
+    else:
+        if not a.from_ or not a.command:
+            sys.exit("figures: record needs a command after --, or --from FILE... with --command")
+        done = [json.load(open(f)) for f in a.from_]
+        command = a.command
+    data = json.load(open(FIGURES)) if FIGURES.exists() else {"records": {}}
+    data["records"][a.name] = {
+        "what": a.what,
+        "date": a.date or datetime.date.today().isoformat(),
+        "commit": a.commit or head_commit(),
+        "machine": a.machine or this_machine(),
+        "command": command,
+        "runs": done,
+    }
+    data["records"] = dict(sorted(data["records"].items()))
+    FIGURES.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    print(f"recorded {a.name}: {len(done)} run(s)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what_to_do", required=True)
+    r = sub.add_parser("render", help="rewrite the marked tables from docs/figures.json")
+    r.add_argument("--check", action="store_true", help="only compare; exit 1 naming stale pages")
+    r.add_argument("--root", help="the repository (default: the one this script is in)")
+    rec = sub.add_parser("record", help="keep a benchmark's JSON as a record")
+    rec.add_argument("name")
+    rec.add_argument("--what", required=True, help="what the record measures, one line")
+    rec.add_argument("--runs", type=int, default=1, help="run the command this many times")
+    rec.add_argument("--from", dest="from_", nargs="+", help="JSON files of runs made by hand")
+    rec.add_argument("--command", help="the command that made them (with --from)")
+    rec.add_argument("--commit", help="the commit measured (default: HEAD)")
+    rec.add_argument("--date", help="the day it was measured (default: today)")
+    rec.add_argument("--machine", help="the machine (default: this one's cores, CPU, memory)")
+    # The command to run comes after `--`, untouched by the options above.
+    argv = sys.argv[1:]
+    cmd = argv[argv.index("--") + 1 :] if "--" in argv else []
+    a = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    a.cmd = cmd
+    if a.what_to_do == "render":
+        if a.root:
+            set_root(a.root)
+        sys.exit(render(a.check))
+    record(a)
+
+
+if __name__ == "__main__":
+    main()
