@@ -108,32 +108,12 @@ fn matches(shown: &[String], got: &[&str]) -> bool {
 fn workspace() -> Option<&'static PathBuf> {
     static W: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     W.get_or_init(|| {
-        let sweeps = match std::env::var("TIDEMARK_LLVM_SWEEPS") {
-            Ok(d) if Path::new(&d).join("s5").is_dir() => PathBuf::from(d),
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "TIDEMARK_LLVM_SWEEPS is not set in CI: tools/test.sh should have made the llvm-docs sweeps"
-                );
-                eprintln!("SKIPPED: TIDEMARK_LLVM_SWEEPS is not set (bash tools/test.sh makes the sweeps)");
-                return None;
-            }
-        };
+        let sweeps = common::llvm_sweeps()?;
         let w = tempfile::tempdir().unwrap().keep();
         let demo = w.join("tidemark-demo");
         std::fs::create_dir_all(&demo).unwrap();
         std::os::unix::fs::symlink(&sweeps, demo.join("sweeps")).unwrap();
-        let db = demo.join("index");
-        for i in 1..=5 {
-            tidemark_ok(&[
-                "--db",
-                db.to_str().unwrap(),
-                "ingest",
-                "--sweep",
-                &format!("s{i}"),
-                sweeps.join(format!("s{i}")).to_str().unwrap(),
-            ]);
-        }
+        common::ingest_llvm(&sweeps, &demo.join("index"));
         tidemark_ok(&["demo", "--dir", w.join("gen-demo").to_str().unwrap()]);
         // `tidemark` on the PATH is this build.
         let bin = w.join("bin");

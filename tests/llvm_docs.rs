@@ -10,44 +10,19 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::server::{enc, Server};
 use common::tidemark_ok;
 use serde_json::Value;
 
-/// The five sweeps' folders (s1 … s5), or a loud skip outside CI.
-fn sweeps() -> Option<PathBuf> {
-    match std::env::var("TIDEMARK_LLVM_SWEEPS") {
-        Ok(d) if Path::new(&d).join("s5").is_dir() => Some(PathBuf::from(d)),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "TIDEMARK_LLVM_SWEEPS is not set in CI: tools/test.sh should have made the llvm-docs sweeps"
-            );
-            eprintln!("SKIPPED: TIDEMARK_LLVM_SWEEPS is not set (bash tools/test.sh makes the sweeps with tools/llvm_sweeps.sh)");
-            None
-        }
-    }
-}
-
 /// The five sweeps ingested once, shared by the tests of this file.
 fn index() -> Option<&'static PathBuf> {
     static DB: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     DB.get_or_init(|| {
-        let dir = sweeps()?;
+        let dir = common::llvm_sweeps()?;
         let db = tempfile::tempdir().unwrap().keep().join("db");
-        for i in 1..=5 {
-            let sweep = dir.join(format!("s{i}"));
-            tidemark_ok(&[
-                "--db",
-                db.to_str().unwrap(),
-                "ingest",
-                "--sweep",
-                &format!("s{i}"),
-                sweep.to_str().unwrap(),
-            ]);
-        }
+        common::ingest_llvm(&dir, &db);
         Some(db)
     })
     .as_ref()

@@ -261,3 +261,36 @@ pub fn same_index_with(a: &Path, b: &Path, what: &str, global: &[&str]) {
         "{what}: the reports differ"
     );
 }
+
+/// The llvm-docs sweeps' folder (s1 … s5: the LLVM and Clang manuals of five releases,
+/// `tools/llvm_sweeps.sh`, which `tools/test.sh` runs and names in
+/// `TIDEMARK_LLVM_SWEEPS`), or a loud skip outside CI.
+pub fn llvm_sweeps() -> Option<PathBuf> {
+    match std::env::var("TIDEMARK_LLVM_SWEEPS") {
+        Ok(d) if Path::new(&d).join("s5").is_dir() => Some(PathBuf::from(d)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "TIDEMARK_LLVM_SWEEPS is not set in CI: tools/test.sh should have made the llvm-docs sweeps"
+            );
+            eprintln!("SKIPPED: TIDEMARK_LLVM_SWEEPS is not set (bash tools/test.sh makes the sweeps with tools/llvm_sweeps.sh)");
+            None
+        }
+    }
+}
+
+/// The five llvm-docs sweeps of `dir` ingested one by one into `db`, as `tools/demo.sh`
+/// does (sweeps `s1` … `s5`).
+pub fn ingest_llvm(dir: &Path, db: &Path) {
+    for i in 1..=5 {
+        let sweep = dir.join(format!("s{i}"));
+        tidemark_ok(&[
+            "--db",
+            db.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            &format!("s{i}"),
+            sweep.to_str().unwrap(),
+        ]);
+    }
+}
