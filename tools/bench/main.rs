@@ -235,6 +235,18 @@ struct IngestRun {
     summary: serde_json::Value,
 }
 
+/// A line of the human-readable report: on stdout, or on stderr under `--json` (stdout
+/// is then the JSON alone, for scripts).
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
 /// Runs `tidemark --db DB ingest --sweep LABEL --json ARGS…`: its seconds and its JSON
 /// summary, or `None` (said on stderr) when it failed.
 fn timed_ingest(
@@ -260,7 +272,13 @@ fn bench_many_files(a: &Args) -> ExitCode {
     let block = warc::http_response(200, &[("Content-Type", "text/html")], body);
     let digest = tidemark::capture::sha1_base32(body);
     let mut rows = Vec::new();
-    println!("{:>8} {:>10} {:>12}", "files", "seconds", "ms per file");
+    say!(
+        a.json,
+        "{:>8} {:>10} {:>12}",
+        "files",
+        "seconds",
+        "ms per file"
+    );
     for &n in &a.many_files {
         let dir = a.dir.join(format!("many-{n}"));
         let list = dir.join("files.txt");
@@ -288,7 +306,11 @@ fn bench_many_files(a: &Args) -> ExitCode {
             eprintln!("tidemark-bench: {n} files gave {} captures", v["captures"]);
             return ExitCode::from(1);
         }
-        println!("{n:>8} {secs:>10.2} {:>12.3}", 1000.0 * secs / n as f64);
+        say!(
+            a.json,
+            "{n:>8} {secs:>10.2} {:>12.3}",
+            1000.0 * secs / n as f64
+        );
         rows.push(json!({"files": n, "seconds": secs, "ms_per_file": 1000.0 * secs / n as f64}));
         let _ = std::fs::remove_dir_all(&db);
     }
@@ -296,18 +318,6 @@ fn bench_many_files(a: &Args) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&rows).unwrap());
     }
     ExitCode::SUCCESS
-}
-
-/// A line of the human-readable report: on stdout, or on stderr under `--json` (stdout
-/// is then the JSON alone, for scripts).
-macro_rules! say {
-    ($json:expr, $($arg:tt)*) => {
-        if $json {
-            eprintln!($($arg)*)
-        } else {
-            println!($($arg)*)
-        }
-    };
 }
 
 fn print_header(json: bool) {
