@@ -278,6 +278,77 @@ def llvm_table(rec):
     return out + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
 
 
+def read_table(rec):
+    name = "read-throughput"
+    r = runs(rec, name)[0]
+    z = r["zcat"]["seconds"]
+    rows = [
+        ("`zcat FILE > /dev/null`", r["zcat"]),
+        ("read + parse (1 reader)", r["read_parse"]),
+        ("read + canonicalize + sketch, 1 worker", r["read_canon_sketch_1_worker"]),
+        (f"read + canonicalize + sketch, {r['cores']} workers", r["read_canon_sketch_all_cores"]),
+    ]
+    out = "| stage | seconds | MB/s | × zcat |\n|---|---|---|---|\n"
+    for label, m in rows:
+        out += f"| {label} | {m['seconds']:.2f} | {m['mb_per_s']:.1f} | {m['seconds'] / z:.2f} |\n"
+    huge = r.get("huge_records") or []
+    if huge:
+        out += (
+            "\nSingle huge records, one worker (reading stays linear in record size): "
+            + ", ".join(f"{h['record_mb']} MB at {h['mb_per_s']:.0f} MB/s" for h in huge)
+            + ".\n"
+        )
+    return out + (
+        f"\n{r['files']} files, {r['warc_mb']:.0f} MB of WARC in {r['gzip_mb']:.0f} MB of gzip; "
+        f"{source(rec, name)} ({machine(rec, name)}).\n"
+    )
+
+
+def steady_table(rec):
+    name = "ingest-steady"
+    r = runs(rec, name)[0]
+    out = (
+        "| sweep | captures | new docs | zcat s | ingest s | % of zcat rate | serial share | CPU s "
+        "| projected, 16 cores | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    for i, s in enumerate(r["sweeps"]):
+        out += (
+            f"| {i + 1} | {thousands(s['captures'])} | {thousands(s['new_docs'])} | {s['zcat_seconds']:.2f} "
+            f"| {s['ingest_seconds']:.1f} | {pct(s['share_of_zcat_rate'])} | {pct(s['serial_share'])} "
+            f"| {s['cpu_s']:.1f} | {s['projected_seconds']['16']:.1f} s | {s['peak_rss_mb'] / 1024:.2f} GB |\n"
+        )
+    t = r.get("targets", {})
+    if "last_over_second" in t:
+        out += f"\nLast sweep over the second: {t['last_over_second']:.2f}.\n"
+    return out + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
+
+
+def many_files_table(rec):
+    name = "many-files"
+    rows = runs(rec, name)[0]
+    out = "| files | seconds | ms per file |\n|---|---|---|\n"
+    for r in rows:
+        out += f"| {thousands(r['files'])} | {r['seconds']:.2f} | {r['ms_per_file']:.2f} |\n"
+    return out + f"\n{source(rec, name)} ({machine(rec, name)}); the first row includes the start-up.\n"
+
+
+def bars(rec):
+    ing = "ingest-rd100k"
+    share = per_sweep(rec, ing, lambda s: s["share_of_zcat_rate"])
+    serial = per_sweep(rec, ing, lambda s: s["serial_share"])
+    per_doc = med(r["stats"]["bytes_per_doc"] for r in runs(rec, ing))
+    below = [i + 1 for i, x in enumerate(share) if x < 1.0]
+    over = [i + 1 for i, x in enumerate(serial) if x > 0.20]
+    said = lambda v: ", ".join(str(x) for x in v) or "none"
+    return (
+        f"| bar | now (the rd100k ingest above) |\n|---|---|\n"
+        f"| every sweep at or above `zcat`'s rate on two cores | {', '.join(pct(x) for x in share)} "
+        f"of it (sweeps below: {said(below)}) |\n"
+        f"| serial share at most 20% | {', '.join(pct(x) for x in serial)} (sweeps over: {said(over)}) |\n"
+        f"| at most 1 KB of index a doc | {per_doc:,.0f} bytes a doc |\n"
+    )
+
+
 def machine(rec, name):
     return rec[name]["machine"]
 
@@ -288,6 +359,10 @@ TABLES = {
     "ingest-rd100k-writer": writer_table,
     "ingest-llvm-docs": llvm_table,
     "queries-rd100k": queries_table,
+    "read-throughput": read_table,
+    "ingest-steady": steady_table,
+    "many-files": many_files_table,
+    "bars": bars,
 }
 
 
