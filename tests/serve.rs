@@ -2352,3 +2352,119 @@ fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
     b.screenshot("report-sweep-2-3.png");
     eprintln!("screenshots in {}", shot.parent().unwrap().display());
 }
+
+/// Replay as pywb does it: the archived headers that would act on this server's origin
+/// (cookies, HSTS, CSP) or describe the archived transfer (its Date, Link) come as
+/// `X-Archive-Orig-*`; an archived redirect's Location leads to the memento of its
+/// target; the Memento `Link` header names the URL as a link-format target.
+#[test]
+fn replay_sends_archived_headers_as_pywb_does_and_redirects_stay_in_the_archive() {
+    use tidemark::synth::warc;
+    let dir = tempfile::tempdir().unwrap();
+    let date = "2026-05-20T12:00:00Z";
+    let page = warc::http_response(
+        200,
+        &[
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Set-Cookie", "session=abc; Path=/"),
+            ("Strict-Transport-Security", "max-age=31536000"),
+            ("Content-Security-Policy", "default-src 'self'"),
+            ("Date", "Wed, 20 May 2026 12:00:00 GMT"),
+            ("Link", "</style.css>; rel=preload"),
+        ],
+        b"<html><body><p>the page where the chapter is now</p></body></html>",
+    );
+    let moved = warc::http_response(
+        301,
+        &[
+            ("Location", "ch18-01-what-is-oo.html"),
+            ("Content-Type", "text/html"),
+        ],
+        b"moved",
+    );
+    let mut bytes = warc::response(
+        "https://doc.example/book/ch18-01-what-is-oo.html",
+        date,
+        None,
+        &page,
+    );
+    bytes.extend(warc::response(
+        "https://doc.example/book/ch17-01-what-is-oo.html",
+        date,
+        None,
+        &moved,
+    ));
+    let file = dir.path().join("replay.warc");
+    std::fs::write(&file, bytes).unwrap();
+    let db = dir.path().join("db");
+    tidemark_ok(&[
+        "--db",
+        db.to_str().unwrap(),
+        "ingest",
+        "--sweep",
+        "s1",
+        file.to_str().unwrap(),
+    ]);
+    let srv = Server::start(&db, &[], &[]);
+
+    let url = "https://doc.example/book/ch18-01-what-is-oo.html";
+    let (status, hs, body) = no_follow(
+        &format!("{}/{}/20260520120000id_/{url}", srv.base, coll()),
+        &[],
+    );
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("the chapter is now"));
+    assert_eq!(
+        header(&hs, "content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    for (name, value) in [
+        ("set-cookie", "session=abc; Path=/"),
+        ("strict-transport-security", "max-age=31536000"),
+        ("content-security-policy", "default-src 'self'"),
+        ("date", "Wed, 20 May 2026 12:00:00 GMT"),
+    ] {
+        assert_eq!(
+            header(&hs, &format!("x-archive-orig-{name}")),
+            Some(value),
+            "{hs:?}"
+        );
+        assert_ne!(
+            header(&hs, name),
+            Some(value),
+            "{name} sent as itself: {hs:?}"
+        );
+    }
+    assert_eq!(
+        header(&hs, "x-archive-orig-link"),
+        Some("</style.css>; rel=preload")
+    );
+    let link = header(&hs, "link").unwrap();
+    assert!(
+        link.starts_with(&format!(
+            "<{url}>; rel=\"original\", <{}/timegate/{url}>",
+            srv.base
+        )),
+        "{link}"
+    );
+    assert_eq!(
+        header(&hs, "memento-datetime"),
+        Some("Wed, 20 May 2026 12:00:00 GMT")
+    );
+
+    // The archived redirect leads to the memento of its target, which answers.
+    let old = "https://doc.example/book/ch17-01-what-is-oo.html";
+    let (status, hs, _) = no_follow(
+        &format!("{}/{}/20260520120000id_/{old}", srv.base, coll()),
+        &[],
+    );
+    assert_eq!(status, 301);
+    let to = header(&hs, "location").unwrap().to_string();
+    assert_eq!(
+        to,
+        format!("{}/{}/20260520120000id_/{url}", srv.base, coll())
+    );
+    let (status, _, body) = no_follow(&to, &[]);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("the chapter is now"));
+}

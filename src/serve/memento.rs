@@ -286,11 +286,12 @@ async fn timegate(
     };
     let (first, last) = (&first, &last);
     let link = format!(
-        "<{url}>; rel=\"original\", <{}>; rel=\"timemap\"; type=\"application/link-format\", <{}>; rel=\"first memento\"; datetime=\"{}\", <{}>; rel=\"last memento\"; datetime=\"{}\"",
-        l.timemap(&url, "link"),
-        l.memento(first),
+        "<{}>; rel=\"original\", <{}>; rel=\"timemap\"; type=\"application/link-format\", <{}>; rel=\"first memento\"; datetime=\"{}\", <{}>; rel=\"last memento\"; datetime=\"{}\"",
+        link_target(&url),
+        link_target(&l.timemap(&url, "link")),
+        link_target(&l.memento(first)),
         Timestamp14::http_date_of(&first.timestamp),
-        l.memento(last),
+        link_target(&l.memento(last)),
         Timestamp14::http_date_of(&last.timestamp)
     );
     Ok(redirect(&l.memento(&best), &link))
@@ -329,8 +330,9 @@ fn url_header(v: &str) -> Option<HeaderValue> {
     params(("collection" = String, Path, description = "The collection (`tidemark serve --collection`, default `tidemark`)."),
         ("timestamp" = String, Path, description = "1 to 14 digits, then optionally a modifier ending in `_` as pywb writes them (`id_`, `mp_`, `im_`, `js_`, …): each one gives the payload as archived, never rewritten."),
         ("url" = String, Path, description = "The original URL, as it is (not encoded).")),
-    responses((status = 200, description = "the archived status, headers and payload, with `Memento-Datetime` and a `Link` to the original, the TimeGate and the TimeMap"),
+    responses((status = 200, description = "the archived status and payload, with `Memento-Datetime` and a `Link` to the original, the TimeGate and the TimeMap; of the archived headers, `Content-Type`, `Content-Disposition` and `Content-Language` as themselves, every other as `X-Archive-Orig-{name}` (as pywb sends them)"),
               (status = 302, description = "another timestamp: to the closest capture"),
+              (status = 301, description = "an archived redirect (any 3xx, as archived): its `Location` is the memento of its target at the same timestamp, so following it stays in the archive"),
               (status = 400, description = "a timestamp that is not 1 to 14 digits with an optional modifier"),
               (status = 403, description = "an access rule (`serve.acl_paths`) or embargo blocks its replay for this user: `{\"code\": \"blocked\"}`"),
               (status = 404, description = "not captured, or its WARC file is not found (named)"),
@@ -393,8 +395,9 @@ async fn replay(
         None => return Err(no_captures(&url)),
         Some(Err(other)) => {
             let link = format!(
-                "<{url}>; rel=\"original\", <{}>; rel=\"timegate\"",
-                l.timegate(&url)
+                "<{}>; rel=\"original\", <{}>; rel=\"timegate\"",
+                link_target(&url),
+                link_target(&l.timegate(&url))
             );
             return Ok(redirect(&l.memento(&other), &link));
         }
@@ -412,39 +415,63 @@ async fn replay(
     };
     *resp.status_mut() = StatusCode::from_u16(archived.status).unwrap_or(StatusCode::OK);
     let h = resp.headers_mut();
-    for (k, v) in &archived.headers {
-        let lk = k.to_ascii_lowercase();
-        // Framing and encodings are this server's: the payload is sent decoded.
-        if matches!(
-            lk.as_str(),
-            "transfer-encoding"
-                | "content-length"
-                | "content-encoding"
-                | "connection"
-                | "keep-alive"
-        ) {
-            continue;
-        }
-        // An archived Location may hold a non-ASCII URL.
-        let val = match lk.as_str() {
-            "location" | "content-location" => url_header(v),
-            _ => HeaderValue::from_str(v).ok(),
-        };
-        if let (Ok(name), Some(val)) = (HeaderName::from_bytes(k.as_bytes()), val) {
-            h.append(name, val);
-        }
+    for (name, val) in replayed_headers(&archived.headers, &l, &archived.timestamp, &url) {
+        h.append(name, val);
     }
     if let Ok(v) = HeaderValue::from_str(&Timestamp14::http_date_of(&archived.timestamp)) {
         h.insert("memento-datetime", v);
     }
     if let Some(v) = url_header(&format!(
-        "<{url}>; rel=\"original\", <{}>; rel=\"timegate\", <{}>; rel=\"timemap\"; type=\"application/link-format\"",
-        l.timegate(&url),
-        l.timemap(&url, "link")
+        "<{}>; rel=\"original\", <{}>; rel=\"timegate\", <{}>; rel=\"timemap\"; type=\"application/link-format\"",
+        link_target(&url),
+        link_target(&l.timegate(&url)),
+        link_target(&l.timemap(&url, "link"))
     )) {
         h.insert(header::LINK, v);
     }
     Ok(resp)
+}
+
+/// The headers a memento is sent with, from its archived ones, as pywb replays them: the
+/// few that describe the payload are sent as themselves; an archived redirect's
+/// `Location` (and `Content-Location`) points at the memento of its target, captured
+/// at the same time or the closest to it, so following it stays in the archive; every
+/// other one, which would act on this server's origin or describe the archived
+/// transfer (`Set-Cookie`, `Strict-Transport-Security`, `Content-Security-Policy`,
+/// `Date`, `Link`, caching, framing), is sent as `X-Archive-Orig-{name}`.
+fn replayed_headers(
+    archived: &[(String, String)],
+    l: &Links,
+    timestamp: &str,
+    url: &str,
+) -> Vec<(HeaderName, HeaderValue)> {
+    const AS_THEMSELVES: [&str; 3] = ["content-type", "content-disposition", "content-language"];
+    let mut out = Vec::new();
+    for (k, v) in archived {
+        let lk = k.to_ascii_lowercase();
+        let (name, val) = if AS_THEMSELVES.contains(&lk.as_str()) {
+            (
+                HeaderName::from_bytes(k.as_bytes()).ok(),
+                HeaderValue::from_str(v).ok(),
+            )
+        } else if lk == "location" || lk == "content-location" {
+            let target = crate::url::resolve(url, v);
+            let memento = format!("{}/{}/{timestamp}id_/{target}", l.base, l.coll);
+            (
+                HeaderName::from_bytes(k.as_bytes()).ok(),
+                url_header(&memento),
+            )
+        } else {
+            (
+                HeaderName::from_bytes(format!("x-archive-orig-{lk}").as_bytes()).ok(),
+                HeaderValue::from_str(v).ok(),
+            )
+        };
+        if let (Some(name), Some(val)) = (name, val) {
+            out.push((name, val));
+        }
+    }
+    out
 }
 
 /// A payload read from its WARC file chunk by chunk on a blocking thread as the client
