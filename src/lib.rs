@@ -29,6 +29,7 @@ pub mod canon;
 pub mod capture;
 pub mod compact;
 pub mod config;
+pub mod durable;
 pub mod export;
 pub mod index;
 pub mod ingest;

@@ -239,15 +239,15 @@ fn write(path: &Path, batch: RecordBatch, stamp: &Stamp) -> Result<()> {
         ))
         .set_key_value_metadata(Some(stamp.meta()))
         .build();
-    // Under a name of this process's own: two attempts of one task (a retry beside a
-    // speculative copy) never write one file.
-    let tmp = path.with_extension(format!("partial.{}", std::process::id()));
-    let file = File::create(&tmp).map_err(|e| fail(&e))?;
+    // Under a name of this attempt's own: two attempts of one task (a retry beside a
+    // speculative copy, on this machine or another) never write one file.
+    let tmp = crate::durable::Temp::beside(path);
+    let file = File::create(tmp.path()).map_err(|e| fail(&e))?;
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(|e| fail(&e))?;
     w.write(&batch).map_err(|e| fail(&e))?;
     let file = w.into_inner().map_err(|e| fail(&e))?;
     file.sync_all().map_err(|e| fail(&e))?;
-    std::fs::rename(&tmp, path).map_err(|e| fail(&e))
+    tmp.commit(path).map_err(|e| fail(&e))
 }
 
 /// Opens `path` as the file of `stamp`, refusing anything else by name.

@@ -387,10 +387,8 @@ pub fn prepare(
     }
     .with_id();
     let path = Plan::path(&p.out);
-    let tmp = path.with_extension("json.partial");
     let body = serde_json::to_vec_pretty(&plan).unwrap_or_default();
-    std::fs::write(&tmp, body)
-        .and_then(|()| std::fs::rename(&tmp, &path))
+    crate::durable::write_atomic(&path, &body)
         .map_err(|e| IndexError::Invalid(format!("{}: cannot write: {e}", path.display())))?;
     Ok(plan)
 }

@@ -161,14 +161,24 @@ pub(super) fn finish(
             let spawned: Vec<_> = (1..threads.max(1)).map(|_| s.spawn(work)).collect();
             let mut all = work();
             for h in spawned {
-                all.extend(h.join().unwrap_or_default());
+                // A thread that panicked took its hosts with it: the ingest stops with
+                // an error naming the step, not with those hosts' templates missing.
+                all.extend(h.join().unwrap_or_else(|_| {
+                    vec![(
+                        usize::MAX,
+                        Err(IndexError::Invalid(
+                            "a thread learning the hosts' templates at the end of the ingest panicked; this group of hosts was not written (run the same command again to finish the step)".into(),
+                        )),
+                    )]
+                }));
             }
             all.sort_by_key(|(i, _)| *i);
             all.into_iter().map(|(_, r)| r).collect()
         });
         hosts.clear();
-        for r in done {
-            let (mut batch, c, learned) = r?;
+        // Every host of the group done, or none written.
+        let done = done.into_iter().collect::<Result<Vec<HostDone>>>()?;
+        for (mut batch, c, learned) in done {
             // Ids in host order, so that the same sweeps make the same index.
             if let Some((host, mut t)) = learned {
                 t.id = next_id;

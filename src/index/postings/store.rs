@@ -46,13 +46,6 @@ fn damaged(path: &Path, line: usize, what: &str) -> IndexError {
     }
 }
 
-/// Syncs a folder, so that a rename in it survives a crash.
-fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io(dir, e))
-}
-
 /// Unlinks runs merged away (readers that mapped them keep reading them).
 fn remove(gone: Vec<Arc<Run>>) {
     for r in gone {
@@ -232,16 +225,8 @@ impl Store {
             body.push_str(&format!("run {name}\n"));
         }
         body.push_str(&format!("crc {:08x}\n", crc32fast::hash(body.as_bytes())));
-        let tmp = self.dir.join("MANIFEST.tmp");
         let path = self.dir.join(MANIFEST);
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(|e| io(&tmp, e))?;
-            f.write_all(body.as_bytes()).map_err(|e| io(&tmp, e))?;
-            f.sync_all().map_err(|e| io(&tmp, e))?;
-        }
-        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
-        sync_dir(&self.dir)
+        crate::durable::write_atomic(&path, body.as_bytes()).map_err(|e| io(&path, e))
     }
 
     /// This store with one more run, of the docs from the mark to `end`, written by
