@@ -41,15 +41,17 @@ fn steps(page: &Path) -> Vec<Step> {
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((_, line)) = lines.next() {
-        if line.trim_end() != "```text" {
+        if line.trim() != "```text" {
             continue;
         }
+        // A block in a list item is indented as its fence is.
+        let indent = &line[..line.len() - line.trim_start().len()];
         let mut block = Vec::new();
         for (n, l) in lines.by_ref() {
-            if l.trim_end() == "```" {
+            if l.trim() == "```" {
                 break;
             }
-            block.push((n + 1, l));
+            block.push((n + 1, l.strip_prefix(indent).unwrap_or(l)));
         }
         if !block.first().is_some_and(|(_, l)| l.starts_with("$ ")) {
             continue;
