@@ -124,6 +124,19 @@ def thousands(n):
     return f"{n:,}"
 
 
+def md_table(head, rows):
+    """A markdown table of `head` (column names) and `rows` (lists of cells)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def sweeps_table(run, cols, label=lambda i: i + 1):
+    """A row per sweep of a `tidemark-bench --ingest` run: `cols` are (name, cell of a sweep)."""
+    rows = [[label(i)] + [cell(s) for _, cell in cols] for i, s in enumerate(run["sweeps"])]
+    return md_table(["sweep"] + [name for name, _ in cols], rows)
+
+
 # ---------------------------------------------------------------------------------
 # The tables
 
@@ -266,16 +279,19 @@ def queries_table(rec):
     )
 
 
+# Columns of the per-sweep tables, shared.
+CAPTURES = ("captures", lambda s: thousands(s["captures"]))
+NEW_DOCS = ("new docs", lambda s: thousands(s["new_docs"]))
+ZCAT = ("zcat s", lambda s: f"{s['zcat_seconds']:.2f}")
+SHARE = ("% of zcat rate", lambda s: pct(s["share_of_zcat_rate"]))
+
+
 def llvm_table(rec):
     name = "ingest-llvm-docs"
-    r = runs(rec, name)[0]
-    out = "| sweep | captures | new docs | ingest s | zcat s | % of zcat rate | peak RSS |\n|---|---|---|---|---|---|---|\n"
-    for i, s in enumerate(r["sweeps"]):
-        out += (
-            f"| s{i + 1} | {thousands(s['captures'])} | {thousands(s['new_docs'])} | {s['ingest_seconds']:.2f} "
-            f"| {s['zcat_seconds']:.2f} | {pct(s['share_of_zcat_rate'])} | {s['peak_rss_mb']:.0f} MB |\n"
-        )
-    return out + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
+    cols = [CAPTURES, NEW_DOCS, ("ingest s", lambda s: f"{s['ingest_seconds']:.2f}"), ZCAT, SHARE,
+            ("peak RSS", lambda s: f"{s['peak_rss_mb']:.0f} MB")]
+    table = sweeps_table(runs(rec, name)[0], cols, label=lambda i: f"s{i + 1}")
+    return table + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
 
 
 def read_table(rec):
@@ -307,16 +323,18 @@ def read_table(rec):
 def steady_table(rec):
     name = "ingest-steady"
     r = runs(rec, name)[0]
-    out = (
-        "| sweep | captures | new docs | zcat s | ingest s | % of zcat rate | serial share | CPU s "
-        "| projected, 16 cores | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|\n"
-    )
-    for i, s in enumerate(r["sweeps"]):
-        out += (
-            f"| {i + 1} | {thousands(s['captures'])} | {thousands(s['new_docs'])} | {s['zcat_seconds']:.2f} "
-            f"| {s['ingest_seconds']:.1f} | {pct(s['share_of_zcat_rate'])} | {pct(s['serial_share'])} "
-            f"| {s['cpu_s']:.1f} | {s['projected_seconds']['16']:.1f} s | {s['peak_rss_mb'] / 1024:.2f} GB |\n"
-        )
+    cols = [
+        CAPTURES,
+        NEW_DOCS,
+        ZCAT,
+        ("ingest s", lambda s: f"{s['ingest_seconds']:.1f}"),
+        SHARE,
+        ("serial share", lambda s: pct(s["serial_share"])),
+        ("CPU s", lambda s: f"{s['cpu_s']:.1f}"),
+        ("projected, 16 cores", lambda s: f"{s['projected_seconds']['16']:.1f} s"),
+        ("peak RSS", lambda s: f"{s['peak_rss_mb'] / 1024:.2f} GB"),
+    ]
+    out = sweeps_table(r, cols)
     t = r.get("targets", {})
     if "last_over_second" in t:
         out += f"\nLast sweep over the second: {t['last_over_second']:.2f}.\n"
@@ -325,11 +343,10 @@ def steady_table(rec):
 
 def many_files_table(rec):
     name = "many-files"
-    rows = runs(rec, name)[0]
-    out = "| files | seconds | ms per file |\n|---|---|---|\n"
-    for r in rows:
-        out += f"| {thousands(r['files'])} | {r['seconds']:.2f} | {r['ms_per_file']:.2f} |\n"
-    return out + f"\n{source(rec, name)} ({machine(rec, name)}); the first row includes the start-up.\n"
+    rows = [[thousands(r["files"]), f"{r['seconds']:.2f}", f"{r['ms_per_file']:.2f}"] for r in runs(rec, name)[0]]
+    return md_table(["files", "seconds", "ms per file"], rows) + (
+        f"\n{source(rec, name)} ({machine(rec, name)}); the first row includes the start-up.\n"
+    )
 
 
 def bars(rec):
