@@ -71,6 +71,9 @@ pub struct ServeConfig {
     pub default_access: String,
     /// Request header naming the user whose rules apply, set by a trusted front end.
     pub acl_user_header: String,
+    /// Addresses or networks (CIDR) whose requests may name a user with
+    /// `acl_user_header`; the header from anyone else is ignored.
+    pub trusted_proxies: Vec<String>,
     /// Captures hidden or blocked by their date.
     pub embargo: EmbargoConfig,
 }
@@ -96,6 +99,11 @@ impl ServeConfig {
     pub fn embargo(&self) -> Result<crate::access::Embargo, String> {
         let e = &self.embargo;
         crate::access::Embargo::parse(&e.access, &e.before, &e.after, &e.newer, &e.older)
+    }
+
+    /// `trusted_proxies`, parsed.
+    pub fn trusted_proxies(&self) -> Result<crate::access::TrustedProxies, String> {
+        crate::access::TrustedProxies::parse(&self.trusted_proxies)
     }
 
     /// `default_access`, parsed (`None`: allow).
@@ -314,6 +322,7 @@ impl Config {
         }
         v.embargo()?;
         v.default_access()?;
+        v.trusted_proxies()?;
         if v.acl_user_header.is_empty()
             || axum::http::HeaderName::from_bytes(v.acl_user_header.as_bytes()).is_err()
         {

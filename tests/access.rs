@@ -511,6 +511,31 @@ fn the_user_header_names_whose_rules_apply_and_changed_rules_apply_without_a_res
         visible_to_staff,
         "the staff rule allows the host; the embargo still holds"
     );
+    // From an address not in serve.trusted_proxies the header changes nothing: every
+    // answer is the one without it, byte for byte.
+    let untrusted = own.path().join("untrusted.toml");
+    let embargo = std::fs::read_to_string(&s.config).unwrap();
+    std::fs::write(
+        &untrusted,
+        format!("[serve]\ntrusted_proxies = [\"10.0.0.1\", \"fd00::/8\"]\n\n{embargo}"),
+    )
+    .unwrap();
+    let direct = Server::start(
+        &s.db,
+        &["--config", untrusted.to_str().unwrap()],
+        &["--acl", acl.to_str().unwrap()],
+    );
+    for path in [
+        format!("/{COLL}?url={}", enc(&host_url)),
+        format!("/api/history?url={}", enc(&host_url)),
+        format!("/api/whereis?url={}", enc(&host_url)),
+        "/api/sweeps".to_string(),
+    ] {
+        let plain = get(&direct.base, &path, &[]);
+        let as_staff = get(&direct.base, &path, &[("X-Pywb-ACL-User", "staff")]);
+        assert_eq!((plain.0, &plain.2), (as_staff.0, &as_staff.2), "{path}");
+    }
+    drop(direct);
     // The host's rules removed from the file: its URLs are there for everyone.
     write_rules(s, &acl, false);
     let t = Instant::now();

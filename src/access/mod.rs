@@ -11,12 +11,14 @@
 //! commands run without a view and see everything.
 
 pub mod embargo;
+pub mod proxies;
 pub mod rules;
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
 pub use embargo::Embargo;
+pub use proxies::TrustedProxies;
 pub use rules::{Access, Acl, Rule, EXACT};
 
 /// The rules, the default and the embargo one server applies.

@@ -220,14 +220,22 @@ fn router(state: Arc<AppState>) -> Router {
 }
 
 /// The user the configured header names (`serve.acl_user_header`), for the request's
-/// view of the index ([`crate::access`]).
+/// view of the index ([`crate::access`]): only from a trusted front end
+/// (`serve.trusted_proxies`); anyone else's header is ignored.
 async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let user = (req
-        .headers()
-        .get(state.config.serve.acl_user_header.as_str()))
-    .and_then(|v| v.to_str().ok())
-    .map(|v| v.trim().to_string())
-    .filter(|v| !v.is_empty());
+    let peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let user = peer
+        .filter(|ip| state.trusted_proxies.trusts(*ip))
+        .and_then(|_| {
+            req.headers()
+                .get(state.config.serve.acl_user_header.as_str())
+        })
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty());
     state::REQUEST_USER.scope(user, next.run(req)).await
 }
 

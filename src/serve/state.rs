@@ -84,6 +84,8 @@ pub struct AppState {
     policy: RwLock<Arc<Policy>>,
     /// What the rule files were when last read (path, modified, length).
     acl_stamp: std::sync::Mutex<Vec<(PathBuf, Option<std::time::SystemTime>, u64)>>,
+    /// Who may name a user (`serve.trusted_proxies`).
+    pub trusted_proxies: crate::access::TrustedProxies,
 }
 
 tokio::task_local! {
@@ -121,7 +123,12 @@ impl AppState {
                 show_paths(&config.serve.acl_paths)
             );
         }
+        let trusted_proxies = config
+            .serve
+            .trusted_proxies()
+            .map_err(|e| anyhow::anyhow!(e))?;
         let state = AppState {
+            trusted_proxies,
             db,
             config,
             current: RwLock::new(None),
