@@ -655,3 +655,53 @@ fn pywb_hides_what_tidemark_hides_with_the_same_rules() {
         .count();
     assert!(hidden_here > 0);
 }
+
+/// A host the rules exclude is not told of by the report's template changes (its stored
+/// templates are the index's, not the reader's), in JSON or HTML; the other hosts'
+/// changes are still named.
+#[test]
+fn the_report_names_no_template_change_of_an_excluded_host() {
+    let dir = tempfile::tempdir().unwrap();
+    common::generate_redesign(dir.path(), 400, 11);
+    let db = dir.path().join("db");
+    ingest_generated(dir.path(), &db, 3, &[]);
+    let named = |srv: &Server| -> BTreeSet<String> {
+        let (status, _, body) = get(&srv.base, "/api/report", &[]);
+        assert_eq!(status, 200);
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        (v["transitions"].as_array().unwrap().iter())
+            .flat_map(|t| t["template_changes"].as_array().unwrap().clone())
+            .map(|c| c["host"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let open = Server::start(&db, &[], &[]);
+    let before = named(&open);
+    drop(open);
+    assert!(
+        before.len() >= 2,
+        "the redesign changes several hosts' templates: {before:?}"
+    );
+    let host = before.iter().next().unwrap().clone();
+    let acl = dir.path().join("host.aclj");
+    let key = surt(&format!("http://{host}/"));
+    std::fs::write(
+        &acl,
+        format!(
+            "{} - {{\"access\": \"exclude\"}}\n",
+            key.trim_end_matches('/')
+        ),
+    )
+    .unwrap();
+    let srv = Server::start(&db, &[], &["--acl", acl.to_str().unwrap()]);
+    let after = named(&srv);
+    assert!(
+        !after.contains(&host),
+        "{host} excluded, still named: {after:?}"
+    );
+    assert_eq!(after.len(), before.len() - 1, "{before:?} → {after:?}");
+    let (_, _, page) = get(&srv.base, "/report", &[]);
+    assert!(
+        !String::from_utf8_lossy(&page).contains(&host),
+        "{host} in the HTML report"
+    );
+}

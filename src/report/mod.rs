@@ -567,17 +567,20 @@ fn sections(dirs: &[(&(String, String, String), &(u64, u64))]) -> Vec<(String, (
 /// Per transition of `range`, the hosts whose template changed (from `templates`) or
 /// whose pages changed only in template (`template_only`), and the sections
 /// ([`sections`], from `dir_only`) where a tenth of the pages changed only in template
-/// while their host as a whole did not.
+/// while their host as a whole did not. Only hosts of which the reader may see a
+/// capture (`seen`: the hosts of the captures the report read, through the request's
+/// access rules) are named: a host the rules hide is not told of by its templates.
 fn template_changes(
     index: &Index,
     range: &[SweepDates],
     template_only: &[BTreeMap<String, (u64, u64)>],
     dir_only: &[BTreeMap<(String, String, String), (u64, u64)>],
     host_filter: Option<&str>,
+    seen: &BTreeMap<String, (u64, Vec<f64>)>,
 ) -> Result<Vec<Vec<TemplateChange>>> {
     let mut by_host: BTreeMap<String, HashMap<u32, Vec<u32>>> = BTreeMap::new();
     index.templates().for_each(|(host, sweep), t| {
-        if host_filter.is_none_or(|h| h == host) {
+        if host_filter.is_none_or(|h| h == host) && seen.contains_key(&host) {
             by_host.entry(host).or_default().insert(sweep, t.values);
         }
         Ok(true)
@@ -708,6 +711,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
         &tally.template_only,
         &tally.dir_only,
         tally.host_filter.as_deref(),
+        &tally.host_urls,
     )?;
     for ((t, changes), content) in transitions.iter_mut().zip(templates).zip(tally.content) {
         t.content = content;
