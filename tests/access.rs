@@ -511,6 +511,25 @@ fn the_user_header_names_whose_rules_apply_and_changed_rules_apply_without_a_res
         visible_to_staff,
         "the staff rule allows the host; the embargo still holds"
     );
+    // Sent twice (a front end that appends its own after the client's), it names no
+    // one; once, it does.
+    let raw = |copies: usize| -> String {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&srv.addr).unwrap();
+        let users = "X-Pywb-ACL-User: staff\r\n".repeat(copies);
+        let path = format!("/{COLL}?url={}", enc(&host_url));
+        write!(
+            c,
+            "GET {path} HTTP/1.1\r\nHost: t\r\n{users}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        c.read_to_string(&mut answer).unwrap();
+        answer
+    };
+    let key = surt(&host_url);
+    assert!(raw(1).contains(&key));
+    assert!(!raw(2).contains(&key), "a user header sent twice counted");
     // From an address not in serve.trusted_proxies the header changes nothing: every
     // answer is the one without it, byte for byte.
     let untrusted = own.path().join("untrusted.toml");

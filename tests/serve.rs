@@ -2356,12 +2356,17 @@ fn the_lost_and_found_page_finds_a_moved_page_in_a_real_browser() {
 /// Replay as pywb does it: the archived headers that would act on this server's origin
 /// (cookies, HSTS, CSP) or describe the archived transfer (its Date, Link) come as
 /// `X-Archive-Orig-*`; an archived redirect's Location leads to the memento of its
-/// target; the Memento `Link` header names the URL as a link-format target.
+/// target (a path of this server: no public_url), and a redirect to its own URL in
+/// another form (http to https) to that URL's page, not back to itself; the Memento
+/// `Link` header names the URL as a link-format target.
 #[test]
 fn replay_sends_archived_headers_as_pywb_does_and_redirects_stay_in_the_archive() {
     use tidemark::synth::warc;
     let dir = tempfile::tempdir().unwrap();
-    let date = "2026-05-20T12:00:00Z";
+    let (t0, t1) = ("2026-05-20T12:00:00Z", "2026-05-20T12:00:01Z");
+    let url = "https://doc.example/book/ch18-01-what-is-oo.html";
+    let old = "https://doc.example/book/ch17-01-what-is-oo.html";
+    let http = "http://doc.example/book/ch18-01-what-is-oo.html";
     let page = warc::http_response(
         200,
         &[
@@ -2369,102 +2374,78 @@ fn replay_sends_archived_headers_as_pywb_does_and_redirects_stay_in_the_archive(
             ("Set-Cookie", "session=abc; Path=/"),
             ("Strict-Transport-Security", "max-age=31536000"),
             ("Content-Security-Policy", "default-src 'self'"),
-            ("Date", "Wed, 20 May 2026 12:00:00 GMT"),
+            ("Date", "Wed, 20 May 2026 12:00:01 GMT"),
             ("Link", "</style.css>; rel=preload"),
         ],
         b"<html><body><p>the page where the chapter is now</p></body></html>",
     );
-    let moved = warc::http_response(
-        301,
-        &[
-            ("Location", "ch18-01-what-is-oo.html"),
-            ("Content-Type", "text/html"),
-        ],
-        b"moved",
-    );
-    let mut bytes = warc::response(
-        "https://doc.example/book/ch18-01-what-is-oo.html",
-        date,
-        None,
-        &page,
-    );
-    bytes.extend(warc::response(
-        "https://doc.example/book/ch17-01-what-is-oo.html",
-        date,
-        None,
-        &moved,
-    ));
+    let moved = warc::http_response(301, &[("Location", "ch18-01-what-is-oo.html")], b"moved");
+    let to_https = warc::http_response(301, &[("Location", url)], b"moved");
+    let mut bytes = warc::response(http, t0, None, &to_https);
+    bytes.extend(warc::response(url, t1, None, &page));
+    bytes.extend(warc::response(old, t0, None, &moved));
     let file = dir.path().join("replay.warc");
     std::fs::write(&file, bytes).unwrap();
     let db = dir.path().join("db");
-    tidemark_ok(&[
-        "--db",
-        db.to_str().unwrap(),
-        "ingest",
-        "--sweep",
-        "s1",
-        file.to_str().unwrap(),
-    ]);
+    let (d, f) = (db.to_str().unwrap(), file.to_str().unwrap());
+    tidemark_ok(&["--db", d, "ingest", "--sweep", "s1", f]);
     let srv = Server::start(&db, &[], &[]);
+    let get = |path: &str| no_follow(&format!("{}{path}", srv.base), &[]);
 
-    let url = "https://doc.example/book/ch18-01-what-is-oo.html";
-    let (status, hs, body) = no_follow(
-        &format!("{}/{}/20260520120000id_/{url}", srv.base, coll()),
-        &[],
-    );
+    let (status, hs, body) = get(&format!("/{}/20260520120001id_/{url}", coll()));
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&body).contains("the chapter is now"));
+    let h = |name: &str| header(&hs, name).map(str::to_string);
     assert_eq!(
-        header(&hs, "content-type"),
+        h("content-type").as_deref(),
         Some("text/html; charset=utf-8")
     );
     for (name, value) in [
         ("set-cookie", "session=abc; Path=/"),
         ("strict-transport-security", "max-age=31536000"),
         ("content-security-policy", "default-src 'self'"),
-        ("date", "Wed, 20 May 2026 12:00:00 GMT"),
+        ("date", "Wed, 20 May 2026 12:00:01 GMT"),
+        ("link", "</style.css>; rel=preload"),
     ] {
         assert_eq!(
-            header(&hs, &format!("x-archive-orig-{name}")),
+            h(&format!("x-archive-orig-{name}")).as_deref(),
             Some(value),
             "{hs:?}"
         );
         assert_ne!(
-            header(&hs, name),
+            h(name).as_deref(),
             Some(value),
             "{name} sent as itself: {hs:?}"
         );
     }
+    let link = h("link").unwrap();
+    let want = format!("<{url}>; rel=\"original\", <{}/timegate/{url}>", srv.base);
+    assert!(link.starts_with(&want), "{link}");
     assert_eq!(
-        header(&hs, "x-archive-orig-link"),
-        Some("</style.css>; rel=preload")
-    );
-    let link = header(&hs, "link").unwrap();
-    assert!(
-        link.starts_with(&format!(
-            "<{url}>; rel=\"original\", <{}/timegate/{url}>",
-            srv.base
-        )),
-        "{link}"
-    );
-    assert_eq!(
-        header(&hs, "memento-datetime"),
-        Some("Wed, 20 May 2026 12:00:00 GMT")
+        h("memento-datetime").as_deref(),
+        Some("Wed, 20 May 2026 12:00:01 GMT")
     );
 
-    // The archived redirect leads to the memento of its target, which answers.
-    let old = "https://doc.example/book/ch17-01-what-is-oo.html";
-    let (status, hs, _) = no_follow(
-        &format!("{}/{}/20260520120000id_/{old}", srv.base, coll()),
-        &[],
-    );
+    // The archived redirect leads to the memento of its target at the same time: the
+    // capture of its URL key then is the http → https redirect, which leads on to the
+    // page's own capture, which answers.
+    let (status, hs, _) = get(&format!("/{}/20260520120000id_/{old}", coll()));
     assert_eq!(status, 301);
     let to = header(&hs, "location").unwrap().to_string();
+    assert_eq!(to, format!("/{}/20260520120000id_/{url}", coll()));
     assert_eq!(
-        to,
-        format!("{}/{}/20260520120000id_/{url}", srv.base, coll())
+        header(&hs, "x-archive-orig-location"),
+        Some("ch18-01-what-is-oo.html")
     );
-    let (status, _, body) = no_follow(&to, &[]);
+    let (status, hs, _) = get(&to);
+    assert_eq!(status, 301, "{hs:?}");
+    let (status, _, body) = get(header(&hs, "location").unwrap());
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&body).contains("the chapter is now"));
+
+    // http → https of one page (one URL key): to the page's capture, not to itself.
+    let (status, hs, _) = get(&format!("/{}/20260520120000id_/{http}", coll()));
+    assert_eq!(status, 301);
+    let want = format!("/{}/20260520120001id_/{url}", coll());
+    assert_eq!(header(&hs, "location"), Some(want.as_str()), "{hs:?}");
 }

@@ -388,7 +388,14 @@ async fn replay(
                 !(k.eq_ignore_ascii_case("location") || k.eq_ignore_ascii_case("content-location"))
                     || crate::access::url_shown(&crate::url::resolve(&best.info.url, v))
             });
-            Ok(Some(Ok(archived)))
+            let location = (archived.headers.iter())
+                .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+                .map(|(_, v)| crate::url::resolve(&best.info.url, v));
+            let moved_to = match location {
+                Some(target) => memento_of_target(&s.index, &best, &target)?,
+                None => None,
+            };
+            Ok(Some(Ok((archived, moved_to))))
         })
         .await?;
     let archived = match found {
@@ -403,6 +410,16 @@ async fn replay(
         }
         Some(Ok(a)) => a,
     };
+    let (archived, moved_to) = archived;
+    // Where an archived redirect leads, as a path of this service unless
+    // `serve.public_url` names it: a client's Host header must not make the link.
+    let location = moved_to.map(|(ts, target)| {
+        let base = match state.config.serve.public_url.is_empty() {
+            true => "",
+            false => l.base.as_str(),
+        };
+        format!("{base}/{}/{ts}id_/{target}", l.coll)
+    });
     // HEAD too: hyper sends the headers (Content-Length included) without the body.
     let mut resp = match archived.payload {
         Payload::Whole(bytes) => Response::new(Body::from(bytes)),
@@ -415,7 +432,7 @@ async fn replay(
     };
     *resp.status_mut() = StatusCode::from_u16(archived.status).unwrap_or(StatusCode::OK);
     let h = resp.headers_mut();
-    for (name, val) in replayed_headers(&archived.headers, &l, &archived.timestamp, &url) {
+    for (name, val) in replayed_headers(&archived.headers, location.as_deref()) {
         h.append(name, val);
     }
     if let Ok(v) = HeaderValue::from_str(&Timestamp14::http_date_of(&archived.timestamp)) {
@@ -434,44 +451,67 @@ async fn replay(
 
 /// The headers a memento is sent with, from its archived ones, as pywb replays them: the
 /// few that describe the payload are sent as themselves; an archived redirect's
-/// `Location` (and `Content-Location`) points at the memento of its target, captured
-/// at the same time or the closest to it, so following it stays in the archive; every
-/// other one, which would act on this server's origin or describe the archived
-/// transfer (`Set-Cookie`, `Strict-Transport-Security`, `Content-Security-Policy`,
-/// `Date`, `Link`, caching, framing), is sent as `X-Archive-Orig-{name}`.
+/// `Location` is `location`, the memento it leads to ([`memento_of_target`]; none: the
+/// archived value is only told, as `X-Archive-Orig-Location`); every other one, which
+/// would act on this server's origin or describe the archived transfer (`Set-Cookie`,
+/// `Strict-Transport-Security`, `Content-Security-Policy`, `Date`, `Link`, caching,
+/// framing), is sent as `X-Archive-Orig-{name}`.
 fn replayed_headers(
     archived: &[(String, String)],
-    l: &Links,
-    timestamp: &str,
-    url: &str,
+    location: Option<&str>,
 ) -> Vec<(HeaderName, HeaderValue)> {
     const AS_THEMSELVES: [&str; 3] = ["content-type", "content-disposition", "content-language"];
     let mut out = Vec::new();
     for (k, v) in archived {
         let lk = k.to_ascii_lowercase();
-        let (name, val) = if AS_THEMSELVES.contains(&lk.as_str()) {
-            (
-                HeaderName::from_bytes(k.as_bytes()).ok(),
-                HeaderValue::from_str(v).ok(),
-            )
-        } else if lk == "location" || lk == "content-location" {
-            let target = crate::url::resolve(url, v);
-            let memento = format!("{}/{}/{timestamp}id_/{target}", l.base, l.coll);
-            (
-                HeaderName::from_bytes(k.as_bytes()).ok(),
-                url_header(&memento),
-            )
-        } else {
-            (
-                HeaderName::from_bytes(format!("x-archive-orig-{lk}").as_bytes()).ok(),
-                HeaderValue::from_str(v).ok(),
-            )
+        if AS_THEMSELVES.contains(&lk.as_str()) {
+            if let (Ok(name), Ok(val)) = (
+                HeaderName::from_bytes(k.as_bytes()),
+                HeaderValue::from_str(v),
+            ) {
+                out.push((name, val));
+            }
+            continue;
+        }
+        if lk == "location" {
+            if let Some(val) = location.and_then(url_header) {
+                out.push((header::LOCATION, val));
+            }
+        }
+        let orig = HeaderName::from_bytes(format!("x-archive-orig-{lk}").as_bytes());
+        let val = match lk.as_str() {
+            "location" | "content-location" => url_header(v),
+            _ => HeaderValue::from_str(v).ok(),
         };
-        if let (Some(name), Some(val)) = (name, val) {
+        if let (Ok(name), Some(val)) = (orig, val) {
             out.push((name, val));
         }
     }
     out
+}
+
+/// The memento an archived redirect of `best` to `target` leads to: `target` at the
+/// same time (the closest capture of it answers), unless `target` is `best`'s own URL
+/// in another form (http to https, `www.`, case: one SURT key), which would lead back
+/// to this redirect: then the closest capture of that URL that is not a redirect, or
+/// none.
+fn memento_of_target(
+    index: &crate::index::Index,
+    best: &CaptureRow,
+    target: &str,
+) -> Result<Option<(String, String)>, ApiError> {
+    if crate::url::surt(target) != best.surt {
+        return Ok(Some((best.timestamp.clone(), target.to_string())));
+    }
+    let mut found = None;
+    crate::query::captures::closest_each(index, target, &best.timestamp, |r| {
+        if r.info.status.is_some_and(|c| (300..400).contains(&c)) {
+            return Ok(true);
+        }
+        found = Some((r.timestamp.clone(), r.info.url.clone()));
+        Ok(false)
+    })?;
+    Ok(found)
 }
 
 /// A payload read from its WARC file chunk by chunk on a blocking thread as the client

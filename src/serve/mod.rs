@@ -221,18 +221,26 @@ fn router(state: Arc<AppState>) -> Router {
 
 /// The user the configured header names (`serve.acl_user_header`), for the request's
 /// view of the index ([`crate::access`]): only from a trusted front end
-/// (`serve.trusted_proxies`); anyone else's header is ignored.
+/// (`serve.trusted_proxies`), and sent once; anyone else's header, or one sent twice, is
+/// ignored.
 async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let peer = req
         .extensions()
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    // Sent once: a front end that adds its own after the client's would otherwise let
+    // the client's count.
+    let mut sent = req
+        .headers()
+        .get_all(state.config.serve.acl_user_header.as_str())
+        .iter();
+    let once = match (sent.next(), sent.next()) {
+        (Some(v), None) => Some(v),
+        _ => None,
+    };
     let user = peer
         .filter(|ip| state.trusted_proxies.trusts(*ip))
-        .and_then(|_| {
-            req.headers()
-                .get(state.config.serve.acl_user_header.as_str())
-        })
+        .and(once)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty());
