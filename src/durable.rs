@@ -10,16 +10,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Writes `bytes` to `path` atomically and durably (see the module).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = Temp::beside(path);
-    let mut f = std::fs::File::create(tmp.path())?;
+    // A new file, never one already there under that name (nor a link's target).
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp.path())?;
     f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
     tmp.commit(path)
 }
 
-/// Syncs a folder, so that the names created, renamed or removed in it are on disk.
+/// Syncs a folder, so that the names created, renamed or removed in it are on disk. A
+/// file system that cannot sync a folder (some network and FUSE mounts answer EINVAL)
+/// is not an error: there is nothing more to do on it.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
+    match std::fs::File::open(dir)?.sync_all() {
+        Err(e) if e.raw_os_error() == Some(22) => Ok(()),
+        r => r,
+    }
 }
 
 /// The temporary file of a write to `path` (for writers that stream into a file of
