@@ -366,6 +366,154 @@ def bars(rec):
     )
 
 
+def content_bands_table(rec):
+    """Per corpus and transition: the share of changed URLs in the exact value's band."""
+    corpora = [
+        ("content-bands-llvm-docs", "llvm-docs × 5"),
+        ("content-bands-sections", "generated, 10 sections a host"),
+    ]
+    rows = []
+    for name, label in corpora:
+        for i, t in enumerate(runs(rec, name)[0]):
+            rows.append([
+                label if i == 0 else "",
+                f"{t['from']} → {t['to']} ({thousands(t['changed'])})",
+                f"{100 * t['content_agree']:.2f}%",
+                f"{100 * t['full_agree']:.2f}%",
+            ])
+    table = md_table(["corpus", "transition (changed URLs)", "content bands as the exact", "all shingles' bands as the exact"], rows)
+    said = "\n".join(f"- {n}: {source(rec, n)}" for n, _ in corpora)
+    return f"{table}\nMeasured ({machine(rec, corpora[0][0])}):\n\n{said}\n"
+
+
+def map_reduce_tables(rec):
+    """`tidemark-bench --map-reduce --json`: per sweep in µs a page, the fit, the projections."""
+    name = "map-reduce-rd100k"
+    rs = runs(rec, name)
+    labels = ["1 (first)", "2 (steady)", "3 (template change)", "4 (steady)"]
+
+    def m(i, k):
+        return med(r["sweeps"][i][k] for r in rs)
+
+    rows = []
+    for i in range(len(rs[0]["sweeps"])):
+        pages = m(i, "pages")
+        us = lambda k: f"{1e6 * m(i, k) / pages:,.0f}"
+        new = m(i, "new_docs")
+        spark = m(i, "pairs_spark_local2_seconds")
+        rows.append([
+            labels[i] if i < len(labels) else str(i + 1),
+            thousands(round(pages)),
+            thousands(round(new)),
+            us("sketch_cpu_seconds"),
+            f"{m(i, 'shard_bytes') / pages:,.0f}",
+            us("merge_seconds"),
+            us("records_commit_seconds"),
+            us("pairs_commit_seconds"),
+            us("commit_serial_seconds"),
+            f"{1e6 * m(i, 'pairs_tasks_cpu_seconds') / max(new, 1):,.0f}",
+            f"{spark:.1f}" if spark is not None else "–",
+        ])
+    head = ["sweep", "pages", "new docs", "sketch, CPU", "shard bytes", "local merge", "commit: records",
+            "commit: pairs", "commit, serial part", "pairs tasks, CPU a new doc", "Spark `local[2]`, s"]
+    table = md_table(head, rows)
+
+    def g(k):
+        return med(r[k] for r in rs)
+
+    us = lambda k: f"{1e6 * g(k):.0f}"
+    fit = (
+        f"Fitted over the sweeps: the map stage costs {us('map_seconds_per_page_per_core')} "
+        f"CPU-µs a page; the pairs {us('pairs_cpu_seconds_per_new_doc')} CPU-µs a new doc, on "
+        f"any number of executors; the commit on the index's machine "
+        f"{1e6 * (g('records_commit_seconds_per_new_page') + g('pairs_commit_seconds_per_new_page')):.0f} µs "
+        f"a new-doc page and "
+        f"{1e6 * (g('records_commit_seconds_per_known_page') + g('pairs_commit_seconds_per_known_page')):.0f} µs "
+        f"a known one on these two cores (records {us('records_commit_seconds_per_new_page')} / "
+        f"{us('records_commit_seconds_per_known_page')}, pairs {us('pairs_commit_seconds_per_new_page')} / "
+        f"{us('pairs_commit_seconds_per_known_page')}), "
+        f"{pct(g('commit_share_of_local_merge_per_new_doc'))} of a local merge's time a new doc "
+        f"({us('merge_seconds_per_new_page')} µs; {us('merge_seconds_per_known_page')} µs a known page). "
+        f"Its serial part is **{us('commit_serial_seconds_per_new_page')} µs a new doc** and "
+        f"{us('commit_serial_seconds_per_known_page')} µs a known one: "
+        f"**{pct(g('commit_serial_share_of_local_merge_per_new_doc'))} of the local merge's time a new doc** "
+        f"(target: at most 20%). Every run's split index was the local merge's: "
+        f"{'yes' if all(r['same_index'] for r in rs) else 'NO'}.\n"
+    )
+
+    def human(s):
+        if s >= 2 * 86400:
+            return f"{s / 86400:.1f} days"
+        if s >= 2 * 3600:
+            return f"{s / 3600:.1f} h" if s < 100 * 3600 else f"{s / 3600:.0f} h"
+        if s >= 120:
+            return f"{s / 60:.0f} min"
+        return f"{s:.0f} s"
+
+    prow = []
+    for k, p in enumerate(rs[0]["projection"]):
+        pm = lambda f: med(f(r["projection"][k]) for r in rs)
+        cells = [
+            f"{human(pm(lambda q: q['wall_seconds'][e]))} ({human(pm(lambda q: q['wall_seconds_serial_commit'][e]))})"
+            f" / {human(pm(lambda q: q['wall_seconds_local_merge'][e]))}"
+            for e in ("10", "100", "1000")
+        ]
+        n = p["pages"]
+        prow.append([
+            f"{n / 1e9:.0f}B pages" if n >= 1e9 else f"{n / 1e6:.0f}M pages",
+            "all new" if p["content"] == "new" else p["content"],
+            f"{human(pm(lambda q: q['commit_seconds']))} ({human(pm(lambda q: q['commit_serial_seconds']))})",
+            *cells,
+        ])
+    proj = md_table(["sweep", "content", "commit (serial part)", "E=10", "E=100", "E=1,000"], prow)
+    big = [k for k, p in enumerate(rs[0]["projection"]) if p["pages"] >= 1e9 and p["content"] == "all new"]
+    target = ""
+    if big:
+        k = big[0]
+        pm = lambda f: med(f(r["projection"][k]) for r in rs)
+        target = (
+            f"A 3B-page sweep of new content, on an index machine with cores to spare and 100 "
+            f"executors, is in the index in **{human(pm(lambda q: q['wall_seconds_serial_commit']['100']))}** "
+            f"(the target: a day): {human(pm(lambda q: q['commit_serial_seconds']))} of the commit's serial "
+            f"part, the pairs' {human(pm(lambda q: q['pairs_cpu_seconds']) / 100)} on the cluster, the map "
+            f"beside the records' commit.\n\n"
+        )
+    return (
+        f"{table}\n{fit}\nProjected (steady: {pct(g('steady_new_share'))} new docs):\n\n{proj}\n{target}"
+        f"{source(rec, name)} ({machine(rec, name)}).\n"
+    )
+
+
+def serving_table(rec):
+    """`tools/loadtest.sh --json`: without and with access rules, medians over runs."""
+    plain, rules = runs(rec, "serving-rd100k"), runs(rec, "serving-rd100k-rules")
+    key = lambda s: (s["phase"], s["scenario"], s["mode"])
+    order = [key(s) for s in plain[0]]
+    said = {"idle": "idle", "during-ingest": "during ingest", "cdx-exact": "CDX exact (`/tidemark?url=`)",
+            "cdx-prefix-100": "CDX prefix, 100 lines", "whereis": "`/api/whereis`", "similar": "`/api/similar`"}
+
+    def cells(rs, k):
+        got = [s for r in rs for s in r if key(s) == k]
+        if not got:
+            return ["–", "–", "–"]
+        return [
+            f"{med(s['rps'] for s in got):,.0f}",
+            f"{med(s['p50_ms'] for s in got):.2f}",
+            f"{med(s['p99_ms'] for s in got):.1f}",
+        ]
+
+    rows = [[said[k[0]], said[k[1]], k[2], *cells(plain, k), *cells(rules, k)] for k in order]
+    errors = sum(s["errors"] + s["non_2xx"] for r in plain + rules for s in r)
+    table = md_table(["phase", "request", "load", "req/s", "p50 ms", "p99 ms",
+                      "with access rules: req/s", "p50 ms", "p99 ms"], rows)
+    return (
+        f"{table}\nError or non-2xx responses in all runs: {errors}.\n\n"
+        f"- serving-rd100k: {source(rec, 'serving-rd100k')}\n"
+        f"- serving-rd100k-rules: {source(rec, 'serving-rd100k-rules')}\n\n"
+        f"({machine(rec, 'serving-rd100k')}.)\n"
+    )
+
+
 def machine(rec, name):
     return rec[name]["machine"]
 
@@ -380,6 +528,9 @@ TABLES = {
     "ingest-steady": steady_table,
     "many-files": many_files_table,
     "bars": bars,
+    "content-bands": content_bands_table,
+    "map-reduce": map_reduce_tables,
+    "serving": serving_table,
 }
 
 

@@ -194,7 +194,8 @@ pub fn bench(a: &Args) -> ExitCode {
     if python.is_none() {
         eprintln!("tidemark-bench: no Python with pyspark (TIDEMARK_PYTHON or python3): the Spark job is not timed");
     }
-    println!(
+    say!(
+        a.json,
         "{:<10} {:>8} {:>9} {:>12} {:>11} {:>10} {:>11} {:>9} {:>13} {:>12} {:>10}",
         "sweep",
         "pages",
@@ -317,7 +318,8 @@ pub fn bench(a: &Args) -> ExitCode {
         let new_docs = m["new_docs"].as_f64().unwrap_or(0.0);
         let shard_bytes = sk["shard_bytes"].as_f64().unwrap_or(0.0);
         let commit = stage1_s + commit_s;
-        println!(
+        say!(
+        a.json,
             "{:<10} {:>8} {:>9} {:>12.0} {:>11.0} {:>9.0}% {:>11.0} {:>9.0} {:>15.0} {:>12} {:>11.0}%",
             label,
             pages,
@@ -387,7 +389,8 @@ pub fn bench(a: &Args) -> ExitCode {
         }
     };
     let same = same_index(&exe, &db, &dist);
-    println!(
+    say!(
+        a.json,
         "map: {:.0} µs a page on one core; pairs: {:.0} CPU-µs a new doc on one core; local merge (2 cores): {:.0} µs a new-doc page, {:.0} µs a known one; commit with the pairs from files (2 cores): records {:.0} / {:.0} µs, pairs {:.0} / {:.0} µs (new / known), {:.0}% of the local merge a new doc; its serial part (the busiest one-thread step of each commit: committing, encoding, writing or postings thread): {:.0} / {:.0} µs, {:.0}% of the local merge a new doc; steady sweeps {:.0}% new; same index as the local merge: {}",
         1e6 * map_per_page,
         1e6 * pairs_per_new,
@@ -404,10 +407,16 @@ pub fn bench(a: &Args) -> ExitCode {
         100.0 * steady_new,
         same
     );
-    println!("projected wall time: the map on E one-core executors beside the records' commit (the larger), then the pairs on the E executors, then their commit: with the commit as on these 2 cores, (with its serial part alone: an index machine with cores for the rest), [a local merge's, pipelined with the map]:");
-    println!(
+    say!(a.json, "projected wall time: the map on E one-core executors beside the records' commit (the larger), then the pairs on the E executors, then their commit: with the commit as on these 2 cores, (with its serial part alone: an index machine with cores for the rest), [a local merge's, pipelined with the map]:");
+    say!(
+        a.json,
         "{:<8} {:<8} {:>10} {:>27} {:>27} {:>27}",
-        "pages", "content", "commit", "E=10", "E=100", "E=1000"
+        "pages",
+        "content",
+        "commit",
+        "E=10",
+        "E=100",
+        "E=1000"
     );
     let mut projection = Vec::new();
     for n in [1e8, 3e9] {
@@ -445,7 +454,8 @@ pub fn bench(a: &Args) -> ExitCode {
                     human(local[k])
                 )
             };
-            println!(
+            say!(
+                a.json,
                 "{:<8} {:<8} {:>10} {:>27} {:>27} {:>27}",
                 format!("{:.0}M", n / 1e6),
                 what,
