@@ -22,7 +22,7 @@ fn queries(c: &mut Criterion) {
     };
     let config = Config::default();
     let index = Index::open_read_only(std::path::Path::new(&db), &config).expect("open the index");
-    let s = Searcher::new(&index).expect("searcher");
+    let s = Searcher::everything(&index).expect("searcher");
     let urls = sample_urls(&index, 1000).expect("sample URLs");
     let wopts = WhereisOptions {
         move_floor: config.query.move_floor,

@@ -724,3 +724,106 @@ fn the_report_names_no_template_change_of_an_excluded_host() {
         "{host} in the HTML report"
     );
 }
+
+/// Under an embargo that hides the newest sweep, a page deleted in that sweep is what
+/// the sweeps the reader may see say: alive, as an index without the hidden sweep would
+/// answer (not gone: the hidden sweep's absence of it is not told). Without the embargo
+/// the same page is gone, so the check can fail.
+#[test]
+fn whereis_under_an_embargo_reads_no_hidden_sweep() {
+    let s = setup();
+    let deleted: Vec<String> = (truth(&s.dir, 3)["deleted"].as_array().unwrap().iter())
+        .map(|u| u["url"].as_str().unwrap().to_string())
+        .filter(|u| !u.contains(&s.host))
+        .take(5)
+        .collect();
+    assert!(!deleted.is_empty());
+    let open = Server::start(&s.db, &[], &[]);
+    let embargoed = Server::start(&s.db, &["--config", s.config.to_str().unwrap()], &[]);
+    // The reference: an index of sweeps 1 and 2 alone.
+    let two = s.dir.join("db-two-sweeps");
+    if !two.exists() {
+        ingest_generated(&s.dir, &two, 2, &[]);
+    }
+    let reference = Server::start(&two, &[], &[]);
+    for u in &deleted {
+        let ask = |srv: &Server| -> Value {
+            let (st, _, body) = get(&srv.base, &format!("/api/whereis?url={}", enc(u)), &[]);
+            assert_eq!(st, 200, "{u}: {}", String::from_utf8_lossy(&body));
+            serde_json::from_slice(&body).unwrap()
+        };
+        assert_eq!(ask(&open)["status"], "gone", "{u}");
+        let (seen, want) = (ask(&embargoed), ask(&reference));
+        assert_eq!(seen["status"], want["status"], "{u}: {seen} against {want}");
+        assert_ne!(seen["status"], "gone", "{u}: {seen}");
+    }
+}
+
+/// A cluster is named by its smallest doc the reader may see: the CDX `cluster` field
+/// never carries the number of a doc whose every capture is hidden (without the rules
+/// some answers do, so the check can fail), and `/api/cluster` names its first member.
+#[test]
+fn a_cluster_is_named_by_a_doc_the_reader_may_see() {
+    let s = setup();
+    let hidden_docs: HashSet<u64> = (s.caps.iter())
+        .filter(|c| s.hidden(c))
+        .filter_map(|c| c.doc)
+        .collect();
+    let seen_docs: HashSet<u64> = (s.caps.iter())
+        .filter(|c| !s.hidden(c))
+        .filter_map(|c| c.doc)
+        .collect();
+    let only_hidden: HashSet<u64> = hidden_docs.difference(&seen_docs).copied().collect();
+    let srv = Server::start(
+        &s.db,
+        &["--config", s.config.to_str().unwrap()],
+        &["--acl", s.acl.to_str().unwrap()],
+    );
+    let open = Server::start(&s.db, &[], &[]);
+    let hosts: BTreeSet<String> = (s.caps.iter())
+        .map(|c| c.url.split('/').nth(2).unwrap().to_string())
+        .collect();
+    let clusters = |srv: &Server, host: &str| -> Vec<u64> {
+        let q = format!(
+            "/{COLL}?url={}&matchType=host&output=json&fl=cluster",
+            enc(host)
+        );
+        let (st, _, body) = get(&srv.base, &q, &[]);
+        assert!(st == 200 || st == 404, "{q}: {st}");
+        String::from_utf8_lossy(&body)
+            .lines()
+            .filter_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                let c = &v["cluster"];
+                c.as_u64()
+                    .or_else(|| c.as_str().and_then(|c| c.parse().ok()))
+            })
+            .collect()
+    };
+    let mut named_hidden = 0;
+    for h in &hosts {
+        named_hidden += (clusters(&open, h).iter())
+            .filter(|c| only_hidden.contains(c))
+            .count();
+        for c in clusters(&srv, h) {
+            assert!(
+                seen_docs.contains(&c),
+                "{h}: cluster {c} is no doc the reader may see"
+            );
+        }
+    }
+    assert!(
+        named_hidden > 0,
+        "no cluster is named by a hidden doc without the rules"
+    );
+    for u in [&s.redirect_from, &s.content_from] {
+        let (st, _, body) = get(&srv.base, &format!("/api/cluster?url={}", enc(u)), &[]);
+        if st == 200 {
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(
+                v["cluster"], v["members"][0]["doc"],
+                "/api/cluster {u}: {v}"
+            );
+        }
+    }
+}

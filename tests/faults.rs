@@ -173,3 +173,126 @@ fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes()
         );
     }
 }
+
+/// `recluster` killed between clearing the union-find and writing the new one: a reader
+/// is refused with a clear error (not served half the clusters), and the next command
+/// that writes the index finishes the rebuild; the index then equals one reclustered
+/// without a kill.
+#[test]
+fn a_recluster_killed_halfway_is_finished_by_the_next_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 300, 2, 5);
+    let (clean, killed) = (dir.path().join("clean"), dir.path().join("killed"));
+    for db in [&clean, &killed] {
+        common::ingest_generated(&corpus, db, 2, &[]);
+    }
+    let recluster = |db: &Path, stop: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tidemark"));
+        c.args([
+            "--db",
+            db.to_str().unwrap(),
+            "recluster",
+            "--threshold",
+            "0.7",
+        ]);
+        if stop {
+            c.env("TIDEMARK_TEST_STOP_RECLUSTER", "1");
+        }
+        c.output().unwrap()
+    };
+    assert!(recluster(&clean, false).status.success());
+    let out = recluster(&killed, true);
+    assert!(!out.status.success(), "the test's stop did not happen");
+    // A reader of the half-rebuilt index is told, not answered.
+    let url = common::json_lines(&tidemark_ok(&[
+        "--db",
+        clean.to_str().unwrap(),
+        "export",
+        "--format",
+        "jsonl",
+    ]))[0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = tidemark(&["--db", killed.to_str().unwrap(), "cluster", &url]);
+    let said = String::from_utf8_lossy(&read.stderr);
+    assert!(!read.status.success(), "a reader was answered: {said}");
+    assert!(
+        said.contains("was interrupted") && said.contains("recluster --threshold 0.7"),
+        "{said}"
+    );
+    // The next writer finishes it.
+    let again = recluster(&killed, false);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    common::same_index(&clean, &killed, "reclustered after a kill");
+}
+
+/// A postings mark past the index's next doc (a spill's manifest synced, the docs it
+/// covers lost from RocksDB's log in a power cut): a reader is refused with a clear
+/// error; the next ingest repairs it (runs past the mark dropped, their docs rebuilt from
+/// the sketches) and makes the index a clean run makes.
+#[test]
+fn a_postings_mark_past_the_docs_is_repaired_by_the_next_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    generate(&corpus, 300, 2, 6);
+    let (clean, cut) = (dir.path().join("clean"), dir.path().join("cut"));
+    common::ingest_generated(&corpus, &clean, 2, &[]);
+    common::ingest_generated(&corpus, &cut, 1, &[]);
+    // The mark moved on past the docs RocksDB kept.
+    let manifest = cut.join("postings").join("MANIFEST");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut body: String = text
+        .lines()
+        .filter(|l| !l.starts_with("crc "))
+        .map(|l| match l.strip_prefix("mark ") {
+            Some(m) => format!("mark {}\n", m.parse::<u64>().unwrap() + 1000),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert_ne!(body, text);
+    body.push_str(&format!("crc {:08x}\n", crc32(body.as_bytes())));
+    std::fs::write(&manifest, body).unwrap();
+    let url = common::json_lines(&tidemark_ok(&[
+        "--db",
+        clean.to_str().unwrap(),
+        "export",
+        "--format",
+        "jsonl",
+    ]))[0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = tidemark(&["--db", cut.to_str().unwrap(), "similar", &url]);
+    let said = String::from_utf8_lossy(&read.stderr);
+    assert!(!read.status.success(), "a reader was answered: {said}");
+    assert!(said.contains("past the index's next doc"), "{said}");
+    let out = ingest(&cut, "sweep-2", &corpus.join("sweep-02"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::same_index(&clean, &cut, "ingested after a lost write");
+}
+
+/// CRC-32 (IEEE), as the postings manifest carries it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for b in bytes {
+        c ^= *b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}

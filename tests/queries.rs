@@ -71,7 +71,7 @@ fn expected_place(dir: &Path, from_sweep: usize, to: &str) -> Option<String> {
 fn whereis_finds_every_moved_page() {
     let (dir, db) = corpus();
     let index = Index::open_read_only(db, &Config::default()).unwrap();
-    let searcher = Searcher::new(&index).unwrap();
+    let searcher = Searcher::everything(&index).unwrap();
     let (mut total, mut right) = (0, 0);
     let mut wrong = Vec::new();
     let mut content_moves = (0, 0);
@@ -149,7 +149,7 @@ fn whereis_finds_every_moved_page() {
 fn pages_that_stay_are_alive_and_deleted_ones_are_gone() {
     let (dir, db) = corpus();
     let index = Index::open_read_only(db, &Config::default()).unwrap();
-    let searcher = Searcher::new(&index).unwrap();
+    let searcher = Searcher::everything(&index).unwrap();
     let last = truth(dir, SWEEPS);
     // URLs captured with 200 in the last sweep are alive.
     let mut alive = 0;
@@ -193,7 +193,7 @@ fn pages_that_stay_are_alive_and_deleted_ones_are_gone() {
 fn history_reports_edits_with_their_resemblance() {
     let (dir, db) = corpus();
     let index = Index::open_read_only(db, &Config::default()).unwrap();
-    let searcher = Searcher::new(&index).unwrap();
+    let searcher = Searcher::everything(&index).unwrap();
     let (mut n, mut close, mut worst) = (0, 0, 0.0f64);
     for k in 2..=SWEEPS {
         for e in truth(dir, k)["edits"].as_array().unwrap() {
@@ -229,7 +229,7 @@ fn history_reports_edits_with_their_resemblance() {
 fn similar_finds_every_mirror() {
     let (dir, db) = corpus();
     let index = Index::open_read_only(db, &Config::default()).unwrap();
-    let searcher = Searcher::new(&index).unwrap();
+    let searcher = Searcher::everything(&index).unwrap();
     let mut groups = 0;
     let mut lowest = 1.0f64;
     for k in 1..=SWEEPS {
@@ -382,7 +382,7 @@ fn stored_texts_are_the_canonical_texts_and_diffs_show_edits() {
     ingest_generated(dir.path(), &db, 2, &["--config", &s(&config)]);
     // Every stored text is the canonical text of a record that carries the doc.
     let index = Index::open_read_only(&db, &Config::default()).unwrap();
-    let searcher = Searcher::new(&index).unwrap();
+    let searcher = Searcher::everything(&index).unwrap();
     let reader = tidemark::index::texts::TextReader::new(&index).unwrap();
     let params = tidemark::sketch::SketchParams::default();
     let mut scratch = tidemark::capture::Scratch::default();
@@ -439,12 +439,17 @@ fn stored_texts_are_the_canonical_texts_and_diffs_show_edits() {
     let plain = Index::open_read_only(cdb, &Config::default()).unwrap();
     let archive = tidemark::query::diff::Archive::new(&plain, &[]).unwrap();
     let diff_of = |a: &tidemark::query::diff::Archive| {
-        history(&Searcher::new(&plain).unwrap(), &edit, opts(), Some(a))
-            .unwrap()
-            .captures
-            .iter()
-            .find_map(|c| c.diff.clone())
-            .expect("a changed version")
+        history(
+            &Searcher::everything(&plain).unwrap(),
+            &edit,
+            opts(),
+            Some(a),
+        )
+        .unwrap()
+        .captures
+        .iter()
+        .find_map(|c| c.diff.clone())
+        .expect("a changed version")
     };
     let d = diff_of(&archive);
     assert!(d.contains("[-") || d.contains("{+"), "{d}");

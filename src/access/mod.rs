@@ -1,21 +1,20 @@
 //! Who may see what. An archive publishes under access rules (pywb's `.aclj` files:
 //! [`rules`]) and embargoes ([`embargo`]); a [`Policy`] holds both, and each request of
-//! the service reads the index through a [`View`] of it: for the request's user, at the
-//! request's time.
+//! the service reads the index as a [`Reader`]: a [`View`] of it, for the request's
+//! user, at the request's time.
 //!
-//! The view is installed on the thread that runs the request's work (as its
-//! [`Budget`](crate::index::budget::Budget) is) and applied where captures are read —
-//! the `captures` and `doc_captures` families — so a hidden capture does not exist for
-//! any answer built on those reads: the CDX APIs, TimeMaps, the TimeGate, replay,
-//! `whereis`, `history`, `similar`, `cluster`, the report and its change list. The
-//! commands run without a view and see everything.
+//! The reader is a capability, passed to every read of captures (the `captures` and
+//! `doc_captures` families, and through them the CDX APIs, TimeMaps, the TimeGate,
+//! replay, `whereis`, `history`, `similar`, `cluster`, the report and its change list)
+//! and of sweeps: there is no default, so a read that forgets it does not compile. A
+//! hidden capture does not exist for any answer built on those reads. The commands, the
+//! ingest and the exports read as [`Reader::everything`], said where they do.
 
 pub mod embargo;
 pub mod proxies;
 pub mod rules;
 
-use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub use embargo::Embargo;
 pub use proxies::TrustedProxies;
@@ -80,18 +79,6 @@ impl View {
         combine(self.rule_access(key), &self.bounds, ts)
     }
 
-    /// Runs `f` with this view applied to every capture read on this thread.
-    pub fn run<T>(self, f: impl FnOnce() -> T) -> T {
-        let _restore = Restore(ACTIVE.with(|a| {
-            a.borrow_mut().replace(Active {
-                view: self,
-                last_key: String::new(),
-                last: None,
-            })
-        }));
-        f()
-    }
-
     /// Names the policy and user: answers learnt under one view (where a query's pages
     /// start) are kept apart from another's.
     fn scope(&self) -> String {
@@ -117,90 +104,93 @@ fn combine(rule: Access, bounds: &embargo::Bounds, ts: &str) -> Access {
     }
 }
 
-struct Active {
+/// How one reader reads the index: everything (the commands, the ingest, the collection
+/// counts of `/api/stats`), or through a [`View`]. Cheap to clone; one per request.
+#[derive(Debug, Clone)]
+pub struct Reader(Option<Arc<Viewing>>);
+
+#[derive(Debug)]
+struct Viewing {
     view: View,
     /// The last key asked and its rule's access (a scan reads a URL's captures
-    /// together); the key's buffer is reused.
-    last_key: String,
-    last: Option<Access>,
+    /// together).
+    last: Mutex<(String, Option<Access>)>,
 }
 
-struct Restore(Option<Active>);
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        ACTIVE.with(|a| *a.borrow_mut() = self.0.take());
+impl Reader {
+    /// A reader who sees everything: the commands' and the ingest's.
+    pub fn everything() -> Reader {
+        Reader(None)
     }
-}
 
-thread_local! {
-    static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
-}
+    /// A reader through `view`, or one who sees everything when there is none (an open
+    /// policy makes none: [`Policy::view`]).
+    pub fn of(view: Option<View>) -> Reader {
+        Reader(view.map(|view| {
+            Arc::new(Viewing {
+                view,
+                last: Mutex::new((String::new(), None)),
+            })
+        }))
+    }
 
-/// The access this thread's reader has to the capture of `key` at `ts`: `allow` with no
-/// view.
-pub fn access_of(key: &str, ts: &str) -> Access {
-    ACTIVE.with(|a| {
-        let mut a = a.borrow_mut();
-        let Some(a) = a.as_mut() else {
+    /// Whether some capture may be hidden from this reader.
+    pub fn filtered(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The access this reader has to the capture of `key` at `ts`.
+    pub fn access_of(&self, key: &str, ts: &str) -> Access {
+        let Some(v) = &self.0 else {
             return Access::Allow;
         };
-        let rule = match a.last {
-            Some(r) if a.last_key == key => r,
+        let mut last = v.last.lock().unwrap_or_else(|e| e.into_inner());
+        let rule = match last.1 {
+            Some(r) if last.0 == key => r,
             _ => {
-                let r = a.view.rule_access(key);
-                a.last_key.clear();
-                a.last_key.push_str(key);
-                a.last = Some(r);
+                let r = v.view.rule_access(key);
+                last.0.clear();
+                last.0.push_str(key);
+                last.1 = Some(r);
                 r
             }
         };
-        combine(rule, &a.view.bounds, ts)
-    })
-}
+        combine(rule, &v.view.bounds, ts)
+    }
 
-/// Whether this thread's reader may know of the capture of `key` at `ts` (`block`ed
-/// captures are listed; their replay is refused).
-pub fn visible(key: &str, ts: &str) -> bool {
-    access_of(key, ts) != Access::Exclude
-}
+    /// Whether this reader may know of the capture of `key` at `ts` (`block`ed captures
+    /// are listed; their replay is refused).
+    pub fn visible(&self, key: &str, ts: &str) -> bool {
+        self.access_of(key, ts) != Access::Exclude
+    }
 
-/// Whether this thread's reader may be told of the URL at all: false when a rule
-/// excludes it (a redirect's target, for one).
-pub fn url_shown(url: &str) -> bool {
-    ACTIVE.with(|a| match a.borrow().as_ref() {
-        None => true,
-        Some(a) => a.view.rule_access(&crate::url::surt(url)) != Access::Exclude,
-    })
-}
+    /// Whether this reader may be told of the URL at all: false when a rule excludes it
+    /// (a redirect's target, for one).
+    pub fn url_shown(&self, url: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(v) => v.view.rule_access(&crate::url::surt(url)) != Access::Exclude,
+        }
+    }
 
-/// Whether this thread's reader may be told of something dated `ts` (a sweep): false
-/// when the embargo excludes that date.
-pub fn time_shown(ts: &str) -> bool {
-    ACTIVE.with(|a| match a.borrow().as_ref() {
-        None => true,
-        Some(a) => a.view.bounds.access_of(ts) != Some(Access::Exclude),
-    })
-}
+    /// Whether this reader may be told of something dated `ts` (a sweep): false when the
+    /// embargo excludes that date.
+    pub fn time_shown(&self, ts: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(v) => v.view.bounds.access_of(ts) != Some(Access::Exclude),
+        }
+    }
 
-/// Whether a view applies on this thread.
-pub fn active() -> bool {
-    ACTIVE.with(|a| a.borrow().is_some())
-}
-
-/// `key` for this thread's view: the same string with no view.
-pub fn scoped(key: &str) -> String {
-    ACTIVE.with(|a| match a.borrow().as_ref() {
-        None => key.to_string(),
-        Some(a) => format!("{} {key}", a.view.scope()),
-    })
-}
-
-/// Runs `f` without this thread's view (what every reader shares, as the index's
-/// counts in `/api/stats`).
-pub fn unfiltered<T>(f: impl FnOnce() -> T) -> T {
-    let _restore = Restore(ACTIVE.with(|a| a.borrow_mut().take()));
-    f()
+    /// `key` for this reader: the same string for one who sees everything; else named
+    /// by the policy and user, so what was learnt under one view (where a query's pages
+    /// start) is not used under another.
+    pub fn scoped(&self, key: &str) -> String {
+        match &self.0 {
+            None => key.to_string(),
+            Some(v) => format!("{} {key}", v.view.scope()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -235,16 +225,14 @@ mod tests {
         assert_eq!(v.access("com,b)/x", "20210101000000"), Access::Allow);
         assert_eq!(v.access("com,c)/x", "20200101000000"), Access::Allow);
         assert_eq!(v.access("com,c)/x", "20200101000001"), Access::Exclude);
-        // Installed on the thread: reads see it; without it, everything.
-        assert!(visible("com,c)/x", "20210101000000"));
-        v.run(|| {
-            assert!(!visible("com,c)/x", "20210101000000"));
-            assert!(visible("com,a)/x", "20190101000000"));
-            assert!(!time_shown("20210101000000"));
-            unfiltered(|| assert!(visible("com,c)/x", "20210101000000")));
-            assert!(!visible("com,c)/x", "20210101000000"));
-        });
-        assert!(visible("com,c)/x", "20210101000000"));
+        // Through a reader: what it may see; without a view, everything.
+        let everyone = Reader::everything();
+        assert!(everyone.visible("com,c)/x", "20210101000000"));
+        let r = Reader::of(Some(v));
+        assert!(!r.visible("com,c)/x", "20210101000000"));
+        assert!(r.visible("com,a)/x", "20190101000000"));
+        assert!(!r.time_shown("20210101000000"));
+        assert!(r.filtered() && !everyone.filtered());
     }
 
     #[test]
@@ -254,10 +242,9 @@ mod tests {
             Embargo::default(),
         );
         assert!(!p.is_open());
-        p.view(None).unwrap().run(|| {
-            assert!(!visible("com,a)/x", "20200101000000"));
-            assert!(visible("com,a)/xy", "20200101000000"));
-        });
+        let r = Reader::of(p.view(None));
+        assert!(!r.visible("com,a)/x", "20200101000000"));
+        assert!(r.visible("com,a)/xy", "20200101000000"));
     }
 
     #[test]

@@ -269,7 +269,7 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
     let sweep = match &a.sweep {
         Some(label) => match index
             .sweeps()
-            .all()?
+            .all(&tidemark::access::Reader::everything())?
             .into_iter()
             .find(|(_, s)| &s.label == label)
         {
@@ -324,10 +324,15 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
 
 pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
-    let sweeps = index.sweeps().all()?;
+    let sweeps = index
+        .sweeps()
+        .all(&tidemark::access::Reader::everything())?;
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(&mut out, &sweeps_json(&index)?)?;
+        serde_json::to_writer_pretty(
+            &mut out,
+            &sweeps_json(&index, &tidemark::access::Reader::everything())?,
+        )?;
         writeln!(out)?;
     } else {
         writeln!(

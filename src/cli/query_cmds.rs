@@ -111,7 +111,7 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
         return Ok(code);
     }
     let index = open_for_reading(g)?;
-    let s = Searcher::new(&index)?;
+    let s = Searcher::everything(&index)?;
     let w = whereis(&s, &a.url, where_opts(g))?;
     let mut out = stdout();
     if a.json {
@@ -160,7 +160,7 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
         return Ok(code);
     }
     let index = open_for_reading(g)?;
-    let s = Searcher::new(&index)?;
+    let s = Searcher::everything(&index)?;
     let archive = if a.diff {
         let mut dirs = a.archive.clone();
         dirs.extend(g.config.serve.archive_paths.iter().cloned());
@@ -259,7 +259,7 @@ pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
         }
     };
     let index = open_for_reading(g)?;
-    let s = Searcher::new(&index)?;
+    let s = Searcher::everything(&index)?;
     let opts = SimilarOptions {
         threshold: a.threshold,
         containment: a.containment,
@@ -300,7 +300,7 @@ pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
         return Ok(code);
     }
     let index = open_for_reading(g)?;
-    let s = Searcher::new(&index)?;
+    let s = Searcher::everything(&index)?;
     let c = cluster(&s, &a.url, a.limit)?;
     let mut out = stdout();
     if a.json {

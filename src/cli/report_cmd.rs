@@ -3,6 +3,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use tidemark::access::Reader;
 use tidemark::report::changes::{changes, ChangeList, ChangesOptions};
 use tidemark::report::{report, thousands, HostRow, Report, ReportOptions, Transition};
 
@@ -87,6 +88,7 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
         let bar = spinner.clone();
         let list = changes(
             &index,
+            &Reader::everything(),
             &ChangesOptions {
                 report: opts.clone(),
                 offset: a.offset,
@@ -118,7 +120,7 @@ pub fn run(g: &Globals, a: ReportArgs) -> anyhow::Result<u8> {
     } else {
         None
     };
-    let r = report(&index, &opts)?;
+    let r = report(&index, &Reader::everything(), &opts)?;
     if let Some(b) = spinner {
         b.finish_and_clear();
     }

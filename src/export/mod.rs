@@ -31,26 +31,29 @@ pub fn export(
     out: &mut dyn Write,
 ) -> std::io::Result<u64> {
     let mut n = 0u64;
-    let mut clusters = unionfind::ClusterIds::new(index);
+    let mut clusters = unionfind::ClusterIds::new(index, crate::access::Reader::everything());
     // Write errors are carried out of the scan as they are (a closed pipe is not an
     // index error); index errors come out of the scan itself.
     let mut io_error: Option<std::io::Error> = None;
-    let scanned = index.captures().scan_all(|(surt, ts, c)| {
-        if sweep.is_some_and(|s| s != c.sweep) {
-            return Ok(true);
-        }
-        let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
-        match write_capture(out, format, surt, ts, &c, cluster) {
-            Ok(()) => {
-                n += 1;
-                Ok(true)
-            }
-            Err(e) => {
-                io_error = Some(e);
-                Ok(false)
-            }
-        }
-    });
+    let scanned =
+        index
+            .captures()
+            .scan_all(&crate::access::Reader::everything(), |(surt, ts, c)| {
+                if sweep.is_some_and(|s| s != c.sweep) {
+                    return Ok(true);
+                }
+                let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
+                match write_capture(out, format, surt, ts, &c, cluster) {
+                    Ok(()) => {
+                        n += 1;
+                        Ok(true)
+                    }
+                    Err(e) => {
+                        io_error = Some(e);
+                        Ok(false)
+                    }
+                }
+            });
     if let Some(e) = io_error {
         return Err(e);
     }

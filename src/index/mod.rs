@@ -434,6 +434,27 @@ impl Index {
                     });
                 }
                 index.set_counters(index.meta().counters()?.unwrap_or_default());
+                // A writer repairs a postings mark past the docs now, before anything
+                // rebuilds the fresh lists from it.
+                let next_doc = index.counters().next_doc;
+                if !read_only && index.postings_mark()? > next_doc {
+                    index.postings_store()?;
+                }
+                if let Some(t) = index.meta().recluster_pending()? {
+                    if read_only {
+                        return Err(IndexError::Failed(format!(
+                            "a `recluster` at {t} was interrupted in {}: its clusters are \
+                             incomplete; run `tidemark recluster --threshold {t}` (or any \
+                             command that writes the index) to finish it",
+                            path.display()
+                        )));
+                    }
+                    eprintln!(
+                        "tidemark: a `recluster` at {t} was interrupted: rebuilding the \
+                         clusters at {t} first"
+                    );
+                    unionfind::recluster(&index, t)?;
+                }
             }
         }
         Ok(index)
@@ -624,7 +645,31 @@ impl Index {
             return Ok(s.clone());
         }
         let dir = self.path.join(postings::DIR);
-        let store = std::sync::Arc::new(postings::store::Store::open(&dir, !self.read_only)?);
+        let mut store = postings::store::Store::open(&dir, !self.read_only)?;
+        // The mark never passes the docs the index holds; a power cut between a spill
+        // and the sync of RocksDB's log could once leave it so.
+        let next_doc = self.counters().next_doc;
+        if store.mark() > next_doc {
+            if self.read_only {
+                return Err(IndexError::Corruption {
+                    cf: postings::DIR,
+                    comment: format!(
+                        "the postings' mark ({}) is past the index's next doc ({next_doc}): \
+                         a write was lost; any command that writes the index (`tidemark \
+                         ingest`, `tidemark recluster`) repairs it",
+                        store.mark()
+                    ),
+                });
+            }
+            eprintln!(
+                "tidemark: the postings' mark ({}) was past the index's next doc ({next_doc}) \
+                 (a write lost in a power cut): the runs past it are dropped, their docs' \
+                 postings rebuilt from the sketches",
+                store.mark()
+            );
+            store = store.truncated(next_doc)?;
+        }
+        let store = std::sync::Arc::new(store);
         *s = Some(store.clone());
         Ok(store)
     }
@@ -862,9 +907,17 @@ mod tests {
     #[test]
     fn damaged_keys_and_values_are_corruption_errors_not_panics() {
         let (_d, i) = damaged(cf::SWEEPS, b"xy", b"");
-        assert!(corruption_of(i.sweeps().all(), cf::SWEEPS).contains("key \"xy\""));
+        assert!(corruption_of(
+            i.sweeps().all(&crate::access::Reader::everything()),
+            cf::SWEEPS
+        )
+        .contains("key \"xy\""));
         let (_d, i) = damaged(cf::SWEEPS, &7u32.to_be_bytes(), &[1, 0xff]);
-        assert!(corruption_of(i.sweeps().all(), cf::SWEEPS).contains("key 00000007"));
+        assert!(corruption_of(
+            i.sweeps().all(&crate::access::Reader::everything()),
+            cf::SWEEPS
+        )
+        .contains("key 00000007"));
         for v in [&[][..], &[1, 2, 3][..], &[0; 23][..]] {
             let (_d, i) = damaged(cf::PARENTS, &5u64.to_be_bytes(), v);
             let key5 = "key 0000000000000005";

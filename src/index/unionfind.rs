@@ -234,7 +234,31 @@ pub fn join(
 
 /// Rebuilds `parents` and `members` from stored edges at `threshold` (the paper's
 /// "repeating the final phase" with another policy). Returns (clusters of ≥ 2, unions).
-pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
+/// Rebuilds the clusters at `threshold` from the stored edges and makes it the
+/// threshold in force, safely against a kill or a power cut: the threshold is recorded
+/// as under way (and the log synced) before the union-find is cleared, and cleared with
+/// the threshold's change once the new union-find is written; an index found with one
+/// under way is rebuilt again when next opened for writing (readers are refused until
+/// then). Not one RocksDB write: the union-find of a 100-million-doc index is gigabytes
+/// of batch. Returns (clusters of ≥ 2 docs, unions).
+pub fn recluster(index: &Index, threshold: f64) -> Result<(u64, u64)> {
+    let mut b = Batch::default();
+    index.meta().put_recluster(&mut b, Some(threshold));
+    index.write(b)?;
+    index.db().flush_wal(true)?;
+    let r = rebuild(index, threshold)?;
+    let mut c = index.counters();
+    c.threshold = threshold;
+    let mut b = Batch::default();
+    index.meta().put_counters(&mut b, &c);
+    index.meta().put_recluster(&mut b, None);
+    index.write(b)?;
+    index.db().flush_wal(true)?;
+    index.set_counters(c);
+    Ok(r)
+}
+
+fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
     // In-memory union-find over the docs that have edges at the threshold.
     let mut parent: HashMap<u64, u64> = HashMap::new();
     fn root(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
@@ -279,6 +303,10 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
     }
     // Replace the old union-find.
     index.clear_union_find()?;
+    if std::env::var("TIDEMARK_TEST_STOP_RECLUSTER").is_ok() {
+        // A kill between the clearing and the new union-find (tests/faults.rs).
+        std::process::abort();
+    }
     let mut roots: Vec<u64> = clusters.keys().copied().collect();
     roots.sort_unstable();
     let mut batch = Batch::default();
@@ -311,25 +339,53 @@ pub fn rebuild(index: &Index, threshold: f64) -> Result<(u64, u64)> {
 /// same few docs).
 pub struct ClusterIds<'a> {
     index: &'a Index,
+    reader: crate::access::Reader,
     seen: HashMap<u64, u64>,
+    /// Under a view: a root's smallest visible doc.
+    roots: HashMap<u64, u64>,
 }
 
 impl<'a> ClusterIds<'a> {
-    /// An empty cache over `index`.
-    pub fn new(index: &'a Index) -> Self {
+    /// An empty cache over `index`, for `reader`.
+    pub fn new(index: &'a Index, reader: crate::access::Reader) -> Self {
         ClusterIds {
             index,
+            reader,
             seen: HashMap::new(),
+            roots: HashMap::new(),
         }
     }
 
-    /// The cluster id (its smallest doc) of `doc`.
+    /// The cluster id of `doc`: its cluster's smallest doc, or for a reader through a
+    /// view ([`crate::access`]) its smallest doc of which the reader may see a capture — a
+    /// hidden doc's number is not shown, and the same id is what an index without the
+    /// hidden captures would give.
     pub fn of(&mut self, doc: u64) -> Result<u64> {
         if let Some(c) = self.seen.get(&doc) {
             return Ok(*c);
         }
-        let (c, _) = cluster_of(self.index, doc)?;
+        let (root, n) = find(self.index, doc)?;
+        let c = if n.size <= 1 || !self.reader.filtered() {
+            n.min
+        } else if let Some(c) = self.roots.get(&root) {
+            *c
+        } else {
+            let c = visible_min(self.index, &self.reader, doc)?;
+            self.roots.insert(root, c);
+            c
+        };
         self.seen.insert(doc, c);
         Ok(c)
     }
+}
+
+/// The smallest doc of `doc`'s cluster with a capture `reader` may see (`doc` itself,
+/// which it sees, when no smaller one is).
+pub fn visible_min(index: &Index, reader: &crate::access::Reader, doc: u64) -> Result<u64> {
+    for m in cluster_members(index, doc)? {
+        if m >= doc || !index.doc_captures().captures_of(reader, m)?.is_empty() {
+            return Ok(m.min(doc));
+        }
+    }
+    Ok(doc)
 }

@@ -165,12 +165,14 @@ impl Writer<'_> {
                 let mut prefix = captures::url_prefix(&surt(u));
                 prefix.extend_from_slice(ts.as_str().as_bytes());
                 let mut found = None;
-                self.index
-                    .captures()
-                    .scan_prefix_rows(&prefix, |(_, _, c)| {
+                self.index.captures().scan_prefix_rows(
+                    &crate::access::Reader::everything(),
+                    &prefix,
+                    |(_, _, c)| {
                         found = c.doc;
                         Ok(found.is_none())
-                    })?;
+                    },
+                )?;
                 if found.is_some() {
                     return Ok(found);
                 }
@@ -276,13 +278,17 @@ impl Writer<'_> {
         let mut upper = prefix.clone();
         upper.extend_from_slice(ts.as_bytes());
         let (mut n, mut prev) = (0, None);
-        self.index
-            .captures()
-            .scan_range(&upper, &prefix, true, |_, (_, _, c)| {
+        self.index.captures().scan_range(
+            &crate::access::Reader::everything(),
+            &upper,
+            &prefix,
+            true,
+            |_, (_, _, c)| {
                 n += 1;
                 prev = c.doc.map(|d| (d, c.sweep));
                 Ok(prev.is_none() && n <= 64)
-            })?;
+            },
+        )?;
         Ok(prev)
     }
 }

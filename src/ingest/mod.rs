@@ -331,7 +331,7 @@ pub fn run(
     // Edges on content: a run stopped while it paired a sweep's new docs left them
     // waiting; a run of another sweep pairs them first, with that sweep's templates.
     if let Some((_, waiting)) = index.unpaired().first()? {
-        let sweeps = index.sweeps().all()?;
+        let sweeps = index.sweeps().all(&crate::access::Reader::everything())?;
         let other = sweeps.iter().find(|(id, _)| *id == waiting);
         if let Some((_, s)) = other.filter(|(_, s)| s.label != opts.sweep) {
             let earlier = IngestOptions {
@@ -345,7 +345,7 @@ pub fn run(
         }
     }
     // The sweep: resumed by label, or new.
-    let sweeps = index.sweeps().all()?;
+    let sweeps = index.sweeps().all(&crate::access::Reader::everything())?;
     let (sweep_id, mut sweep) = match sweeps.iter().find(|(_, s)| s.label == opts.sweep) {
         Some((id, s)) => (*id, s.clone()),
         None => (

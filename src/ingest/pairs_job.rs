@@ -169,7 +169,7 @@ impl Plan {
         }
         let before: Vec<(u32, String)> = index
             .sweeps()
-            .all()?
+            .all(&crate::access::Reader::everything())?
             .into_iter()
             .filter(|(id, _)| *id < sweep_id)
             .map(|(id, s)| (id, s.label))
@@ -312,7 +312,7 @@ pub fn prepare(
     let label = match index.unpaired().first()? {
         Some((_, s)) => index
             .sweeps()
-            .all()?
+            .all(&crate::access::Reader::everything())?
             .into_iter()
             .find(|(id, _)| *id == s)
             .map(|(_, i)| i.label)
@@ -325,7 +325,7 @@ pub fn prepare(
         ..ingest.clone()
     };
     let summary = super::run(&index, &Shards(shards), &opts, progress)?;
-    let sweeps = index.sweeps().all()?;
+    let sweeps = index.sweeps().all(&crate::access::Reader::everything())?;
     let sweep_id = sweeps
         .iter()
         .find(|(_, s)| s.label == label)

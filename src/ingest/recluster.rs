@@ -1,7 +1,6 @@
 //! `tidemark recluster`: the clusters rebuilt at another threshold from the stored
 //! edges, without reading a WARC file; the threshold recorded, a snapshot published.
 
-use crate::index::columns::Batch;
 use crate::index::{unionfind, Index, IndexError, Result};
 
 /// Rebuilds clusters at `threshold` from stored edges and records it as the threshold
@@ -13,13 +12,7 @@ pub fn recluster(index: &mut Index, threshold: f64) -> Result<(u64, u64)> {
             "threshold {threshold} is below the edge floor {floor}: pairs under the floor were never stored; re-ingest with a lower cluster.edge_floor"
         )));
     }
-    let r = unionfind::rebuild(index, threshold)?;
-    let mut c = index.counters();
-    c.threshold = threshold;
-    let mut batch = Batch::default();
-    index.meta().put_counters(&mut batch, &c);
-    index.write(batch)?;
-    index.set_counters(c);
+    let r = unionfind::recluster(index, threshold)?;
     crate::index::snapshots::publish(index)?;
     Ok(r)
 }

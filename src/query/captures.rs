@@ -3,6 +3,7 @@
 //! subdomains; within a time range; in key order, reversed, or — for one URL — closest
 //! to a date first. The HTTP service streams these; nothing here knows about HTTP.
 
+use crate::access::Reader;
 use crate::index::{Index, Result};
 use crate::read::RecordKind;
 use crate::url::surt;
@@ -142,6 +143,7 @@ impl CaptureRange {
     pub fn scan(
         &self,
         index: &Index,
+        r: &Reader,
         reverse: bool,
         mut each: impl FnMut(&[u8], CaptureRow) -> Result<bool>,
     ) -> Result<()> {
@@ -155,7 +157,7 @@ impl CaptureRange {
         };
         index
             .captures()
-            .scan_range(&start, &end, reverse, |key, (surt, ts, info)| {
+            .scan_range(r, &start, &end, reverse, |key, (surt, ts, info)| {
                 if !key.starts_with(&self.prefix) {
                     return Ok(false);
                 }
@@ -177,10 +179,16 @@ impl CaptureRange {
 
 /// Captures of one URL ordered by distance from `closest` (14 digits), nearest first,
 /// the earlier of two at the same distance first; at most `limit`.
-pub fn closest(index: &Index, url: &str, closest: &str, limit: usize) -> Result<Vec<CaptureRow>> {
+pub fn closest(
+    index: &Index,
+    reader: &Reader,
+    url: &str,
+    closest: &str,
+    limit: usize,
+) -> Result<Vec<CaptureRow>> {
     let mut rows = Vec::new();
     if limit > 0 {
-        closest_each(index, url, closest, |r| {
+        closest_each(index, reader, url, closest, |r| {
             rows.push(r);
             Ok(rows.len() < limit)
         })?;
@@ -194,6 +202,7 @@ pub fn closest(index: &Index, url: &str, closest: &str, limit: usize) -> Result<
 /// the URL's whole history).
 pub fn closest_each(
     index: &Index,
+    reader: &Reader,
     url: &str,
     closest: &str,
     mut each: impl FnMut(CaptureRow) -> Result<bool>,
@@ -210,7 +219,7 @@ pub fn closest_each(
             Ok(kv) => kv,
             Err(e) => return Some(Err(e)),
         };
-        match crate::index::columns::captures::seen(&k, &v) {
+        match crate::index::columns::captures::seen(reader, &k, &v) {
             Err(e) => Some(Err(e)),
             Ok(None) => None,
             Ok(Some((surt, ts, info))) => Some(Ok(CaptureRow {
@@ -275,10 +284,15 @@ pub fn closest_each(
 
 /// The capture a revisit record stands for: of the same URL, with the same payload
 /// digest, not itself a revisit — the latest up to the revisit, else the first after it.
-pub fn revisited(index: &Index, revisit: &CaptureRow) -> Result<Option<CaptureRow>> {
+pub fn revisited(
+    index: &Index,
+    reader: &Reader,
+    revisit: &CaptureRow,
+) -> Result<Option<CaptureRow>> {
     let mut originals: Vec<CaptureRow> = Vec::new();
     CaptureRange::new(&revisit.info.url, MatchType::Exact, None, None).scan(
         index,
+        reader,
         false,
         |_, r| {
             if r.info.kind != RecordKind::Revisit

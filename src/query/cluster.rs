@@ -37,7 +37,8 @@ pub struct Cluster {
     pub url: String,
     /// The doc of its latest capture with content.
     pub doc: u64,
-    /// Cluster id (its smallest doc id).
+    /// Cluster id: its smallest doc id (under access rules, the smallest the reader
+    /// may see).
     pub cluster: u64,
     /// Number of docs.
     pub size: u64,
@@ -57,10 +58,10 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
         }));
     };
     let doc = last.info.doc.expect("found with a doc");
-    let (cluster, mut size) = unionfind::cluster_of(s.index, doc)?;
+    let (mut cluster, mut size) = unionfind::cluster_of(s.index, doc)?;
     // Under access rules a doc with no capture the reader may see is neither listed nor
     // counted: every member is looked at (a request's budget bounds it).
-    let filtered = crate::access::active();
+    let filtered = s.reader().filtered();
     if filtered {
         size = 0;
     }
@@ -73,6 +74,10 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
         if filtered {
             if caps.is_empty() {
                 continue;
+            }
+            // Named by its smallest doc the reader may see (members are ascending).
+            if size == 0 {
+                cluster = d;
             }
             size += 1;
             if members.len() >= limit {

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::captures::{revisited, CaptureRange, MatchType};
 use super::CaptureRow;
-use crate::access::{access_of, Access};
+use crate::access::{self, Access};
 use crate::canon::{media_kind, visible};
 use crate::index::{Index, IndexError, Result};
 use crate::read::{parse_response, record_at, RecordKind};
@@ -82,9 +82,10 @@ impl Archive {
     pub fn lines(
         &self,
         index: &Index,
+        who: &access::Reader,
         row: &CaptureRow,
     ) -> std::result::Result<Vec<String>, String> {
-        Ok(self.page(&source(index, row)?)?.lines)
+        Ok(self.page(&source(index, who, row)?)?.lines)
     }
 
     /// The lines and links of the record of `row` (not a revisit: see [`source`]).
@@ -123,11 +124,15 @@ impl Archive {
 
 /// The capture whose record holds the text of `row`: itself, or the record a revisit
 /// repeats.
-pub fn source(index: &Index, row: &CaptureRow) -> std::result::Result<CaptureRow, String> {
+pub fn source(
+    index: &Index,
+    who: &access::Reader,
+    row: &CaptureRow,
+) -> std::result::Result<CaptureRow, String> {
     if row.info.kind != RecordKind::Revisit {
         return Ok(row.clone());
     }
-    revisited(index, row)
+    revisited(index, who, row)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| {
             format!(
@@ -202,6 +207,8 @@ pub struct Shown {
 pub struct Reader<'a> {
     index: &'a Index,
     archive: &'a Archive,
+    /// Who reads (what it may see of the captures beside one).
+    who: access::Reader,
     /// (sweep, file, offset) of a record → its page.
     pages: HashMap<(u32, u32, u64), Arc<PageText>>,
     /// (directory key prefix, sweep) → up to `NEIGHBOURS + 1` captures beside it.
@@ -219,11 +226,12 @@ struct Template {
 }
 
 impl<'a> Reader<'a> {
-    /// A reader of the records of `index` where `archive` finds them.
-    pub fn new(index: &'a Index, archive: &'a Archive) -> Reader<'a> {
+    /// A reader of the records of `index` where `archive` finds them, for `who`.
+    pub fn new(index: &'a Index, archive: &'a Archive, who: access::Reader) -> Reader<'a> {
         Reader {
             index,
             archive,
+            who,
             pages: HashMap::new(),
             near: HashMap::new(),
             spent: None,
@@ -249,7 +257,7 @@ impl<'a> Reader<'a> {
     /// What a reader sees of a capture (a revisit's from the record it repeats), or why
     /// it cannot be read.
     pub fn page(&mut self, row: &CaptureRow) -> std::result::Result<Arc<PageText>, String> {
-        let src = source(self.index, row)?;
+        let src = source(self.index, &self.who, row)?;
         let key = (src.file.0, src.file.1, src.info.offset);
         if let Some(p) = self.pages.get(&key) {
             return Ok(p.clone());
@@ -369,12 +377,13 @@ impl<'a> Reader<'a> {
             let mut scanned = 0;
             CaptureRange::of_key(prefix, MatchType::Prefix, None, None).scan(
                 self.index,
+                &self.who,
                 false,
                 |_, r| {
                     scanned += 1;
                     // A blocked capture's text is not shown, nor does it shape another's.
                     if r.info.sweep == row.info.sweep
-                        && access_of(&r.surt, &r.timestamp) != Access::Block
+                        && self.who.access_of(&r.surt, &r.timestamp) != Access::Block
                         && r.ok()
                         && r.info.doc.is_some()
                         && r.info.kind != RecordKind::Revisit

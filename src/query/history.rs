@@ -69,7 +69,7 @@ pub fn history(
         Some(_) if s.index.has_texts() => Some(TextReader::new(s.index)?),
         _ => None,
     };
-    let mut reader = diff.map(|a| Reader::new(s.index, a));
+    let mut reader = diff.map(|a| Reader::new(s.index, a, s.reader().clone()));
     let caps = s.captures(url)?;
     let mut out = Vec::with_capacity(caps.len());
     let mut prev_row: Option<&super::CaptureRow> = None;

@@ -19,9 +19,10 @@ pub mod similar;
 pub mod summary;
 pub mod whereis;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use crate::access::Reader;
 use crate::compact::{compare, CompactSketch};
 use crate::index::codec::CaptureInfo;
 use crate::index::postings::{Fresh, OverCap};
@@ -70,6 +71,8 @@ pub struct Searcher<'a> {
     pub(crate) fresh: Arc<Fresh>,
     /// Hosts' templates read so far: (host SURT, sweep id) → values.
     templates: Mutex<HashMap<(String, u32), Arc<[u32]>>>,
+    /// Who reads: every capture read goes through it.
+    reader: Reader,
 }
 
 /// What every [`Searcher`] over one unchanging index shares (its sweeps, the postings an
@@ -87,7 +90,7 @@ impl Prepared {
     pub fn load(index: &Index) -> Result<Prepared> {
         let sweeps = index
             .sweeps()
-            .all()?
+            .all(&Reader::everything())?
             .into_iter()
             .map(|(id, s)| (id, (s.label, s.date)))
             .collect();
@@ -104,20 +107,31 @@ impl Prepared {
 }
 
 impl<'a> Searcher<'a> {
-    /// Prepares queries over `index`.
-    pub fn new(index: &'a Index) -> Result<Searcher<'a>> {
-        Ok(Searcher::with(index, &Prepared::load(index)?))
+    /// Prepares queries over `index` for a reader who sees everything (the commands).
+    pub fn everything(index: &'a Index) -> Result<Searcher<'a>> {
+        Ok(Searcher::with(
+            index,
+            &Prepared::load(index)?,
+            Reader::everything(),
+        ))
     }
 
-    /// A searcher over `index` with what was prepared for it (the same index).
-    pub fn with(index: &'a Index, p: &Prepared) -> Searcher<'a> {
+    /// A searcher over `index` with what was prepared for it (the same index), for
+    /// `reader`.
+    pub fn with(index: &'a Index, p: &Prepared, reader: Reader) -> Searcher<'a> {
         Searcher {
             index,
             sweeps: p.sweeps.clone(),
             over_cap: p.over_cap.clone(),
             fresh: p.fresh.clone(),
             templates: Mutex::default(),
+            reader,
         }
+    }
+
+    /// Who reads.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
     }
 
     /// The index.
@@ -141,15 +155,17 @@ impl<'a> Searcher<'a> {
     /// Every capture under a SURT key, oldest first.
     pub fn captures_of_surt(&self, key: &str) -> Result<Vec<CaptureRow>> {
         let mut out = Vec::new();
-        self.index.captures().scan_url(key, |k, (s, ts, info)| {
-            out.push(CaptureRow {
-                surt: s.to_string(),
-                timestamp: ts.to_string(),
-                info,
-                file: crate::index::columns::captures::file_of_key(k),
-            });
-            Ok(true)
-        })?;
+        self.index
+            .captures()
+            .scan_url(&self.reader, key, |k, (s, ts, info)| {
+                out.push(CaptureRow {
+                    surt: s.to_string(),
+                    timestamp: ts.to_string(),
+                    info,
+                    file: crate::index::columns::captures::file_of_key(k),
+                });
+                Ok(true)
+            })?;
         Ok(out)
     }
 
@@ -158,7 +174,7 @@ impl<'a> Searcher<'a> {
         let mut out: Vec<CaptureRow> = self
             .index
             .doc_captures()
-            .captures_of(doc)?
+            .captures_of(&self.reader, doc)?
             .into_iter()
             .map(|(k, info)| CaptureRow {
                 file: (k.sweep, k.file),
@@ -171,9 +187,28 @@ impl<'a> Searcher<'a> {
         Ok(out)
     }
 
-    /// Sweep ids in which any URL of the SURT key's host was captured, ascending.
-    pub fn host_sweeps(&self, key: &str) -> Result<Vec<u32>> {
-        self.index.host_sweeps().of_host(host_of_surt(key))
+    /// Whether a sweep after `sweep` captured some URL of the SURT key's host that this
+    /// reader may see. The `host_sweeps` family answers it for a reader who sees
+    /// everything; under a view the host's captures are read until a visible one of a
+    /// later sweep is found, so that a sweep the view hides (an embargo's) tells nothing.
+    pub fn host_captured_after(&self, key: &str, sweep: u32) -> Result<bool> {
+        let host = host_of_surt(key);
+        let later: Vec<u32> = self.index.host_sweeps().of_host(host)?;
+        let later: HashSet<u32> = later.into_iter().filter(|s| *s > sweep).collect();
+        if later.is_empty() || !self.reader.filtered() {
+            return Ok(!later.is_empty());
+        }
+        let mut found = false;
+        captures::CaptureRange::of_key(host, captures::MatchType::Host, None, None).scan(
+            self.index,
+            &self.reader,
+            false,
+            |_, row| {
+                found = later.contains(&row.info.sweep);
+                Ok(!found)
+            },
+        )?;
+        Ok(found)
     }
 
     /// A doc's sketch.
@@ -275,21 +310,23 @@ pub(crate) fn round3(x: f64) -> f64 {
 }
 
 /// Up to `n` distinct URLs of the index spread evenly over its capture keys (every k-th
-/// key), for benchmarks and spot checks. Deterministic.
+/// key), for benchmarks and spot checks (of everything). Deterministic.
 pub fn sample_urls(index: &Index, n: usize) -> Result<Vec<String>> {
     let total = index.captures().estimated_count()?.max(1);
     let step = (total as usize / n.max(1)).max(1);
     let mut out: Vec<String> = Vec::with_capacity(n);
     let mut i = 0usize;
-    index.captures().scan_all(|(_, _, c)| {
-        i += 1;
-        if !(i - 1).is_multiple_of(step) {
-            return Ok(true);
-        }
-        if out.last() != Some(&c.url) {
-            out.push(c.url);
-        }
-        Ok(out.len() < n)
-    })?;
+    index
+        .captures()
+        .scan_all(&Reader::everything(), |(_, _, c)| {
+            i += 1;
+            if !(i - 1).is_multiple_of(step) {
+                return Ok(true);
+            }
+            if out.last() != Some(&c.url) {
+                out.push(c.url);
+            }
+            Ok(out.len() < n)
+        })?;
     Ok(out)
 }

@@ -190,7 +190,7 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
         }
         Input::Doc(d) => {
             // A doc none of whose captures the reader may see is not there for them.
-            let hidden = crate::access::active() && s.doc_captures(*d)?.is_empty();
+            let hidden = s.reader().filtered() && s.doc_captures(*d)?.is_empty();
             let Some(sk) = s.sketch(*d)?.filter(|_| !hidden) else {
                 return Err(IndexError::NotFound(format!("no doc {d} in the index")));
             };

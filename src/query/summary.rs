@@ -23,11 +23,11 @@ pub struct SweepRow {
 
 /// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id,
 /// with its files' names in the order of their numbers.
-pub fn sweeps_json(index: &Index) -> Result<serde_json::Value> {
+pub fn sweeps_json(index: &Index, reader: &crate::access::Reader) -> Result<serde_json::Value> {
     let mut names = index.files().names_by_sweep()?;
     let rows: Vec<SweepRow> = index
         .sweeps()
-        .all()?
+        .all(reader)?
         .into_iter()
         .map(|(id, s)| SweepRow {
             id,
@@ -75,14 +75,16 @@ pub fn stats(index: &Index) -> Result<Stats> {
     let mut captures = 0u64;
     let mut urls = 0u64;
     let mut last = String::new();
-    index.captures().scan_keys(|surt, _| {
-        captures += 1;
-        if surt != last {
-            urls += 1;
-            last = surt.to_string();
-        }
-        Ok(true)
-    })?;
+    index
+        .captures()
+        .scan_keys(&crate::access::Reader::everything(), |surt, _| {
+            captures += 1;
+            if surt != last {
+                urls += 1;
+                last = surt.to_string();
+            }
+            Ok(true)
+        })?;
     let mut roots: Vec<(u64, u64)> = Vec::new();
     let mut in_multi = 0u64;
     index.parents().for_each(|doc, n| {
@@ -106,7 +108,10 @@ pub fn stats(index: &Index) -> Result<Stats> {
         clusters: docs - in_multi + multi,
         multi_doc_clusters: multi,
         largest_clusters: roots,
-        sweeps: index.sweeps().all()?.len() as u64,
+        sweeps: index
+            .sweeps()
+            .all(&crate::access::Reader::everything())?
+            .len() as u64,
         threshold: index.counters().threshold,
         column_families: sizes.into_iter().map(|(n, b)| (n.to_string(), b)).collect(),
         wal_bytes,

@@ -204,9 +204,10 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
     Ok(out)
 }
 
-/// Later sweeps of the URL's host captured other URLs but not this one.
+/// Later sweeps of the URL's host captured other URLs (that the reader may see) but not
+/// this one.
 fn vanished(s: &Searcher, key: &str, last: &CaptureRow) -> Result<bool> {
-    Ok(s.host_sweeps(key)?.iter().any(|sw| *sw > last.info.sweep))
+    s.host_captured_after(key, last.info.sweep)
 }
 
 /// Candidate docs compared at most: those sharing the most content posting values.

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{dirs_of, host_name, sections, sweeps_in_range, ReportOptions, TemplateChange};
-use crate::access::{access_of, Access};
+use crate::access::{Access, Reader as Who};
 use crate::index::{Index, IndexError, Result};
 use crate::query::captures::{CaptureRange, MatchType};
 use crate::query::diff::{source, Archive, Reader};
@@ -146,9 +146,9 @@ fn is_3xx(r: &CaptureRow) -> bool {
 }
 
 /// Builds the list.
-pub fn changes(index: &Index, opts: &ChangesOptions) -> Result<ChangeList> {
-    let s = Searcher::new(index)?;
-    let (all, lo, hi) = sweeps_in_range(index, &opts.report)?;
+pub fn changes(index: &Index, who: &Who, opts: &ChangesOptions) -> Result<ChangeList> {
+    let s = Searcher::with(index, &crate::query::Prepared::load(index)?, who.clone());
+    let (all, lo, hi) = sweeps_in_range(index, who, &opts.report)?;
     // Without --from: the sweep before --to.
     let lo = match opts.report.from {
         Some(_) => lo,
@@ -205,20 +205,25 @@ pub fn changes(index: &Index, opts: &ChangesOptions) -> Result<ChangeList> {
         }
         Ok(())
     };
-    CaptureRange::of_key(&prefix, MatchType::Prefix, None, None).scan(index, false, |_, r| {
-        if r.surt != cur_surt {
-            if !cur_surt.is_empty() {
-                finish(&cur_surt, &mut cur)?;
+    CaptureRange::of_key(&prefix, MatchType::Prefix, None, None).scan(
+        index,
+        who,
+        false,
+        |_, r| {
+            if r.surt != cur_surt {
+                if !cur_surt.is_empty() {
+                    finish(&cur_surt, &mut cur)?;
+                }
+                cur_surt = r.surt.clone();
             }
-            cur_surt = r.surt.clone();
-        }
-        if r.info.sweep == a {
-            cur.before = Some(r);
-        } else if r.info.sweep == b {
-            cur.after = Some(r);
-        }
-        Ok(true)
-    })?;
+            if r.info.sweep == a {
+                cur.before = Some(r);
+            } else if r.info.sweep == b {
+                cur.after = Some(r);
+            }
+            Ok(true)
+        },
+    )?;
     if !cur_surt.is_empty() {
         finish(&cur_surt, &mut cur)?;
     }
@@ -256,7 +261,7 @@ pub fn changes(index: &Index, opts: &ChangesOptions) -> Result<ChangeList> {
         }
     }
     if let Some(archive) = &opts.archive {
-        read_records(index, archive, &mut page, opts.progress.as_deref())?;
+        read_records(index, who, archive, &mut page, opts.progress.as_deref())?;
     }
     let rows = page.into_iter().map(|(r, _)| r).collect();
     Ok(ChangeList {
@@ -291,7 +296,7 @@ fn classify(
         .unwrap_or_default();
     let title = |r: &Option<CaptureRow>| -> Result<Option<String>> {
         match r.as_ref().and_then(|r| r.info.doc.map(|d| (r, d))) {
-            Some((r, d)) if access_of(&r.surt, &r.timestamp) != Access::Block => {
+            Some((r, d)) if s.reader().access_of(&r.surt, &r.timestamp) != Access::Block => {
                 Ok(s.index.doc(d)?.and_then(|i| i.title))
             }
             _ => Ok(None),
@@ -390,7 +395,7 @@ fn classify(
         && la
         && [before, after].iter().all(|r| {
             r.as_ref().is_some_and(|r| {
-                r.info.doc.is_some() && access_of(&r.surt, &r.timestamp) != Access::Block
+                r.info.doc.is_some() && s.reader().access_of(&r.surt, &r.timestamp) != Access::Block
             })
         })
         && row.title_before != row.title_after;
@@ -522,11 +527,12 @@ fn folded(
 /// from their records (a blocked capture's are not read); `progress` told of each row.
 fn read_records(
     index: &Index,
+    who: &Who,
     archive: &Archive,
     rows: &mut [Found],
     progress: Option<&(dyn Fn(u64, u64) + Send + Sync)>,
 ) -> Result<()> {
-    let mut reader = Reader::new(index, archive);
+    let mut reader = Reader::new(index, archive, who.clone());
     let total = rows.len() as u64;
     for (i, (row, pair)) in rows.iter_mut().enumerate() {
         if let Some(p) = progress {
@@ -535,8 +541,9 @@ fn read_records(
         let Some((x, y)) = pair else { continue };
         // A revisit's text is its original record's: both must be open to the reader.
         let blocked = [&*x, &*y].iter().any(|c| {
-            access_of(&c.surt, &c.timestamp) == Access::Block
-                || source(index, c).is_ok_and(|o| access_of(&o.surt, &o.timestamp) == Access::Block)
+            who.access_of(&c.surt, &c.timestamp) == Access::Block
+                || source(index, who, c)
+                    .is_ok_and(|o| who.access_of(&o.surt, &o.timestamp) == Access::Block)
         });
         if blocked {
             row.unread = Some("a capture is blocked by the access rules".into());

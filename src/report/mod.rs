@@ -28,8 +28,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
+use crate::access::Reader;
 use crate::index::{Index, IndexError, Result};
-use crate::query::{round3, Searcher};
+use crate::query::{round3, Prepared, Searcher};
 
 /// What to report on.
 #[derive(Debug, Clone)]
@@ -382,10 +383,14 @@ pub(super) type SweepDates = (u32, String, String);
 
 /// The sweeps in date order (id, label, date), and the positions of `--from` and `--to`
 /// among them.
-fn sweeps_in_range(index: &Index, opts: &ReportOptions) -> Result<(Vec<SweepDates>, usize, usize)> {
+fn sweeps_in_range(
+    index: &Index,
+    reader: &Reader,
+    opts: &ReportOptions,
+) -> Result<(Vec<SweepDates>, usize, usize)> {
     let mut all: Vec<SweepDates> = index
         .sweeps()
-        .all()?
+        .all(reader)?
         .into_iter()
         .map(|(id, sw)| (id, sw.label, sw.date))
         .collect();
@@ -636,10 +641,10 @@ fn template_changes(
     Ok(out)
 }
 
-/// Builds the report.
-pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
-    let s = Searcher::new(index)?;
-    let (all, lo, hi) = sweeps_in_range(index, opts)?;
+/// Builds the report, of what `reader` may see.
+pub fn report(index: &Index, reader: &Reader, opts: &ReportOptions) -> Result<Report> {
+    let s = Searcher::with(index, &Prepared::load(index)?, reader.clone());
+    let (all, lo, hi) = sweeps_in_range(index, reader, opts)?;
     let range = &all[lo..=hi];
     let slot: HashMap<u32, usize> = range.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
     // Sweep id → place among all sweeps (by date).
@@ -659,7 +664,7 @@ pub fn report(index: &Index, opts: &ReportOptions) -> Result<Report> {
     };
     index
         .captures()
-        .scan_prefix_rows(prefix.as_bytes(), |(key_surt, ts, c)| {
+        .scan_prefix_rows(reader, prefix.as_bytes(), |(key_surt, ts, c)| {
             if key_surt != cur_surt {
                 if !cur_surt.is_empty() {
                     finish(&cur_surt, first_sweep_pos, &mut states)?;

@@ -25,7 +25,6 @@ use super::params::{
 };
 use super::state::AppState;
 use super::stream::{stream, Sink};
-use crate::index::unionfind::ClusterIds;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/{collection}", get(cdx))
@@ -119,7 +118,7 @@ async fn cdx_answer(
         Output::Link => "application/link-format",
     };
     Ok(stream(&state, content_type, move |served, sink| {
-        let mut clusters = ClusterIds::new(&served.index);
+        let mut clusters = served.cluster_ids();
         let mut n = 0u64;
         sel.scan(served, |_, row| {
             if n >= limit {

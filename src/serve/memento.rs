@@ -27,7 +27,7 @@ use super::error::ApiError;
 use super::links::{link_target, link_value};
 use super::params::{base_url, check_collection};
 use super::replay::{load, Payload};
-use super::state::{AppState, Served};
+use super::state::{AppState, Request};
 use super::stream::stream;
 use crate::access::Access;
 use crate::query::captures::{closest, CaptureRange, MatchType};
@@ -65,10 +65,10 @@ fn url_after(uri: &axum::http::Uri, prefix: &str, max: usize) -> Result<String, 
 
 /// The first and the last memento of one URL (one per timestamp: the first capture of
 /// a second), by three seeks, not by reading its history.
-fn ends(served: &Served, url: &str) -> Result<Option<(CaptureRow, CaptureRow)>, ApiError> {
+fn ends(served: &Request, url: &str) -> Result<Option<(CaptureRow, CaptureRow)>, ApiError> {
     let one = |range: CaptureRange, reverse: bool| -> Result<Option<CaptureRow>, ApiError> {
         let mut found = None;
-        range.scan(&served.index, reverse, |_, r| {
+        range.scan(&served.index, &served.reader, reverse, |_, r| {
             found = Some(r);
             Ok(false)
         })?;
@@ -86,18 +86,23 @@ fn ends(served: &Served, url: &str) -> Result<Option<(CaptureRow, CaptureRow)>, 
 /// Calls `each` with every memento of one URL, oldest first, one per timestamp, until
 /// it returns false.
 fn each_memento(
-    served: &Served,
+    served: &Request,
     url: &str,
     mut each: impl FnMut(&CaptureRow) -> bool,
 ) -> Result<(), ApiError> {
     let mut last_ts = String::new();
-    CaptureRange::new(url, MatchType::Exact, None, None).scan(&served.index, false, |_, r| {
-        if r.timestamp == last_ts {
-            return Ok(true);
-        }
-        last_ts = r.timestamp.clone();
-        Ok(each(&r))
-    })?;
+    CaptureRange::new(url, MatchType::Exact, None, None).scan(
+        &served.index,
+        &served.reader,
+        false,
+        |_, r| {
+            if r.timestamp == last_ts {
+                return Ok(true);
+            }
+            last_ts = r.timestamp.clone();
+            Ok(each(&r))
+        },
+    )?;
     Ok(())
 }
 
@@ -277,7 +282,9 @@ async fn timegate(
     let (ends, best) = state
         .with_index(move |s| {
             let ends = ends(s, &u)?;
-            let best = closest(&s.index, &u, &wanted, 1)?.into_iter().next();
+            let best = closest(&s.index, &s.reader, &u, &wanted, 1)?
+                .into_iter()
+                .next();
             Ok((ends, best))
         })
         .await?;
@@ -369,13 +376,13 @@ async fn replay(
     let u = url.clone();
     let found = state
         .with_index(move |s| {
-            let Some(best) = closest(&s.index, &u, &ts, 1)?.into_iter().next() else {
+            let Some(best) = closest(&s.index, &s.reader, &u, &ts, 1)?.into_iter().next() else {
                 return Ok(None);
             };
             if best.timestamp != ts {
                 return Ok(Some(Err(best)));
             }
-            if crate::access::access_of(&best.surt, &best.timestamp) == Access::Block {
+            if s.reader.access_of(&best.surt, &best.timestamp) == Access::Block {
                 return Err(ApiError::forbidden(format!(
                     "the capture of {} at {} is not replayed here (an access rule or embargo blocks it)",
                     best.info.url, best.timestamp
@@ -386,13 +393,13 @@ async fn replay(
             // the reader may not be told of is not (a link in a page still is).
             archived.headers.retain(|(k, v)| {
                 !(k.eq_ignore_ascii_case("location") || k.eq_ignore_ascii_case("content-location"))
-                    || crate::access::url_shown(&crate::url::resolve(&best.info.url, v))
+                    || s.reader.url_shown(&crate::url::resolve(&best.info.url, v))
             });
             let location = (archived.headers.iter())
                 .find(|(k, _)| k.eq_ignore_ascii_case("location"))
                 .map(|(_, v)| crate::url::resolve(&best.info.url, v));
             let moved_to = match location {
-                Some(target) => memento_of_target(&s.index, &best, &target)?,
+                Some(target) => memento_of_target(&s.index, &s.reader, &best, &target)?,
                 None => None,
             };
             Ok(Some(Ok((archived, moved_to))))
@@ -497,6 +504,7 @@ fn replayed_headers(
 /// none.
 fn memento_of_target(
     index: &crate::index::Index,
+    reader: &crate::access::Reader,
     best: &CaptureRow,
     target: &str,
 ) -> Result<Option<(String, String)>, ApiError> {
@@ -504,7 +512,7 @@ fn memento_of_target(
         return Ok(Some((best.timestamp.clone(), target.to_string())));
     }
     let mut found = None;
-    crate::query::captures::closest_each(index, target, &best.timestamp, |r| {
+    crate::query::captures::closest_each(index, reader, target, &best.timestamp, |r| {
         if r.info.status.is_some_and(|c| (300..400).contains(&c)) {
             return Ok(true);
         }

@@ -261,7 +261,8 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match state.current() {
         Some(s) => {
             // The sweeps this reader may be told of (an embargo may hide the newest).
-            let shown: Vec<_> = state::within(state.view(), || s.shown_sweeps().collect());
+            let request = state::Request::new(&s, state.reader());
+            let shown: Vec<_> = request.shown_sweeps().collect();
             Json(serde_json::json!({
                 "ready": true,
                 "snapshot": s.number,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::error::ApiError;
 use super::params::{ApiQuery, ReportQuery};
-use super::state::{AppState, Served};
+use super::state::{AppState, Request};
 use crate::query::cluster::cluster;
 use crate::query::history::history;
 use crate::query::similar::{similar, Input, SimilarOptions};
@@ -110,7 +110,7 @@ fn r2(x: Option<f64>) -> String {
 /// Everything the page shows about one URL, from the library's calls; with `archive`,
 /// what changed in each changed version.
 fn answer(
-    served: &Served,
+    served: &Request,
     url: &str,
     opts: WhereisOptions,
     archive: Option<crate::query::diff::Archive>,
@@ -292,6 +292,10 @@ pub(crate) async fn report_page(
 ) -> Result<Html<String>, ApiError> {
     let opts = q.options(&state.config)?;
     state
-        .with_index(move |s| Ok(Html(crate::report::html::page(&report(&s.index, &opts)?))))
+        .with_index(move |s| {
+            Ok(Html(crate::report::html::page(&report(
+                &s.index, &s.reader, &opts,
+            )?)))
+        })
         .await
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use utoipa::IntoParams;
 
 use super::error::ApiError;
-use super::state::{AppState, Served};
+use super::state::{AppState, Request};
 use crate::export::capture_fields;
 use crate::index::unionfind::ClusterIds;
 use crate::query::captures::{closest_each, CaptureRange, MatchType};
@@ -339,26 +339,33 @@ impl Selection {
     /// Calls `each` with every selected capture until it returns false.
     pub(crate) fn scan(
         &self,
-        served: &Served,
+        served: &Request,
         mut each: impl FnMut(&[u8], CaptureRow) -> Result<bool, ApiError>,
     ) -> Result<(), ApiError> {
         let mut failure = None;
         match self {
             Selection::Range { range, reverse } => {
-                range.scan(&served.index, *reverse, |k, row| match each(k, row) {
-                    Ok(go) => Ok(go),
-                    Err(e) => {
-                        failure = Some(e);
-                        Ok(false)
-                    }
-                })?;
+                range.scan(
+                    &served.index,
+                    &served.reader,
+                    *reverse,
+                    |k, row| match each(k, row) {
+                        Ok(go) => Ok(go),
+                        Err(e) => {
+                            failure = Some(e);
+                            Ok(false)
+                        }
+                    },
+                )?;
             }
             Selection::Closest { url, closest: ts } => {
-                closest_each(&served.index, url, ts, |row| match each(&[], row) {
-                    Ok(go) => Ok(go),
-                    Err(e) => {
-                        failure = Some(e);
-                        Ok(false)
+                closest_each(&served.index, &served.reader, url, ts, |row| {
+                    match each(&[], row) {
+                        Ok(go) => Ok(go),
+                        Err(e) => {
+                            failure = Some(e);
+                            Ok(false)
+                        }
                     }
                 })?;
             }

@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::error::ApiError;
-use super::state::{AppState, Served};
+use super::state::{AppState, Request};
 use crate::query::captures::revisited;
 use crate::query::CaptureRow;
 use crate::read::input::Decompressed;
@@ -38,11 +38,11 @@ pub(crate) struct Archived {
 /// Reads a capture's payload; a revisit's from the capture it revisits.
 pub(crate) fn load(
     state: &AppState,
-    served: &Served,
+    served: &Request,
     row: &CaptureRow,
 ) -> Result<Archived, ApiError> {
     let source = if row.info.kind == RecordKind::Revisit {
-        revisited(&served.index, row)?.ok_or_else(|| {
+        revisited(&served.index, &served.reader, row)?.ok_or_else(|| {
             ApiError::not_found(
                 "url",
                 format!(

@@ -8,11 +8,12 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
-use crate::access::{Acl, Policy, View};
+use crate::access::{Acl, Policy, Reader};
 use crate::config::Config;
 use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
 use crate::index::snapshots::{self, Lease};
+use crate::index::unionfind::ClusterIds;
 use crate::index::{Index, IndexError};
 use crate::query::{CaptureRow, Prepared, Searcher};
 
@@ -43,7 +44,8 @@ pub struct Served {
 impl Served {
     fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
         let index = Index::open_read_only(&lease.path, config)?;
-        let sweeps = index.sweeps().all()?;
+        // Every sweep: each request's reader filters them ([`Request::shown_sweeps`]).
+        let sweeps = index.sweeps().all(&Reader::everything())?;
         let files = (index.files().names_by_number()?.into_iter())
             .map(|(k, name)| (k, PathBuf::from(name)))
             .collect();
@@ -59,15 +61,47 @@ impl Served {
             _lease: lease,
         })
     }
+}
 
-    /// Its sweeps this thread's reader may be told of (read at open, for every reader).
-    pub fn shown_sweeps(&self) -> impl Iterator<Item = &(u32, SweepInfo)> {
-        (self.sweeps.iter()).filter(|(_, w)| crate::access::time_shown(&w.date))
+/// One request's work over a snapshot: the snapshot (its fields through `Deref`) and who
+/// reads it. Every read of captures takes the reader; there is no other way to a
+/// searcher.
+pub struct Request<'a> {
+    served: &'a Served,
+    /// The request's reader: its user's view, or everything when the policy is open.
+    pub reader: Reader,
+}
+
+impl std::ops::Deref for Request<'_> {
+    type Target = Served;
+    fn deref(&self) -> &Served {
+        self.served
+    }
+}
+
+impl<'a> Request<'a> {
+    /// The work of a request by `reader` over `served`.
+    pub fn new(served: &'a Served, reader: Reader) -> Request<'a> {
+        Request { served, reader }
     }
 
-    /// A searcher over this snapshot.
-    pub fn searcher(&self) -> Searcher<'_> {
-        Searcher::with(&self.index, &self.prepared)
+    /// The snapshot's sweeps the reader may be told of (read at open, for every reader).
+    pub fn shown_sweeps(&self) -> impl Iterator<Item = &'a (u32, SweepInfo)> + '_ {
+        (self.served.sweeps.iter()).filter(|(_, w)| self.reader.time_shown(&w.date))
+    }
+
+    /// A searcher over the snapshot, for the reader.
+    pub fn searcher(&self) -> Searcher<'a> {
+        Searcher::with(
+            &self.served.index,
+            &self.served.prepared,
+            self.reader.clone(),
+        )
+    }
+
+    /// Cluster ids as the reader may be told them.
+    pub fn cluster_ids(&self) -> ClusterIds<'a> {
+        ClusterIds::new(&self.served.index, self.reader.clone())
     }
 }
 
@@ -148,11 +182,11 @@ impl AppState {
             .unwrap_or_else(|e| e.into_inner().clone())
     }
 
-    /// The view of the request being served (its user from the request's header),
-    /// none when the policy hides nothing.
-    pub fn view(&self) -> Option<View> {
+    /// The reader of the request being served: its user's view (the user from the
+    /// request's header, from a trusted proxy), at the request's time.
+    pub fn reader(&self) -> Reader {
         let user = REQUEST_USER.try_with(|u| u.clone()).unwrap_or(None);
-        self.policy().view(user)
+        Reader::of(self.policy().view(user))
     }
 
     /// Reads the rule files again if they changed since they were read. A file that no
@@ -223,10 +257,10 @@ impl AppState {
     /// a worker while its scan runs on).
     pub async fn with_index<T: Send + 'static>(
         self: &Arc<Self>,
-        f: impl FnOnce(&Served) -> Result<T, ApiError> + Send + 'static,
+        f: impl FnOnce(&Request) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let budget = self.budget();
-        let view = self.view();
+        let reader = self.reader();
         let cancel = budget.canceller();
         let permit = self.permit().await?;
         let served = self.current().ok_or_else(|| {
@@ -236,7 +270,7 @@ impl AppState {
         })?;
         let answer = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            budget.run(|| within(view, || f(&served)))
+            budget.run(|| f(&Request::new(&served, reader)))
         })
         .await
         .map_err(|e| ApiError::internal(format!("request failed: {e}")))?;
@@ -270,14 +304,6 @@ impl AppState {
     /// the first `serve.archive_paths` folder that has a file of its name.
     pub fn warc_path(&self, served: &Served, row: &CaptureRow) -> Option<PathBuf> {
         crate::query::diff::locate(&served.files, &self.config.serve.archive_paths, row)
-    }
-}
-
-/// Runs `f` through `view`, if any.
-pub fn within<T>(view: Option<View>, f: impl FnOnce() -> T) -> T {
-    match view {
-        Some(v) => v.run(f),
-        None => f(),
     }
 }
 

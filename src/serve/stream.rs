@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::error::ApiError;
-use super::state::{AppState, Served};
+use super::state::{AppState, Request};
 
 const CHUNK: usize = 32 * 1024;
 
@@ -59,10 +59,10 @@ impl Sink {
 pub async fn stream(
     state: &Arc<AppState>,
     content_type: &'static str,
-    produce: impl FnOnce(&Served, &mut Sink) -> Result<(), ApiError> + Send + 'static,
+    produce: impl FnOnce(&Request, &mut Sink) -> Result<(), ApiError> + Send + 'static,
 ) -> Response {
     let budget = state.budget();
-    let view = state.view();
+    let reader = state.reader();
     let permit = match state.permit().await {
         Ok(p) => p,
         Err(e) => return e.into_response(),
@@ -92,7 +92,7 @@ pub async fn stream(
         // A panic (a damaged index the reader did not expect) is an error answer, or a
         // cut connection once bytes are out: never a short body that looks whole.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            budget.run(|| super::state::within(view, || produce(&served, &mut sink)))
+            budget.run(|| produce(&Request::new(&served, reader), &mut sink))
         }))
         .unwrap_or_else(|_| {
             Err(ApiError::internal(

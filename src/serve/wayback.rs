@@ -22,7 +22,6 @@ use super::error::ApiError;
 use super::params::{base_url, field_list, selection, Fields, Filter, Params, Selection};
 use super::state::AppState;
 use super::stream::stream;
-use crate::index::unionfind::ClusterIds;
 use crate::timestamp::Timestamp14;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
@@ -190,8 +189,8 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
     };
     Ok(stream(&state, content_type, move |served, sink| {
         // Pages differ from one reader's view to another's (access rules).
-        let page_key = page_key.map(|k| crate::access::scoped(&k));
-        let mut clusters = ClusterIds::new(&served.index);
+        let page_key = page_key.map(|k| served.reader.scoped(&k));
+        let mut clusters = served.cluster_ids();
         let (skip, take) = match page {
             Some(p) => (
                 p.saturating_mul(page_size),
@@ -415,7 +414,7 @@ async fn available(
     let best = state
         .with_index(move |served| {
             let mut best = None;
-            crate::query::captures::closest_each(&served.index, &url, &ts, |r| {
+            crate::query::captures::closest_each(&served.index, &served.reader, &url, &ts, |r| {
                 let found = r.ok() || r.redirect().is_some();
                 if found {
                     best = Some(r);

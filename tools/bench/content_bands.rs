@@ -164,10 +164,13 @@ fn run(index: &Index) -> Result<serde_json::Value, String> {
         seed: p.seed,
         sample_target: p.sample_target,
     };
-    let mut sweeps = index.sweeps().all().map_err(err)?;
+    let mut sweeps = index
+        .sweeps()
+        .all(&tidemark::access::Reader::everything())
+        .map_err(err)?;
     sweeps.sort_by(|x, y| x.1.date.cmp(&y.1.date).then(x.0.cmp(&y.0)));
     let mut names = index.files().names_by_sweep().map_err(err)?;
-    let s = Searcher::new(index).map_err(err)?;
+    let s = Searcher::everything(index).map_err(err)?;
     // Each URL's latest page with text so far: (sweep label, page, its host's template).
     let mut last: HashMap<String, (String, Page, Vec<u64>)> = HashMap::new();
     let mut rows = Vec::new();

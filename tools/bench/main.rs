@@ -12,6 +12,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+/// A line of the human-readable report: on stdout, or on stderr under `--json` (stdout
+/// is then the JSON alone, for scripts).
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+
 mod content_bands;
 mod map_reduce;
 
@@ -233,18 +245,6 @@ struct IngestRun {
     secs: f64,
     warc_mb: f64,
     summary: serde_json::Value,
-}
-
-/// A line of the human-readable report: on stdout, or on stderr under `--json` (stdout
-/// is then the JSON alone, for scripts).
-macro_rules! say {
-    ($json:expr, $($arg:tt)*) => {
-        if $json {
-            eprintln!($($arg)*)
-        } else {
-            println!($($arg)*)
-        }
-    };
 }
 
 /// Runs `tidemark --db DB ingest --sweep LABEL --json ARGS…`: its seconds and its JSON
@@ -753,7 +753,7 @@ fn bench_queries(a: &Args) -> ExitCode {
     };
     let run = || -> Result<serde_json::Value, tidemark::index::IndexError> {
         let t = Instant::now();
-        let s = Searcher::new(&index)?;
+        let s = Searcher::everything(&index)?;
         let open_ms = t.elapsed().as_secs_f64() * 1e3;
         let urls = tidemark::query::sample_urls(&index, a.samples)?;
         let wopts = whereis::WhereisOptions {
@@ -794,7 +794,7 @@ fn bench_queries(a: &Args) -> ExitCode {
         let mut out = serde_json::Map::new();
         let captures: u64 = index
             .sweeps()
-            .all()?
+            .all(&tidemark::access::Reader::everything())?
             .iter()
             .map(|(_, s)| s.counts.captures)
             .sum();

@@ -12,7 +12,7 @@
 //! only the captures the thread's reader may see ([`crate::access`]).
 
 use super::{corrupt, Col, Column};
-use crate::access;
+use crate::access::Reader;
 use crate::index::codec::{decode, encode, CaptureInfo};
 use crate::index::Result;
 
@@ -116,6 +116,7 @@ impl Col<'_, Captures> {
     /// Calls `each` with every capture whose key starts with `prefix`, in key order.
     pub fn scan_prefix_rows(
         &self,
+        r: &Reader,
         prefix: &[u8],
         mut each: impl FnMut(Row<'_>) -> Result<bool>,
     ) -> Result<()> {
@@ -123,7 +124,7 @@ impl Col<'_, Captures> {
             if !k.starts_with(prefix) {
                 return Ok(false);
             }
-            match seen(k, v)? {
+            match seen(r, k, v)? {
                 Some(r) => each(r),
                 None => Ok(true),
             }
@@ -133,6 +134,7 @@ impl Col<'_, Captures> {
     /// Every capture of a SURT, oldest first, with its key bytes ([`file_of_key`]).
     pub fn scan_url(
         &self,
+        r: &Reader,
         surt: &str,
         mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
     ) -> Result<()> {
@@ -141,7 +143,7 @@ impl Col<'_, Captures> {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
-            match seen(k, v)? {
+            match seen(r, k, v)? {
                 Some(r) => each(k, r),
                 None => Ok(true),
             }
@@ -153,30 +155,39 @@ impl Col<'_, Captures> {
     /// `each` returns false.
     pub fn scan_range(
         &self,
+        r: &Reader,
         start: &[u8],
         end: &[u8],
         reverse: bool,
         mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_raw(start, Some(end), reverse, |k, v| match seen(k, v)? {
+        self.scan_raw(start, Some(end), reverse, |k, v| match seen(r, k, v)? {
             Some(r) => each(k, r),
             None => Ok(true),
         })
     }
 
     /// Every capture in key order.
-    pub fn scan_all(&self, mut each: impl FnMut(Row<'_>) -> Result<bool>) -> Result<()> {
-        self.scan_raw(&[], None, false, |k, v| match seen(k, v)? {
+    pub fn scan_all(
+        &self,
+        r: &Reader,
+        mut each: impl FnMut(Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        self.scan_raw(&[], None, false, |k, v| match seen(r, k, v)? {
             Some(r) => each(r),
             None => Ok(true),
         })
     }
 
     /// Every key in key order (the values are not decoded).
-    pub fn scan_keys(&self, mut each: impl FnMut(&str, &str) -> Result<bool>) -> Result<()> {
+    pub fn scan_keys(
+        &self,
+        r: &Reader,
+        mut each: impl FnMut(&str, &str) -> Result<bool>,
+    ) -> Result<()> {
         self.scan_raw(&[], None, false, |k, _| {
             let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
-            if !access::visible(s, t) {
+            if !r.visible(s, t) {
                 return Ok(true);
             }
             each(s, t)
@@ -210,22 +221,22 @@ impl Col<'_, Captures> {
     }
 }
 
-/// A capture as this thread's reader may see it ([`access`]): none when it is hidden;
+/// A capture as reader `r` may see it: none when it is hidden;
 /// a redirect to a URL the reader may not be told of is not named. Every read of this
 /// family in answers goes through here.
-pub(crate) fn seen<'k>(k: &'k [u8], v: &[u8]) -> Result<Option<Row<'k>>> {
+pub(crate) fn seen<'k>(r: &Reader, k: &'k [u8], v: &[u8]) -> Result<Option<Row<'k>>> {
     let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
-    if !access::visible(s, t) {
+    if !r.visible(s, t) {
         return Ok(None);
     }
     let mut info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
-    unname_hidden_redirect(&mut info);
+    unname_hidden_redirect(r, &mut info);
     Ok(Some((s, t, info)))
 }
 
-/// Drops a redirect's target when this thread's reader may not be told of it.
-pub(crate) fn unname_hidden_redirect(info: &mut CaptureInfo) {
-    if (info.redirect.as_deref()).is_some_and(|r| !access::url_shown(r)) {
+/// Drops a redirect's target when reader `r` may not be told of it.
+pub(crate) fn unname_hidden_redirect(r: &Reader, info: &mut CaptureInfo) {
+    if (info.redirect.as_deref()).is_some_and(|to| !r.url_shown(to)) {
         info.redirect = None;
     }
 }

@@ -3,8 +3,8 @@
 //! scan; with the SURT the `captures` key is rebuilt and the capture read.
 //!
 //! Written by ingest (every capture with content). Read by `similar`, `cluster`,
-//! `whereis` (where content went) and the report; only the captures the thread's reader
-//! may see ([`crate::access`]).
+//! `whereis` (where content went) and the report; only the captures the reader given
+//! may see ([`crate::access::Reader`]).
 
 use super::captures::{CaptureKey, Captures, TAIL};
 use super::{corrupt, Col, Column};
@@ -56,7 +56,11 @@ impl Column for DocCaptures {
 impl Col<'_, DocCaptures> {
     /// Every capture of `doc` (any URL), in key order. An entry whose capture is not in
     /// `captures` is corruption of this family (every capture with content has both).
-    pub fn captures_of(&self, doc: u64) -> Result<Vec<(CaptureKey, CaptureInfo)>> {
+    pub fn captures_of(
+        &self,
+        r: &crate::access::Reader,
+        doc: u64,
+    ) -> Result<Vec<(CaptureKey, CaptureInfo)>> {
         let prefix = doc.to_be_bytes();
         let mut keys: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         self.scan_raw(&prefix, None, false, |k, v| {
@@ -65,8 +69,8 @@ impl Col<'_, DocCaptures> {
             }
             let (_, c) = DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
             let surt = DocCaptures::decode_value(v).map_err(|e| corrupt::<DocCaptures>(k, e))?;
-            // What the thread's reader may not see is not looked up.
-            if !crate::access::visible(&surt, &c.timestamp) {
+            // What the reader may not see is not looked up.
+            if !r.visible(&surt, &c.timestamp) {
                 return Ok(true);
             }
             // doc ‖ tail → SURT ‖ 0 ‖ tail.
@@ -82,7 +86,7 @@ impl Col<'_, DocCaptures> {
         for ((k, ck), info) in keys.iter().zip(found) {
             match info {
                 Some(mut info) => {
-                    super::captures::unname_hidden_redirect(&mut info);
+                    super::captures::unname_hidden_redirect(r, &mut info);
                     out.push((
                         Captures::decode_key(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?,
                         info,

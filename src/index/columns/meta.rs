@@ -24,6 +24,9 @@ pub enum MetaKey {
     Counters,
     /// The texts' zstd dictionary, raw.
     TextDict,
+    /// The threshold of a `recluster` under way (f64, bincode): present from before the
+    /// union-find is cleared until the rebuilt one and the threshold are written.
+    Recluster,
 }
 
 impl MetaKey {
@@ -33,6 +36,7 @@ impl MetaKey {
             MetaKey::Params => b"params",
             MetaKey::Counters => b"counters",
             MetaKey::TextDict => b"text_dict",
+            MetaKey::Recluster => b"recluster",
         }
     }
 }
@@ -53,6 +57,7 @@ impl Column for Meta {
             MetaKey::Params,
             MetaKey::Counters,
             MetaKey::TextDict,
+            MetaKey::Recluster,
         ]
         .into_iter()
         .find(|k| k.name() == b)
@@ -103,6 +108,19 @@ impl Col<'_, Meta> {
     /// Writes the counters into `batch`.
     pub fn put_counters(&self, batch: &mut Batch, c: &Counters) {
         batch.put::<Meta>(self.index, &MetaKey::Counters, &encode(c));
+    }
+
+    /// The threshold of a `recluster` that did not finish, if one did not.
+    pub fn recluster_pending(&self) -> Result<Option<f64>> {
+        self.decoded(MetaKey::Recluster)
+    }
+
+    /// Records a `recluster` at `threshold` as under way, or (`None`) as done.
+    pub fn put_recluster(&self, batch: &mut Batch, threshold: Option<f64>) {
+        match threshold {
+            Some(t) => batch.put::<Meta>(self.index, &MetaKey::Recluster, &encode(&t)),
+            None => batch.delete::<Meta>(self.index, &MetaKey::Recluster),
+        }
     }
 }
 

@@ -37,12 +37,12 @@ impl Column for Sweeps {
 }
 
 impl Col<'_, Sweeps> {
-    /// Every sweep, by id, that this thread's reader may be told of (a sweep dated
-    /// under an embargo is not: [`crate::access::time_shown`]).
-    pub fn all(&self) -> Result<Vec<(u32, SweepInfo)>> {
+    /// Every sweep, by id, that reader `r` may be told of (a sweep dated under an
+    /// embargo is not: [`crate::access::Reader::time_shown`]).
+    pub fn all(&self, r: &crate::access::Reader) -> Result<Vec<(u32, SweepInfo)>> {
         let mut out = Vec::new();
         self.for_each(|id, s| {
-            if crate::access::time_shown(&s.date) {
+            if r.time_shown(&s.date) {
                 out.push((id, s));
             }
             Ok(true)

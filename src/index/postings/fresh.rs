@@ -333,7 +333,7 @@ pub(super) fn store_run(
     }
     // Every record the lists cover must be in the log before they are stored: a
     // resumed run must never find postings of docs it is about to create again.
-    index.db().flush_wal(false)?;
+    index.db().flush_wal(true)?;
     let limit = list_limit(index.params().common_shingle_cap as usize);
     let written = store.with_run(next_doc, expect, (limit, threads), |w| {
         // The shards are key ranges, in order: one part each.

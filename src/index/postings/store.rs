@@ -258,6 +258,25 @@ impl Store {
         Ok(next)
     }
 
+    /// This store without the runs that reach past `next_doc` (the index's next doc
+    /// id), its mark the end of the runs kept: the repair of a mark that a power cut left
+    /// ahead of the docs RocksDB kept (their postings are stale: new docs will take
+    /// those ids). The docs from the new mark on are rebuilt from their sketches, as
+    /// after any spill. The manifest names the result when this returns.
+    pub fn truncated(&self, next_doc: u64) -> Result<Store> {
+        let mut next = self.clone();
+        let keep = next
+            .runs
+            .iter()
+            .take_while(|r| r.docs().end <= next_doc)
+            .count();
+        let gone: Vec<Arc<Run>> = next.runs.split_off(keep);
+        next.mark = next.runs.last().map_or(0, |r| r.docs().end);
+        next.save()?;
+        remove(gone);
+        Ok(next)
+    }
+
     /// Merges the newest runs while there are more than `max_runs`, or (`tiered`) while
     /// the one before the newest is at most twice the newest's size: size-tiered, so
     /// each record is rewritten O(log n) times. Lists are kept to `limit` bytes, merged
