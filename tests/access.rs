@@ -827,3 +827,93 @@ fn a_cluster_is_named_by_a_doc_the_reader_may_see() {
         }
     }
 }
+
+/// A blocked capture's text is not shown through `history`'s diff (replay refuses it;
+/// without the rules the diff is there, so the check can fail).
+#[test]
+fn a_blocked_capture_s_text_is_not_shown_by_history_s_diff() {
+    let s = setup();
+    let ask = |srv: &Server| -> Vec<Value> {
+        let q = format!("/api/history?url={}&diff=1", enc(&s.blocked));
+        let (st, _, body) = get(&srv.base, &q, &[]);
+        assert_eq!(st, 200, "{q}: {}", String::from_utf8_lossy(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        (v["captures"].as_array().unwrap().iter())
+            .filter(|x| x["change"] == "changed")
+            .cloned()
+            .collect()
+    };
+    let open = Server::start(&s.db, &[], &[]);
+    let shown = ask(&open);
+    assert!(
+        shown.iter().any(|v| v["changes"].is_object()),
+        "no diff of the blocked URL without the rules: {shown:?}"
+    );
+    let srv = Server::start(&s.db, &[], &["--acl", s.acl.to_str().unwrap()]);
+    for v in ask(&srv) {
+        assert!(v["changes"].is_null(), "{v}");
+        assert_eq!(
+            v["diff"], "(a capture is blocked by the access rules)",
+            "{v}"
+        );
+    }
+}
+
+/// Under an embargo `before` the second sweep, the first visible capture of a URL does
+/// not carry its resemblance to the hidden one before it (that would say the hidden
+/// capture exists, and how alike it was); the captures after it do. Without the
+/// embargo the same captures carry it, so the check can fail.
+#[test]
+fn no_resemblance_is_told_to_a_capture_the_reader_may_not_see() {
+    let s = setup();
+    let sweeps: Value = serde_json::from_slice(
+        &tidemark_ok(&["--db", s.db.to_str().unwrap(), "sweeps", "--json"]).stdout,
+    )
+    .unwrap();
+    let d2 = &sweeps[1]["date"].as_str().unwrap()[..8];
+    let d3 = &sweeps[2]["date"].as_str().unwrap()[..8];
+    let config = s.dir.join("embargo-before.toml");
+    std::fs::write(&config, format!("[serve.embargo]\nbefore = \"{d2}\"\n")).unwrap();
+    let open = Server::start(&s.db, &[], &[]);
+    let srv = Server::start(&s.db, &["--config", config.to_str().unwrap()], &[]);
+    let host = s.redirect_from.split('/').nth(2).unwrap().to_string();
+    let rows = |srv: &Server| -> Vec<(String, Value)> {
+        let q = format!(
+            "/{COLL}?url={}&matchType=host&output=json&fl=timestamp,resemblance_to_previous",
+            enc(&host)
+        );
+        let (st, _, body) = get(&srv.base, &q, &[]);
+        assert_eq!(st, 200, "{q}");
+        String::from_utf8_lossy(&body)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["timestamp"].as_str().unwrap().to_string(),
+                    v["resemblance_to_previous"].clone(),
+                )
+            })
+            .collect()
+    };
+    let told = |rows: &[(String, Value)], from: &str, to: &str| {
+        (rows.iter())
+            .filter(|(t, r)| t.as_str() >= from && t.as_str() < to && !r.is_null())
+            .count()
+    };
+    let all = rows(&open);
+    assert!(
+        told(&all, d2, d3) > 0,
+        "no capture of sweep 2 carries a resemblance"
+    );
+    let seen = rows(&srv);
+    assert!(
+        seen.iter().all(|(t, _)| t.as_str() >= d2),
+        "a hidden capture was listed"
+    );
+    assert_eq!(told(&seen, d2, d3), 0, "sweep 2 told of sweep 1: {seen:?}");
+    assert_eq!(
+        told(&seen, d3, "9"),
+        told(&all, d3, "9"),
+        "sweep 3's were dropped too"
+    );
+}

@@ -1621,6 +1621,14 @@ fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
         )
     };
     let before: Vec<_> = urls.iter().map(|u| ask(u)).collect();
+    // The report is built once for the snapshot and answered from memory after.
+    let report1 = srv.json("/api/report");
+    assert_eq!(srv.json("/api/report"), report1);
+    assert_eq!(
+        report1["sweeps"].as_array().map(|s| s.len()),
+        Some(1),
+        "{report1}"
+    );
     // Ingest sweep 2 while a client asks the same questions over and over.
     let mut args: Vec<String> = vec![
         "--db".into(),
@@ -1689,6 +1697,14 @@ fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
         seen.len(),
         urls.len()
     );
+    // The next snapshot's report is its own: the command's on the finished index.
+    let report2 = srv.json("/api/report");
+    let cli = tidemark(&["--db", db.to_str().unwrap(), "report", "--format", "json"]);
+    assert_eq!(
+        report2,
+        serde_json::from_slice::<Value>(&cli.stdout).unwrap()
+    );
+    assert_ne!(report2, report1);
     // The answers after are the commands' on the finished index.
     let cli = tidemark(&["--db", db.to_str().unwrap(), "whereis", &urls[0], "--json"]);
     assert_eq!(

@@ -5,7 +5,7 @@
 //! under embargo when any says so), which is the same for the one-bound configurations
 //! pywb can express.
 
-use chrono::{DateTime, Months, Utc};
+use chrono::{DateTime, Months, Timelike, Utc};
 
 use super::Access;
 use crate::timestamp::Timestamp14;
@@ -124,11 +124,25 @@ impl Embargo {
 
     /// The dates it hides, as of `now`.
     pub fn bounds(&self, now: DateTime<Utc>) -> Bounds {
-        let lo = [self.before.clone(), self.older.map(|s| s.back_from(now))]
+        // Spans back from now move with the hour, each toward hiding more: what was
+        // built under one hour's bounds (a cached report) never shows what the next
+        // hour hides. `older` hides before now − span: from the next whole hour;
+        // `newer` hides after now − span: from the last whole hour.
+        let floor = now
+            .with_minute(0)
+            .and_then(|t| t.with_second(0))
+            .and_then(|t| t.with_nanosecond(0))
+            .unwrap_or(now);
+        let ceil = if floor == now {
+            now
+        } else {
+            floor + chrono::Duration::hours(1)
+        };
+        let lo = [self.before.clone(), self.older.map(|s| s.back_from(ceil))]
             .into_iter()
             .flatten()
             .max();
-        let hi = [self.after.clone(), self.newer.map(|s| s.back_from(now))]
+        let hi = [self.after.clone(), self.newer.map(|s| s.back_from(floor))]
             .into_iter()
             .flatten()
             .min();
@@ -193,6 +207,12 @@ mod tests {
         assert_eq!(b.access_of("20260228120000"), None);
         assert_eq!(b.access_of("20160331115959"), Some(Access::Block));
         assert_eq!(b.access_of("20200101000000"), None);
+        // Within the hour, each bound moves toward hiding more (a cached answer built
+        // at 12:00 shows nothing hidden at 12:30).
+        let half = now + chrono::Duration::minutes(30);
+        let b = e.bounds(half);
+        assert_eq!(b.hi.as_deref(), Some("20260228120000"));
+        assert_eq!(b.lo.as_deref(), Some("20160331130000"));
         assert!(Embargo::default().is_empty());
         assert_eq!(
             Embargo::default().bounds(now).access_of("20200101000000"),

@@ -83,9 +83,10 @@ impl View {
     /// start) are kept apart from another's.
     fn scope(&self) -> String {
         format!(
-            "acl {} user {:?}",
+            "acl {} user {:?} embargo {:?}",
             self.policy.generation,
-            self.user.as_deref().unwrap_or("")
+            self.user.as_deref().unwrap_or(""),
+            self.bounds
         )
     }
 }

@@ -365,12 +365,22 @@ impl<'a> ClusterIds<'a> {
             return Ok(*c);
         }
         let (root, n) = find(self.index, doc)?;
-        let c = if n.size <= 1 || !self.reader.filtered() {
+        // (`doc` is seen: its capture is being shown.)
+        let c = if n.size <= 1 || !self.reader.filtered() || n.min == doc {
             n.min
         } else if let Some(c) = self.roots.get(&root) {
             *c
         } else {
-            let c = visible_min(self.index, &self.reader, doc)?;
+            // Most often the smallest doc is seen: one read, not the member list.
+            let c = match self
+                .index
+                .doc_captures()
+                .captures_of(&self.reader, n.min)?
+                .is_empty()
+            {
+                false => n.min,
+                true => visible_min(self.index, &self.reader, doc)?,
+            };
             self.roots.insert(root, c);
             c
         };

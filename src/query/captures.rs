@@ -219,7 +219,7 @@ pub fn closest_each(
             Ok(kv) => kv,
             Err(e) => return Some(Err(e)),
         };
-        match crate::index::columns::captures::seen(reader, &k, &v) {
+        match crate::index::columns::captures::seen(&captures, reader, &k, &v) {
             Err(e) => Some(Err(e)),
             Ok(None) => None,
             Ok(Some((surt, ts, info))) => Some(Ok(CaptureRow {

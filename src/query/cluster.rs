@@ -71,6 +71,9 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
             break;
         }
         let caps = s.doc_captures(d)?;
+        let caps_open = caps
+            .iter()
+            .any(|c| s.reader().access_of(&c.surt, &c.timestamp) != crate::access::Access::Block);
         if filtered {
             if caps.is_empty() {
                 continue;
@@ -84,25 +87,35 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
                 continue;
             }
         }
+        // (A boilerplate doc has tens of thousands of URLs: looked up, not searched.)
         let mut urls: Vec<MemberUrl> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = Default::default();
         for c in caps {
             let date = Timestamp14::iso_of(&c.timestamp);
-            match urls.iter_mut().find(|u| u.url == c.info.url) {
-                Some(u) => {
-                    u.last = date;
-                    u.captures += 1;
+            match at.get(&c.info.url) {
+                Some(&i) => {
+                    urls[i].last = date;
+                    urls[i].captures += 1;
                 }
-                None => urls.push(MemberUrl {
-                    url: c.info.url.clone(),
-                    first: date.clone(),
-                    last: date,
-                    captures: 1,
-                }),
+                None => {
+                    at.insert(c.info.url.clone(), urls.len());
+                    urls.push(MemberUrl {
+                        url: c.info.url.clone(),
+                        first: date.clone(),
+                        last: date,
+                        captures: 1,
+                    });
+                }
             }
         }
+        // A title is the page's text: not told of a doc whose every capture is blocked.
+        let open = !filtered || caps_open;
         members.push(Member {
             doc: d,
-            title: s.index.doc(d)?.and_then(|i| i.title),
+            title: match open {
+                true => s.index.doc(d)?.and_then(|i| i.title),
+                false => None,
+            },
             urls,
         });
     }

@@ -4,9 +4,10 @@
 use serde::Serialize;
 
 pub use super::diff::word_diff;
-use super::diff::{Archive, Reader, Shown};
+use super::diff::{source, Archive, Reader, Shown};
 use super::whereis::{whereis, Status, WhereisOptions};
 use super::{round3, Searcher};
+use crate::access::Access;
 use crate::index::texts::TextReader;
 use crate::index::Result;
 use crate::timestamp::Timestamp14;
@@ -98,8 +99,21 @@ pub fn history(
             ("changed", None, None)
         };
         let (mut words, mut changes) = (None, None);
-        if let (Some(reader), "changed", Some(old), Some(new)) =
-            (reader.as_mut(), change, prev_row, i.doc)
+        // A blocked capture's text is not shown (nor a revisit's blocked original's).
+        let blocked = |row: &super::CaptureRow| {
+            let who = s.reader();
+            who.access_of(&row.surt, &row.timestamp) == Access::Block
+                || source(s.index, who, row)
+                    .is_ok_and(|o| who.access_of(&o.surt, &o.timestamp) == Access::Block)
+        };
+        let shown = (reader.as_ref(), change, prev_row, i.doc);
+        if let (Some(_), "changed", Some(old), Some(_)) = shown {
+            if blocked(old) || blocked(c) {
+                words = Some("(a capture is blocked by the access rules)".to_string());
+            }
+        }
+        if let (Some(reader), "changed", Some(old), Some(new), None) =
+            (reader.as_mut(), change, prev_row, i.doc, &words)
         {
             match reader.shown(old, c) {
                 Ok((shown, w)) => (words, changes) = (Some(w), Some(shown)),

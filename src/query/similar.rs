@@ -209,14 +209,19 @@ pub fn similar(s: &Searcher, input: &Input, opts: &SimilarOptions) -> Result<Sim
     let mut results = Vec::new();
     'docs: for (m, theirs) in docs {
         // Each URL of the doc once, with its latest capture of it.
+        // (A boilerplate doc has tens of thousands of URLs: looked up, not searched.)
         let mut by_url: Vec<(String, CaptureRow)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = Default::default();
         for c in s.doc_captures(m.doc)? {
             if exclude.as_deref() == Some(c.surt.as_str()) {
                 continue;
             }
-            match by_url.iter_mut().find(|(k, _)| *k == c.surt) {
-                Some(e) => e.1 = c,
-                None => by_url.push((c.surt.clone(), c)),
+            match at.get(&c.surt) {
+                Some(&i) => by_url[i].1 = c,
+                None => {
+                    at.insert(c.surt.clone(), by_url.len());
+                    by_url.push((c.surt.clone(), c));
+                }
             }
         }
         for (_, c) in by_url {

@@ -22,7 +22,6 @@ use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::summary::{stats as index_stats, sweeps_json};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
 use crate::report::changes::{changes as changes_of, ChangesOptions};
-use crate::report::report as report_of;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -249,15 +248,15 @@ async fn cluster(
 /// How pages changed, moved, lived and died across the sweeps.
 #[utoipa::path(get, path = "/api/report", params(ReportQuery),
     responses((status = 200, description = "as `tidemark report --format json`"),
-              (status = 400, description = "an unknown sweep or a bad host")))]
+              (status = 400, description = "an unknown sweep or a bad host"),
+              (status = 503, description = "the report is being built (once per snapshot, reader's view and range; one pass over the index): ask again in a moment (`{\"code\": \"unavailable\"}`)")))]
 async fn report(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let opts = q.options(&state.config)?;
-    state
-        .with_index(move |s| to_json(&report_of(&s.index, &s.reader, &opts)?))
-        .await
+    let r = state.report(opts).await?;
+    to_json(&*r)
 }
 
 /// `from`, `to`, `host`, `offset`, `limit`, `records`
@@ -326,26 +325,55 @@ async fn changes(
 
 /// The sweeps of the index.
 #[utoipa::path(get, path = "/api/sweeps",
-    responses((status = 200, description = "as `tidemark sweeps --json`")))]
+    responses((status = 200, description = "as `tidemark sweeps --json`, its files by name (not by path; none to a reader under access rules)")))]
 async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     state
-        .with_index(|s| Ok(Json(sweeps_json(&s.index, &s.reader)?)))
+        .with_index(|s| {
+            let mut v = sweeps_json(&s.index, &s.reader)?;
+            // Files by name, not by the server's paths; none to a reader under rules (a
+            // file may hold only hidden captures: a crawl of an excluded host).
+            for sweep in v.as_array_mut().into_iter().flatten() {
+                if let Some(files) = sweep.get_mut("files").and_then(|f| f.as_array_mut()) {
+                    if s.reader.filtered() {
+                        files.clear();
+                    }
+                    for f in files.iter_mut() {
+                        let name = f.as_str().unwrap_or_default();
+                        let base = name.rsplit('/').next().unwrap_or(name).to_string();
+                        *f = base.into();
+                    }
+                }
+            }
+            Ok(Json(v))
+        })
         .await
 }
 
 /// Docs, captures, URLs, clusters and bytes on disk.
 #[utoipa::path(get, path = "/api/stats",
-    responses((status = 200, description = "as `tidemark stats --json`")))]
+    responses((status = 200, description = "as `tidemark stats --json` (of the whole index); a reader under access rules is told no `largest_clusters` and only the sweeps it may see")))]
 async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     state
         .with_index(|s| {
-            if let Some(v) = s.stats.get() {
-                return Ok(Json(v.clone()));
-            }
             // Of the whole index, whoever asks first: counts name no URL (README,
             // "Access control").
-            let Json(v) = to_json(&index_stats(&s.index)?)?;
-            Ok(Json(s.stats.get_or_init(|| v).clone()))
+            let all = match s.stats.get() {
+                Some(v) => v.clone(),
+                None => {
+                    let Json(v) = to_json(&index_stats(&s.index)?)?;
+                    s.stats.get_or_init(|| v).clone()
+                }
+            };
+            // But a reader under rules is told no cluster (its id may be a hidden doc,
+            // its size count hidden ones) and only the sweeps it may see.
+            let mut v = all;
+            if s.reader.filtered() {
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("largest_clusters");
+                    o.insert("sweeps".into(), s.shown_sweeps().count().into());
+                }
+            }
+            Ok(Json(v))
         })
         .await
 }

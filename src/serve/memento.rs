@@ -431,7 +431,7 @@ async fn replay(
     let mut resp = match archived.payload {
         Payload::Whole(bytes) => Response::new(Body::from(bytes)),
         Payload::Streamed { reader, length } => {
-            let mut r = Response::new(streamed(&state, reader));
+            let mut r = Response::new(streamed(&state, reader).await?);
             r.headers_mut()
                 .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             r
@@ -524,13 +524,20 @@ fn memento_of_target(
 
 /// A payload read from its WARC file chunk by chunk on a blocking thread as the client
 /// takes it, until `serve.request_timeout_s` (then the connection is cut: with its
-/// Content-Length the client sees a short body, not a complete one).
-fn streamed(state: &AppState, mut reader: Box<dyn Read + Send>) -> Body {
+/// Content-Length the client sees a short body, not a complete one). The thread holds one
+/// of the `serve.workers` slots for the body's whole life: slow readers wait their turn
+/// in the queue, they do not each hold a thread of their own.
+async fn streamed(
+    state: &Arc<AppState>,
+    mut reader: Box<dyn Read + Send>,
+) -> Result<Body, ApiError> {
+    let permit = state.permit().await?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || loop {
+        let _permit = &permit;
         let mut buf = vec![0u8; 64 * 1024];
         let item = match reader.read(&mut buf) {
             Ok(0) => return,
@@ -546,7 +553,9 @@ fn streamed(state: &AppState, mut reader: Box<dyn Read + Send>) -> Body {
             return;
         }
     });
-    Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx))
+    Ok(Body::from_stream(
+        tokio_stream::wrappers::ReceiverStream::new(rx),
+    ))
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub mod memento;
 pub mod page;
 mod params;
 mod replay;
+mod reports;
 mod state;
 mod stream;
 pub mod wayback;

@@ -19,7 +19,6 @@ use crate::query::cluster::cluster;
 use crate::query::history::history;
 use crate::query::similar::{similar, Input, SimilarOptions};
 use crate::query::whereis::{whereis, Status, WhereisOptions};
-use crate::report::report;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -285,17 +284,13 @@ pub(crate) async fn lost_and_found(
 /// report --format html` writes.
 #[utoipa::path(get, path = "/report", tag = "pages", params(ReportQuery),
     responses((status = 200, description = "the change report as `tidemark report --format html` writes it (HTML)"),
-              (status = 400, description = "a bad from, to or host")))]
+              (status = 400, description = "a bad from, to or host"),
+              (status = 503, description = "the report is being built (once per snapshot, reader's view and range; one pass over the index): ask again in a moment (`{\"code\": \"unavailable\"}`)")))]
 pub(crate) async fn report_page(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Html<String>, ApiError> {
     let opts = q.options(&state.config)?;
-    state
-        .with_index(move |s| {
-            Ok(Html(crate::report::html::page(&report(
-                &s.index, &s.reader, &opts,
-            )?)))
-        })
-        .await
+    let r = state.report(opts).await?;
+    Ok(Html(crate::report::html::page(&r)))
 }

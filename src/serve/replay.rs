@@ -54,6 +54,14 @@ pub(crate) fn load(
     } else {
         row.clone()
     };
+    // A revisit repeats its original's bytes: a blocked original is not replayed
+    // through it.
+    if served.reader.access_of(&source.surt, &source.timestamp) == crate::access::Access::Block {
+        return Err(ApiError::forbidden(format!(
+            "the capture of {} at {} is not replayed here (an access rule or embargo blocks the record it repeats)",
+            row.info.url, row.timestamp
+        )));
+    }
     let name = &source.info.file;
     let path = state.warc_path(served, &source).ok_or_else(|| {
         ApiError::not_found(

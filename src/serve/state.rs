@@ -37,7 +37,9 @@ pub struct Served {
     /// (its parameters but `page`), the first capture key of pages 1, 2, … so far. A
     /// client paging through a large answer reads each page from its start instead of
     /// skipping all the pages before it.
-    pub pages: std::sync::Mutex<HashMap<String, Vec<Vec<u8>>>>,
+    pub pages: std::sync::Mutex<PageStarts>,
+    /// Its change reports, by view and range ([`super::reports`]).
+    pub reports: super::reports::Reports,
     _lease: Lease,
 }
 
@@ -50,6 +52,9 @@ impl Served {
             .map(|(k, name)| (k, PathBuf::from(name)))
             .collect();
         let prepared = Prepared::load(&index)?;
+        // The postings' runs are opened (and their checksums checked) here, before the
+        // snapshot is served, not by the first request that looks a posting up.
+        index.postings_store()?;
         Ok(Served {
             number: lease.number,
             index,
@@ -58,8 +63,58 @@ impl Served {
             prepared,
             stats: std::sync::OnceLock::new(),
             pages: Default::default(),
+            reports: Default::default(),
             _lease: lease,
         })
+    }
+}
+
+/// Where the pages of Wayback CDX queries begin ([`Served::pages`]), bounded in bytes:
+/// past [`PageStarts::MAX_BYTES`] everything is forgotten at once (it is relearnt), so
+/// no sequence of queries (`pageSize=1` over a whole host) grows it without end.
+#[derive(Debug, Default)]
+pub struct PageStarts {
+    starts: HashMap<String, Vec<Vec<u8>>>,
+    bytes: usize,
+}
+
+impl PageStarts {
+    /// Bytes of keys held at most.
+    pub const MAX_BYTES: usize = 16 << 20;
+
+    /// The first capture keys of pages 1 … `page` of query `key` known so far.
+    pub fn known(&self, key: &str, page: usize) -> Vec<Vec<u8>> {
+        (self.starts.get(key))
+            .map(|v| v.iter().take(page).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Adds the starts `found` after the `known` ones of query `key` (nothing when
+    /// another request added some meanwhile).
+    pub fn add(&mut self, key: &str, known: usize, found: Vec<Vec<u8>>) {
+        let cost = |k: &Vec<u8>| k.len() + 24;
+        let adding: usize = found.iter().map(cost).sum::<usize>() + key.len() + 48;
+        if self.bytes + adding > Self::MAX_BYTES {
+            self.starts.clear();
+            self.bytes = 0;
+        }
+        if !self.starts.contains_key(key) {
+            if known > 0 {
+                return;
+            }
+            self.bytes += key.len() + 48;
+        }
+        let starts = self.starts.entry(key.to_string()).or_default();
+        if starts.len() != known {
+            return;
+        }
+        for k in found {
+            if self.bytes + cost(&k) > Self::MAX_BYTES {
+                break;
+            }
+            self.bytes += cost(&k);
+            starts.push(k);
+        }
     }
 }
 
@@ -278,6 +333,22 @@ impl AppState {
         answer
     }
 
+    /// The change report of `opts` for this request's reader over the snapshot served
+    /// now: built once per snapshot, view and range ([`super::reports`]).
+    pub async fn report(
+        self: &Arc<Self>,
+        opts: crate::report::ReportOptions,
+    ) -> Result<Arc<crate::report::Report>, ApiError> {
+        let served = self.current().ok_or_else(|| {
+            ApiError::unavailable(
+                "no published sweep yet: an ingest publishes one when it completes".into(),
+            )
+        })?;
+        let deadline =
+            std::time::Instant::now() + Duration::from_secs(self.config.serve.request_timeout_s);
+        super::reports::Reports::get(&served, self.reader(), opts, deadline).await
+    }
+
     /// A budget for a request starting now (`serve.request_timeout_s`,
     /// `serve.max_scan_rows`).
     pub fn budget(&self) -> Budget {
@@ -368,5 +439,28 @@ pub async fn follow(state: Arc<AppState>) {
             Ok(Err(e)) => eprintln!("tidemark serve: cannot open the newest snapshot: {e}"),
             Err(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PageStarts;
+
+    #[test]
+    fn page_starts_stay_within_their_bytes() {
+        let mut p = PageStarts::default();
+        let key = vec![7u8; 1000];
+        // pageSize=1 over a huge host: a start per row, query after query.
+        for q in 0..100 {
+            let found: Vec<Vec<u8>> = (0..1000).map(|_| key.clone()).collect();
+            p.add(&format!("query {q}"), 0, found);
+            assert!(p.bytes <= PageStarts::MAX_BYTES, "{}", p.bytes);
+        }
+        // What is held is found again, from the page asked.
+        p.add("again", 0, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(p.known("again", 1), vec![b"a".to_vec()]);
+        // Starts added after another request's are not added twice.
+        p.add("again", 1, vec![b"x".to_vec()]);
+        assert_eq!(p.known("again", 9).len(), 2);
     }
 }

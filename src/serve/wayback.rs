@@ -201,10 +201,7 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
         // The nearest page start known for this query, and the ones found now.
         let known: Vec<Vec<u8>> = match (&page_key, page) {
             (Some(k), Some(p)) => (served.pages.lock().ok())
-                .and_then(|m| {
-                    m.get(k)
-                        .map(|v| v.iter().take(p as usize).cloned().collect())
-                })
+                .map(|m| m.known(k, p as usize))
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
@@ -292,14 +289,7 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
         .map_err(|e| if json_out { e } else { e.plain() })?;
         if let (Some(k), false) = (&page_key, found.is_empty()) {
             if let Ok(mut m) = served.pages.lock() {
-                // Bounded: forgotten all at once past 1,024 queries (they are relearnt).
-                if m.len() >= 1024 && !m.contains_key(k) {
-                    m.clear();
-                }
-                let starts = m.entry(k.clone()).or_default();
-                if starts.len() == known.len() {
-                    starts.extend(found);
-                }
+                m.add(k, known.len(), found);
             }
         }
         if count_only {

@@ -124,7 +124,7 @@ impl Col<'_, Captures> {
             if !k.starts_with(prefix) {
                 return Ok(false);
             }
-            match seen(r, k, v)? {
+            match seen(self, r, k, v)? {
                 Some(r) => each(r),
                 None => Ok(true),
             }
@@ -143,7 +143,7 @@ impl Col<'_, Captures> {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
-            match seen(r, k, v)? {
+            match seen(self, r, k, v)? {
                 Some(r) => each(k, r),
                 None => Ok(true),
             }
@@ -161,9 +161,11 @@ impl Col<'_, Captures> {
         reverse: bool,
         mut each: impl FnMut(&[u8], Row<'_>) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_raw(start, Some(end), reverse, |k, v| match seen(r, k, v)? {
-            Some(r) => each(k, r),
-            None => Ok(true),
+        self.scan_raw(start, Some(end), reverse, |k, v| {
+            match seen(self, r, k, v)? {
+                Some(r) => each(k, r),
+                None => Ok(true),
+            }
         })
     }
 
@@ -173,7 +175,7 @@ impl Col<'_, Captures> {
         r: &Reader,
         mut each: impl FnMut(Row<'_>) -> Result<bool>,
     ) -> Result<()> {
-        self.scan_raw(&[], None, false, |k, v| match seen(r, k, v)? {
+        self.scan_raw(&[], None, false, |k, v| match seen(self, r, k, v)? {
             Some(r) => each(r),
             None => Ok(true),
         })
@@ -224,14 +226,46 @@ impl Col<'_, Captures> {
 /// A capture as reader `r` may see it: none when it is hidden;
 /// a redirect to a URL the reader may not be told of is not named. Every read of this
 /// family in answers goes through here.
-pub(crate) fn seen<'k>(r: &Reader, k: &'k [u8], v: &[u8]) -> Result<Option<Row<'k>>> {
+pub(crate) fn seen<'k>(
+    col: &Col<'_, Captures>,
+    r: &Reader,
+    k: &'k [u8],
+    v: &[u8],
+) -> Result<Option<Row<'k>>> {
     let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
     if !r.visible(s, t) {
         return Ok(None);
     }
     let mut info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
     unname_hidden_redirect(r, &mut info);
+    // The resemblance to the previous capture was measured against a capture this
+    // reader may not see: not told (it would say that capture exists, and how alike).
+    // A URL's earlier captures share its rule; only an embargo on earlier dates can
+    // hide one while this one is seen: when the oldest date is seen, so is every one.
+    let measured = info.r_prev.is_some() || info.cr_prev.is_some();
+    if r.filtered() && measured && !r.visible(s, OLDEST) && !previous_seen(col, r, s, k)? {
+        info.r_prev = None;
+        info.cr_prev = None;
+    }
     Ok(Some((s, t, info)))
+}
+
+/// The earliest 14-digit date.
+const OLDEST: &str = "00000101000000";
+
+/// Whether `r` may see the capture before key `k` that its stored resemblances were
+/// measured against: the latest earlier capture of SURT `s` with content.
+fn previous_seen(col: &Col<'_, Captures>, r: &Reader, s: &str, k: &[u8]) -> Result<bool> {
+    let prefix = url_prefix(s);
+    for item in col.iter_raw(k, Some(&prefix), true) {
+        let (pk, pv) = item?;
+        let info = Captures::decode_value(&pv).map_err(|e| corrupt::<Captures>(&pk, e))?;
+        if info.doc.is_some() {
+            let (ps, pt) = split(&pk).map_err(|e| corrupt::<Captures>(&pk, e))?;
+            return Ok(r.visible(ps, pt));
+        }
+    }
+    Ok(true)
 }
 
 /// Drops a redirect's target when reader `r` may not be told of it.

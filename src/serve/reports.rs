@@ -1,0 +1,99 @@
+//! The change report of a served snapshot, computed once per reader's view and range
+//! and kept with the snapshot: `/api/report` and `/report` answer from memory after
+//! the first request. A report is one pass over every capture (minutes on a
+//! hundred-million-capture index), so it is built on a thread of its own, one build at
+//! a time, without the request's row budget; a request waits for it until its
+//! `serve.request_timeout_s`, then answers 503 (ask again: the build goes on).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use super::error::ApiError;
+use super::state::Served;
+use crate::access::Reader;
+use crate::report::{report, Report, ReportOptions};
+
+/// A report being built (`None`) or built (its answer).
+type Slot = watch::Receiver<Option<Result<Arc<Report>, ApiError>>>;
+
+/// The reports of one snapshot, by view and range.
+#[derive(Default)]
+pub struct Reports {
+    slots: Mutex<HashMap<String, Slot>>,
+}
+
+/// Reports kept per snapshot at most; past this, built ones are forgotten (they are
+/// built again when asked), and a request that would start one more build while this
+/// many are under way is refused.
+const MAX_REPORTS: usize = 64;
+
+/// One build at a time, for the whole server: a report reads the whole index.
+static BUILDING: Mutex<()> = Mutex::new(());
+
+impl Reports {
+    /// The report of `opts` for `reader` over `served`, built now or before, or 503
+    /// when it is not ready by `deadline`.
+    pub async fn get(
+        served: &Arc<Served>,
+        reader: Reader,
+        opts: ReportOptions,
+        deadline: Instant,
+    ) -> Result<Arc<Report>, ApiError> {
+        let key = reader.scoped(&format!(
+            "report {:?} {:?} {:?}",
+            opts.from, opts.to, opts.host
+        ));
+        let mut rx = served.reports.slot(&key, || {
+            let (tx, rx) = watch::channel(None);
+            let served = served.clone();
+            std::thread::spawn(move || {
+                let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    report(&served.index, &reader, &opts)
+                }));
+                let answer = match built {
+                    Ok(Ok(r)) => Ok(Arc::new(r)),
+                    Ok(Err(e)) => Err(ApiError::from(e)),
+                    Err(_) => Err(ApiError::internal(
+                        "the report could not be built (see the server log)".into(),
+                    )),
+                };
+                let _ = tx.send(Some(answer));
+            });
+            rx
+        })?;
+        let wait = rx.wait_for(|v| v.is_some());
+        let answer = match tokio::time::timeout_at(deadline.into(), wait).await {
+            Ok(Ok(v)) => v.clone().expect("waited for an answer"),
+            Ok(Err(_)) => Err(ApiError::internal("the report's build stopped".into())),
+            Err(_) => Err(ApiError::unavailable(
+                "the report of these sweeps is being built (one pass over the index, once \
+                 per snapshot): ask again in a moment"
+                    .into(),
+            )),
+        };
+        answer
+    }
+
+    /// The slot of `key`, started by `start` when there is none.
+    fn slot(&self, key: &str, start: impl FnOnce() -> Slot) -> Result<Slot, ApiError> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = slots.get(key) {
+            return Ok(s.clone());
+        }
+        if slots.len() >= MAX_REPORTS {
+            slots.retain(|_, s| s.borrow().is_none());
+            if slots.len() >= MAX_REPORTS {
+                return Err(ApiError::unavailable(format!(
+                    "{MAX_REPORTS} reports are being built: ask again in a moment"
+                )));
+            }
+        }
+        let s = start();
+        slots.insert(key.to_string(), s.clone());
+        Ok(s)
+    }
+}
