@@ -393,7 +393,7 @@ impl<'a> ClusterIds<'a> {
 /// which it sees, when no smaller one is).
 pub fn visible_min(index: &Index, reader: &crate::access::Reader, doc: u64) -> Result<u64> {
     for m in cluster_members(index, doc)? {
-        if m >= doc || !index.doc_captures().captures_of(reader, m)?.is_empty() {
+        if m >= doc || index.doc_captures().any_seen(reader, m)? {
             return Ok(m.min(doc));
         }
     }

@@ -54,6 +54,23 @@ impl Column for DocCaptures {
 }
 
 impl Col<'_, DocCaptures> {
+    /// Whether `r` may see some capture of `doc` (its keys alone are read: no capture
+    /// is looked up).
+    pub fn any_seen(&self, r: &crate::access::Reader, doc: u64) -> Result<bool> {
+        let prefix = doc.to_be_bytes();
+        let mut seen = false;
+        self.scan_raw(&prefix, None, false, |k, v| {
+            if !k.starts_with(&prefix) {
+                return Ok(false);
+            }
+            let (_, c) = DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            let surt = DocCaptures::decode_value(v).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            seen = r.visible(&surt, &c.timestamp);
+            Ok(!seen)
+        })?;
+        Ok(seen)
+    }
+
     /// Every capture of `doc` (any URL), in key order. An entry whose capture is not in
     /// `captures` is corruption of this family (every capture with content has both).
     pub fn captures_of(
