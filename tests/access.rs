@@ -829,12 +829,24 @@ fn a_cluster_is_named_by_a_doc_the_reader_may_see() {
 }
 
 /// A blocked capture's text is not shown through `history`'s diff (replay refuses it;
-/// without the rules the diff is there, so the check can fail).
+/// without the rule the diff is there, so the check can fail).
 #[test]
 fn a_blocked_capture_s_text_is_not_shown_by_history_s_diff() {
     let s = setup();
+    // A page edited in sweep 2, away from the excluded host, blocked by a rule of its own.
+    let edited = (truth(&s.dir, 2)["edits"].as_array().unwrap().iter())
+        .filter_map(|e| e["url"].as_str())
+        .find(|u| !u.contains(&s.host))
+        .expect("an edit")
+        .to_string();
+    let rules = s.dir.join("block-edited.aclj");
+    std::fs::write(
+        &rules,
+        format!("{}### - {{\"access\": \"block\"}}\n", surt(&edited)),
+    )
+    .unwrap();
     let ask = |srv: &Server| -> Vec<Value> {
-        let q = format!("/api/history?url={}&diff=1", enc(&s.blocked));
+        let q = format!("/api/history?url={}&diff=1", enc(&edited));
         let (st, _, body) = get(&srv.base, &q, &[]);
         assert_eq!(st, 200, "{q}: {}", String::from_utf8_lossy(&body));
         let v: Value = serde_json::from_slice(&body).unwrap();
@@ -847,10 +859,12 @@ fn a_blocked_capture_s_text_is_not_shown_by_history_s_diff() {
     let shown = ask(&open);
     assert!(
         shown.iter().any(|v| v["changes"].is_object()),
-        "no diff of the blocked URL without the rules: {shown:?}"
+        "no diff of {edited} without the rule: {shown:?}"
     );
-    let srv = Server::start(&s.db, &[], &["--acl", s.acl.to_str().unwrap()]);
-    for v in ask(&srv) {
+    let srv = Server::start(&s.db, &[], &["--acl", rules.to_str().unwrap()]);
+    let hidden = ask(&srv);
+    assert!(!hidden.is_empty());
+    for v in hidden {
         assert!(v["changes"].is_null(), "{v}");
         assert_eq!(
             v["diff"], "(a capture is blocked by the access rules)",
@@ -911,9 +925,7 @@ fn no_resemblance_is_told_to_a_capture_the_reader_may_not_see() {
         "a hidden capture was listed"
     );
     assert_eq!(told(&seen, d2, d3), 0, "sweep 2 told of sweep 1: {seen:?}");
-    assert_eq!(
-        told(&seen, d3, "9"),
-        told(&all, d3, "9"),
-        "sweep 3's were dropped too"
-    );
+    // Sweep 3's are told, but for revisits of content first captured in sweep 1 (their
+    // content is a hidden record's: none for this reader).
+    assert!(told(&seen, d3, "9") > 0, "sweep 3's were dropped too");
 }

@@ -205,16 +205,7 @@ fn a_recluster_killed_halfway_is_finished_by_the_next_writer() {
     let out = recluster(&killed, true);
     assert!(!out.status.success(), "the test's stop did not happen");
     // A reader of the half-rebuilt index is told, not answered.
-    let url = common::json_lines(&tidemark_ok(&[
-        "--db",
-        clean.to_str().unwrap(),
-        "export",
-        "--format",
-        "jsonl",
-    ]))[0]["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let url = first_url(&clean);
     let read = tidemark(&["--db", killed.to_str().unwrap(), "cluster", &url]);
     let said = String::from_utf8_lossy(&read.stderr);
     assert!(!read.status.success(), "a reader was answered: {said}");
@@ -258,16 +249,7 @@ fn a_postings_mark_past_the_docs_is_repaired_by_the_next_ingest() {
     assert_ne!(body, text);
     body.push_str(&format!("crc {:08x}\n", crc32(body.as_bytes())));
     std::fs::write(&manifest, body).unwrap();
-    let url = common::json_lines(&tidemark_ok(&[
-        "--db",
-        clean.to_str().unwrap(),
-        "export",
-        "--format",
-        "jsonl",
-    ]))[0]["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let url = first_url(&clean);
     let read = tidemark(&["--db", cut.to_str().unwrap(), "similar", &url]);
     let said = String::from_utf8_lossy(&read.stderr);
     assert!(!read.status.success(), "a reader was answered: {said}");
@@ -295,4 +277,13 @@ fn crc32(bytes: &[u8]) -> u32 {
         }
     }
     !c
+}
+
+/// The URL of the first capture of the index at `db`.
+fn first_url(db: &Path) -> String {
+    let out = tidemark_ok(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    common::json_lines(&out)[0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }

@@ -31,34 +31,54 @@ pub fn export(
     out: &mut dyn Write,
 ) -> std::io::Result<u64> {
     let mut n = 0u64;
-    let mut clusters = unionfind::ClusterIds::new(index, crate::access::Reader::everything());
     // Write errors are carried out of the scan as they are (a closed pipe is not an
     // index error); index errors come out of the scan itself.
     let mut io_error: Option<std::io::Error> = None;
+    let mut clusters = unionfind::ClusterIds::new(index, everything());
     let scanned =
-        index
-            .captures()
-            .scan_all(&crate::access::Reader::everything(), |(surt, ts, c)| {
-                if sweep.is_some_and(|s| s != c.sweep) {
-                    return Ok(true);
+        each_capture(
+            index,
+            sweep,
+            &mut clusters,
+            |surt, ts, c, cluster| match write_capture(out, format, surt, ts, c, cluster) {
+                Ok(()) => {
+                    n += 1;
+                    Ok(true)
                 }
-                let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
-                match write_capture(out, format, surt, ts, &c, cluster) {
-                    Ok(()) => {
-                        n += 1;
-                        Ok(true)
-                    }
-                    Err(e) => {
-                        io_error = Some(e);
-                        Ok(false)
-                    }
+                Err(e) => {
+                    io_error = Some(e);
+                    Ok(false)
                 }
-            });
+            },
+        );
     if let Some(e) = io_error {
         return Err(e);
     }
     scanned.map_err(std::io::Error::other)?;
     Ok(n)
+}
+
+/// Everything, as the index holds it: an export is the archive's own, under no access
+/// rules.
+pub(crate) fn everything() -> crate::access::Reader {
+    crate::access::Reader::everything()
+}
+
+/// Calls `each` with every capture in key order (of `sweep` only, if given) and its
+/// cluster id (from `clusters`), until it returns false.
+pub(crate) fn each_capture(
+    index: &Index,
+    sweep: Option<u32>,
+    clusters: &mut unionfind::ClusterIds,
+    mut each: impl FnMut(&str, &str, &CaptureInfo, Option<u64>) -> crate::index::Result<bool>,
+) -> crate::index::Result<()> {
+    index.captures().scan_all(&everything(), |(surt, ts, c)| {
+        if sweep.is_some_and(|s| s != c.sweep) {
+            return Ok(true);
+        }
+        let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
+        each(surt, ts, &c, cluster)
+    })
 }
 
 fn write_capture(

@@ -253,64 +253,58 @@ pub fn export_parquet(
 ) -> Result<ParquetExport, IndexError> {
     let labels: BTreeMap<u32, String> = index
         .sweeps()
-        .all(&crate::access::Reader::everything())?
+        .all(&super::everything())?
         .into_iter()
         .map(|(id, s)| (id, s.label))
         .collect();
     let mut report = ParquetExport::default();
-    let mut clusters = unionfind::ClusterIds::new(index, crate::access::Reader::everything());
+    let mut clusters = unionfind::ClusterIds::new(index, super::everything());
     // One open file per sweep: captures come in key order, sweeps interleaved.
     let mut outs: BTreeMap<u32, (Out, CaptureRows)> = BTreeMap::new();
     let mut failure: Option<IndexError> = None;
-    index
-        .captures()
-        .scan_all(&crate::access::Reader::everything(), |(surt, ts, c)| {
-            if sweep.is_some_and(|s| s != c.sweep) {
-                return Ok(true);
-            }
-            let cluster = c.doc.map(|d| clusters.of(d)).transpose()?;
-            let label = labels.get(&c.sweep).cloned().unwrap_or_default();
-            if !outs.contains_key(&c.sweep) {
-                let rel = format!("captures/sweep={}/part-0.parquet", hive_value(&label));
-                match Out::create(dir.join(&rel), capture_schema()) {
-                    Ok(o) => {
-                        report.files.push(rel);
-                        outs.insert(c.sweep, (o, CaptureRows::default()));
-                    }
-                    Err(e) => {
-                        failure = Some(e);
-                        return Ok(false);
-                    }
+    super::each_capture(index, sweep, &mut clusters, |surt, ts, c, cluster| {
+        let label = labels.get(&c.sweep).cloned().unwrap_or_default();
+        if !outs.contains_key(&c.sweep) {
+            let rel = format!("captures/sweep={}/part-0.parquet", hive_value(&label));
+            match Out::create(dir.join(&rel), capture_schema()) {
+                Ok(o) => {
+                    report.files.push(rel);
+                    outs.insert(c.sweep, (o, CaptureRows::default()));
                 }
-            }
-            let (out, rows) = outs.get_mut(&c.sweep).expect("inserted above");
-            rows.len += 1;
-            rows.surt.append_value(surt);
-            rows.url.append_value(&c.url);
-            rows.host.append_option(host_as_written(&c.url));
-            rows.time.append_option(micros(ts));
-            rows.status.append_option(c.status.map(|s| s as i16));
-            rows.digest.append_option(c.digest.as_deref());
-            rows.mime.append_option(c.mime.as_deref());
-            rows.file.append_value(&c.file);
-            rows.offset.append_value(signed(c.offset));
-            rows.length.append_value(signed(c.length));
-            rows.kind.append_value(c.kind.as_str());
-            rows.sweep.append_value(&label);
-            rows.doc.append_option(c.doc.map(signed));
-            rows.cluster.append_option(cluster.map(signed));
-            rows.r_prev.append_option(c.r_prev);
-            rows.redirect.append_option(c.redirect.as_deref());
-            rows.cr_prev.append_option(c.cr_prev);
-            report.captures += 1;
-            if rows.len >= ROWS {
-                if let Err(e) = out.write_columns(rows.columns()) {
+                Err(e) => {
                     failure = Some(e);
                     return Ok(false);
                 }
             }
-            Ok(true)
-        })?;
+        }
+        let (out, rows) = outs.get_mut(&c.sweep).expect("inserted above");
+        rows.len += 1;
+        rows.surt.append_value(surt);
+        rows.url.append_value(&c.url);
+        rows.host.append_option(host_as_written(&c.url));
+        rows.time.append_option(micros(ts));
+        rows.status.append_option(c.status.map(|s| s as i16));
+        rows.digest.append_option(c.digest.as_deref());
+        rows.mime.append_option(c.mime.as_deref());
+        rows.file.append_value(&c.file);
+        rows.offset.append_value(signed(c.offset));
+        rows.length.append_value(signed(c.length));
+        rows.kind.append_value(c.kind.as_str());
+        rows.sweep.append_value(&label);
+        rows.doc.append_option(c.doc.map(signed));
+        rows.cluster.append_option(cluster.map(signed));
+        rows.r_prev.append_option(c.r_prev);
+        rows.redirect.append_option(c.redirect.as_deref());
+        rows.cr_prev.append_option(c.cr_prev);
+        report.captures += 1;
+        if rows.len >= ROWS {
+            if let Err(e) = out.write_columns(rows.columns()) {
+                failure = Some(e);
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })?;
     if let Some(e) = failure {
         return Err(e);
     }

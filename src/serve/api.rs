@@ -255,7 +255,7 @@ async fn report(
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let opts = q.options(&state.config)?;
-    let r = state.report(opts).await?;
+    let r = super::reports::report(&state, opts).await?;
     to_json(&*r)
 }
 

@@ -291,6 +291,6 @@ pub(crate) async fn report_page(
     ApiQuery(q): ApiQuery<ReportQuery>,
 ) -> Result<Html<String>, ApiError> {
     let opts = q.options(&state.config)?;
-    let r = state.report(opts).await?;
+    let r = super::reports::report(&state, opts).await?;
     Ok(Html(crate::report::html::page(&r)))
 }

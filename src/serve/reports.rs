@@ -5,24 +5,27 @@
 //! a time, without the request's row budget; a request waits for it until its
 //! `serve.request_timeout_s`, then answers 503 (ask again: the build goes on).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::watch;
 
 use super::error::ApiError;
-use super::state::Served;
+use super::state::{AppState, ReportSlot as Slot, Reports, Served};
 use crate::access::Reader;
-use crate::report::{report, Report, ReportOptions};
+use crate::report::{report as build, Report, ReportOptions};
 
-/// A report being built (`None`) or built (its answer).
-type Slot = watch::Receiver<Option<Result<Arc<Report>, ApiError>>>;
-
-/// The reports of one snapshot, by view and range.
-#[derive(Default)]
-pub struct Reports {
-    slots: Mutex<HashMap<String, Slot>>,
+/// The change report of `opts` for this request's reader over the snapshot served now:
+/// built once per snapshot, view and range.
+pub async fn report(state: &Arc<AppState>, opts: ReportOptions) -> Result<Arc<Report>, ApiError> {
+    let served = state.current().ok_or_else(|| {
+        ApiError::unavailable(
+            "no published sweep yet: an ingest publishes one when it completes".into(),
+        )
+    })?;
+    let deadline =
+        Instant::now() + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
+    Reports::get(&served, state.reader(), opts, deadline).await
 }
 
 /// Reports kept per snapshot at most; past this, built ones are forgotten (they are
@@ -52,7 +55,7 @@ impl Reports {
             std::thread::spawn(move || {
                 let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    report(&served.index, &reader, &opts)
+                    build(&served.index, &reader, &opts)
                 }));
                 let answer = match built {
                     Ok(Ok(r)) => Ok(Arc::new(r)),

@@ -39,7 +39,7 @@ pub struct Served {
     /// skipping all the pages before it.
     pub pages: std::sync::Mutex<PageStarts>,
     /// Its change reports, by view and range ([`super::reports`]).
-    pub reports: super::reports::Reports,
+    pub reports: Reports,
     _lease: Lease,
 }
 
@@ -68,6 +68,17 @@ impl Served {
         })
     }
 }
+
+/// The change reports of one snapshot, by view and range: each being built (`None`) or
+/// built (its answer). Filled and read by [`super::reports`].
+#[derive(Default)]
+pub struct Reports {
+    pub(super) slots: std::sync::Mutex<HashMap<String, ReportSlot>>,
+}
+
+/// One report's answer, when it is built.
+pub(super) type ReportSlot =
+    tokio::sync::watch::Receiver<Option<Result<Arc<crate::report::Report>, ApiError>>>;
 
 /// Where the pages of Wayback CDX queries begin ([`Served::pages`]), bounded in bytes:
 /// past [`PageStarts::MAX_BYTES`] everything is forgotten at once (it is relearnt), so
@@ -331,22 +342,6 @@ impl AppState {
         .map_err(|e| ApiError::internal(format!("request failed: {e}")))?;
         cancel.disarm();
         answer
-    }
-
-    /// The change report of `opts` for this request's reader over the snapshot served
-    /// now: built once per snapshot, view and range ([`super::reports`]).
-    pub async fn report(
-        self: &Arc<Self>,
-        opts: crate::report::ReportOptions,
-    ) -> Result<Arc<crate::report::Report>, ApiError> {
-        let served = self.current().ok_or_else(|| {
-            ApiError::unavailable(
-                "no published sweep yet: an ingest publishes one when it completes".into(),
-            )
-        })?;
-        let deadline =
-            std::time::Instant::now() + Duration::from_secs(self.config.serve.request_timeout_s);
-        super::reports::Reports::get(&served, self.reader(), opts, deadline).await
     }
 
     /// A budget for a request starting now (`serve.request_timeout_s`,

@@ -247,6 +247,18 @@ pub(crate) fn seen<'k>(
         info.r_prev = None;
         info.cr_prev = None;
     }
+    // A revisit's content is the record it repeats: when the reader may see no earlier
+    // capture of that content that is not a revisit, it has none for them (as an index
+    // without the hidden records could not resolve it).
+    if r.filtered() && info.kind == crate::read::RecordKind::Revisit {
+        if let Some(doc) = info.doc {
+            if !super::original_seen(col.index, r, doc, t)? {
+                info.doc = None;
+                info.r_prev = None;
+                info.cr_prev = None;
+            }
+        }
+    }
     Ok(Some((s, t, info)))
 }
 
@@ -257,8 +269,12 @@ const OLDEST: &str = "00000101000000";
 /// measured against: the latest earlier capture of SURT `s` with content.
 fn previous_seen(col: &Col<'_, Captures>, r: &Reader, s: &str, k: &[u8]) -> Result<bool> {
     let prefix = url_prefix(s);
+    // (A reverse walk starts at the key itself: skipped.)
     for item in col.iter_raw(k, Some(&prefix), true) {
         let (pk, pv) = item?;
+        if *pk == *k {
+            continue;
+        }
         let info = Captures::decode_value(&pv).map_err(|e| corrupt::<Captures>(&pk, e))?;
         if info.doc.is_some() {
             let (ps, pt) = split(&pk).map_err(|e| corrupt::<Captures>(&pk, e))?;

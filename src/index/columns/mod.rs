@@ -527,3 +527,40 @@ impl<'a, C: Column> Col<'a, C> {
         self.index.cf_size(C::NAME)
     }
 }
+
+/// Whether `r` may see a capture of `doc` dated at or before `ts` that is not a revisit:
+/// what a revisit of that content repeats (`captures::seen`, `doc_captures`).
+pub(crate) fn original_seen(
+    index: &crate::index::Index,
+    r: &crate::access::Reader,
+    doc: u64,
+    ts: &str,
+) -> Result<bool> {
+    let col = Col::<captures::Captures>::new(index);
+    let prefix = doc.to_be_bytes();
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    Col::<doc_captures::DocCaptures>::new(index).scan_raw(&prefix, None, false, |k, v| {
+        if !k.starts_with(&prefix) {
+            return Ok(false);
+        }
+        let (_, c) = <doc_captures::DocCaptures as Column>::decode_key(k)
+            .map_err(|e| corrupt::<doc_captures::DocCaptures>(k, e))?;
+        let surt = String::from_utf8_lossy(v).to_string();
+        if c.timestamp.as_str() <= ts && r.visible(&surt, &c.timestamp) {
+            let mut ck = surt.into_bytes();
+            ck.push(0);
+            ck.extend_from_slice(&k[8..]);
+            keys.push(ck);
+        }
+        Ok(true)
+    })?;
+    // Oldest first, a few at a time: the first is most often the original.
+    for chunk in keys.chunks(8) {
+        for info in col.get_many(chunk)?.into_iter().flatten() {
+            if info.kind != crate::read::RecordKind::Revisit {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}

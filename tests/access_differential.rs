@@ -1,0 +1,533 @@
+//! Access rules against the index they stand for: for each case (a host excluded, a
+//! prefix excluded, one URL excluded, an embargo after a date that hides the newest
+//! sweep, one before a date that hides the oldest, a user's allow), a server over the
+//! whole index with the rules must answer as a server without rules over an index
+//! built from the same WARC records with the hidden captures taken out — byte for
+//! byte, once doc numbers are mapped through each doc's URL and date.
+//!
+//! The reference is made without moving a byte: the WARC files are read as plain
+//! (uncompressed) copies, and in the reference's copies every hidden capture's record
+//! has its type changed to one tidemark does not index, of the same length
+//! (`response`/`resource` → `metadata`, `revisit` → `request`), so every other record
+//! keeps its offset. A sweep all of whose captures are hidden is not ingested.
+//!
+//! What may still differ is listed in [`ALLOWED`], each with why; the test fails on
+//! any other difference, and on an allowed one that no longer occurs (the list must
+//! then shrink).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::server::{enc, Server};
+use common::{generate_redesign, tidemark_ok, truth};
+use serde_json::Value;
+use tidemark::access::{Acl, Embargo, Policy, Reader};
+use tidemark::url::surt;
+
+const COLL: &str = "tidemark";
+
+/// Differences that stay, by case, endpoint (the path up to `?`) and what differs
+/// (the start of the field's path), with why. The guide's Serving page says the same.
+const ALLOWED: &[(&str, &str, &str, &str)] = &[
+    (
+        "*",
+        "/api/sweeps",
+        "[].captures",
+        "a sweep's counts are of the whole index, as /api/stats' (they name no URL)",
+    ),
+    (
+        "*",
+        "/api/sweeps",
+        "[].edges",
+        "a sweep's counts are of the whole index, as /api/stats' (they name no URL)",
+    ),
+    (
+        "*",
+        "/api/sweeps",
+        "[].files",
+        "no file is listed to a reader under rules (a file may hold only hidden captures)",
+    ),
+    (
+        "*",
+        "/api/report",
+        ".sweeps[].date",
+        "a sweep is dated by its first capture in the index, hidden ones too",
+    ),
+    (
+        "an embargo before sweep 2",
+        "*",
+        "cluster",
+        "a cluster is named by its smallest visible doc, and doc numbers follow the order \
+         in which contents were first captured, hidden captures too; memberships joined \
+         only through a hidden doc stay",
+    ),
+    (
+        "an embargo before sweep 2",
+        "*",
+        "content_resemblance_to_previous",
+        "a content resemblance leaves out the host's template, learnt from all of its \
+         pages of a sweep and the sweep before, hidden ones too (an aggregate naming no page)",
+    ),
+];
+
+/// One case: its rules (pywb's `.aclj`), embargo (`before`, `after`) and user.
+struct Case {
+    name: &'static str,
+    rules: String,
+    embargo: (String, String),
+    user: Option<&'static str>,
+}
+
+/// Plain copies of the `.warc.gz` files of `sweep` (a folder) in `out`, sorted.
+fn plain_copies(sweep: &Path, out: &Path) -> Vec<PathBuf> {
+    std::fs::create_dir_all(out).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sweep)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| {
+            let mut bytes = Vec::new();
+            flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap())
+                .read_to_end(&mut bytes)
+                .unwrap();
+            let name = f
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(".warc.gz", ".warc");
+            let to = out.join(name);
+            std::fs::write(&to, bytes).unwrap();
+            to
+        })
+        .collect()
+}
+
+/// The records of a plain WARC file: (start of its header, end of its header, type,
+/// target URI, 14-digit date).
+fn records(bytes: &[u8]) -> Vec<(usize, usize, String, String, String)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let Some(end) = find(&bytes[at..], b"\r\n\r\n").map(|e| at + e) else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&bytes[at..end]).to_string();
+        let field = |name: &str| -> String {
+            head.lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.trim()
+                        .eq_ignore_ascii_case(name)
+                        .then(|| v.trim().to_string())
+                })
+                .unwrap_or_default()
+        };
+        let len: usize = field("Content-Length").parse().unwrap();
+        let date = tidemark::timestamp::Timestamp14::from_warc_date(&field("WARC-Date"))
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default();
+        out.push((at, end, field("WARC-Type"), field("WARC-Target-URI"), date));
+        at = end + 4 + len + 4;
+    }
+    out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The same file with every hidden capture's record made one tidemark does not index;
+/// how many captures it kept and hid.
+fn without_hidden(bytes: &[u8], hidden: &dyn Fn(&str, &str) -> bool) -> (Vec<u8>, usize, usize) {
+    let mut out = bytes.to_vec();
+    let (mut kept, mut hid) = (0, 0);
+    for (start, end, kind, uri, date) in records(bytes) {
+        let to = match kind.as_str() {
+            "response" | "resource" => "metadata",
+            "revisit" => "request",
+            _ => continue,
+        };
+        if !hidden(&uri, &date) {
+            kept += 1;
+            continue;
+        }
+        hid += 1;
+        let head = &mut out[start..end];
+        let from = format!("WARC-Type: {kind}");
+        let at = find(head, from.as_bytes()).expect("the type line");
+        let with = format!("WARC-Type: {to}");
+        assert_eq!(from.len(), with.len());
+        head[at..at + with.len()].copy_from_slice(with.as_bytes());
+    }
+    (out, kept, hid)
+}
+
+fn ingest(db: &Path, label: &str, files: &[PathBuf]) {
+    let mut args: Vec<String> = vec![
+        "--db".into(),
+        db.display().to_string(),
+        "ingest".into(),
+        "--sweep".into(),
+        label.into(),
+    ];
+    args.extend(files.iter().map(|f| f.display().to_string()));
+    tidemark_ok(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+}
+
+/// (URL, 14-digit date) → doc, of every capture with one.
+fn docs_by_capture(db: &Path) -> HashMap<(String, String), u64> {
+    let out = tidemark_ok(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            Some((
+                (
+                    v["url"].as_str()?.to_string(),
+                    v["fetch_time"].as_str()?.to_string(),
+                ),
+                v["doc"].as_u64()?,
+            ))
+        })
+        .collect()
+}
+
+/// `v` with the doc numbers of fields `doc` and `cluster` mapped through `map`.
+fn map_docs(v: &mut Value, map: &HashMap<u64, u64>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                if k == "doc" || k == "cluster" {
+                    let n = x
+                        .as_u64()
+                        .or_else(|| x.as_str().and_then(|s| s.parse().ok()));
+                    if let Some(m) = n.and_then(|n| map.get(&n)) {
+                        *x = match x {
+                            Value::String(_) => Value::String(m.to_string()),
+                            _ => Value::from(*m),
+                        };
+                    }
+                } else {
+                    map_docs(x, map);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| map_docs(x, map)),
+        _ => {}
+    }
+}
+
+/// A body with doc numbers mapped: JSON, JSON lines, CDXJ lines, or text as it is.
+fn normalized(body: &[u8], map: &HashMap<u64, u64>) -> String {
+    let text = String::from_utf8_lossy(body).to_string();
+    if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
+        map_docs(&mut v, map);
+        return serde_json::to_string_pretty(&v).unwrap();
+    }
+    text.lines()
+        .map(|l| {
+            // JSON lines, or `urlkey timestamp {json}`.
+            let (head, json) = match l.find('{') {
+                Some(i) => (&l[..i], &l[i..]),
+                None => return l.to_string(),
+            };
+            match serde_json::from_str::<Value>(json) {
+                Ok(mut v) => {
+                    map_docs(&mut v, map);
+                    format!("{head}{v}")
+                }
+                Err(_) => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn get(base: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
+    let (st, _, body) = common::server::no_follow(&format!("{base}{path}"), headers);
+    (st, body)
+}
+
+/// The requests asked of both servers.
+fn requests(urls: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for u in urls {
+        let e = enc(u);
+        for q in [
+            format!("/{COLL}?url={e}&output=json"),
+            format!("/{COLL}?url={e}"),
+            format!("/cdx/search/cdx?url={e}&output=json"),
+            format!("/wayback/available?url={e}"),
+            format!("/timemap/link/{u}"),
+            format!("/api/whereis?url={e}"),
+            format!("/api/history?url={e}"),
+            format!("/api/similar?url={e}&threshold=0.3"),
+            format!("/api/cluster?url={e}"),
+        ] {
+            out.push(q);
+        }
+    }
+    out.extend(["/api/sweeps".to_string(), "/api/report".to_string()]);
+    out
+}
+
+#[test]
+fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("corpus");
+    generate_redesign(&dir, 300, 41);
+    // Plain copies of the three sweeps, and the whole index of them.
+    let plain: Vec<Vec<PathBuf>> = (1..=3)
+        .map(|k| {
+            plain_copies(
+                &dir.join(format!("sweep-{k:02}")),
+                &work.path().join(format!("plain-{k}")),
+            )
+        })
+        .collect();
+    let whole = work.path().join("whole");
+    for (k, files) in plain.iter().enumerate() {
+        ingest(&whole, &format!("sweep-{}", k + 1), files);
+    }
+    let whole_docs = docs_by_capture(&whole);
+    let urls: BTreeSet<String> = whole_docs.keys().map(|(u, _)| u.clone()).collect();
+    let sweeps: Value = serde_json::from_slice(
+        &tidemark_ok(&["--db", whole.to_str().unwrap(), "sweeps", "--json"]).stdout,
+    )
+    .unwrap();
+    let date = |k: usize| sweeps[k]["date"].as_str().unwrap()[..8].to_string();
+    // The targets of sweep 2's moves: one excluded exactly, one host, one prefix.
+    let moves = truth(&dir, 2)["moves"].as_array().unwrap().clone();
+    let moved_to = moves[0]["to"].as_str().unwrap().to_string();
+    let host_of = |u: &str| u.split('/').nth(2).unwrap().to_string();
+    let hosts: BTreeSet<String> = urls.iter().map(|u| host_of(u)).collect();
+    let host = hosts
+        .iter()
+        .find(|h| **h != host_of(&moved_to))
+        .unwrap()
+        .clone();
+    let host_key = surt(&format!("http://{host}/"));
+    let (prefix_url, _) = moved_to.rsplit_once('/').unwrap();
+    let prefix_key = surt(&format!(
+        "{}/",
+        moves[1]["to"].as_str().unwrap().rsplit_once('/').unwrap().0
+    ));
+    let cases = vec![
+        Case {
+            name: "a host excluded",
+            rules: format!("{} - {{\"access\": \"exclude\"}}\n", host_key.trim_end_matches('/')),
+            embargo: Default::default(),
+            user: None,
+        },
+        Case {
+            name: "a prefix excluded",
+            rules: format!("{prefix_key} - {{\"access\": \"exclude\"}}\n"),
+            embargo: Default::default(),
+            user: None,
+        },
+        Case {
+            name: "a moved page's target excluded",
+            rules: format!("{}### - {{\"access\": \"exclude\"}}\n", surt(&moved_to)),
+            embargo: Default::default(),
+            user: None,
+        },
+        Case {
+            name: "an embargo after sweep 2",
+            rules: String::new(),
+            embargo: (String::new(), format!("{}235959", date(1))),
+            user: None,
+        },
+        Case {
+            name: "an embargo before sweep 2",
+            rules: String::new(),
+            embargo: (date(1), String::new()),
+            user: None,
+        },
+        Case {
+            name: "a host allowed to one user",
+            rules: format!(
+                "{h} - {{\"access\": \"exclude\"}}\n{h} - {{\"access\": \"allow\", \"user\": \"staff\"}}\n",
+                h = host_key.trim_end_matches('/')
+            ),
+            embargo: Default::default(),
+            user: Some("staff"),
+        },
+    ];
+    let _ = prefix_url;
+    let reqs = requests(&urls);
+    let mut found: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+    for case in &cases {
+        let at = work
+            .path()
+            .join(case.name.replace(' ', "-").replace('\'', ""));
+        std::fs::create_dir_all(&at).unwrap();
+        let acl = at.join("rules.aclj");
+        std::fs::write(&acl, &case.rules).unwrap();
+        let config = at.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[serve.embargo]\nbefore = \"{}\"\nafter = \"{}\"\n",
+                case.embargo.0, case.embargo.1
+            ),
+        )
+        .unwrap();
+        // Who sees what: the library's reader over the same policy.
+        let policy = Arc::new(Policy {
+            rules: Acl::load(&[acl.clone()]).unwrap(),
+            default: None,
+            embargo: Embargo::parse("exclude", &case.embargo.0, &case.embargo.1, "", "").unwrap(),
+            generation: 1,
+        });
+        let reader = Reader::of(policy.view(case.user.map(String::from)));
+        let hidden = |uri: &str, ts: &str| !reader.visible(&surt(uri), ts);
+        // The reference: the same records, the hidden ones not indexed.
+        let reference = at.join("reference");
+        for (k, files) in plain.iter().enumerate() {
+            let out = at.join(format!("ref-{}", k + 1));
+            std::fs::create_dir_all(&out).unwrap();
+            let mut copies = Vec::new();
+            let mut kept_all = 0;
+            for f in files {
+                let (bytes, kept, _) = without_hidden(&std::fs::read(f).unwrap(), &hidden);
+                kept_all += kept;
+                let to = out.join(f.file_name().unwrap());
+                std::fs::write(&to, bytes).unwrap();
+                copies.push(to);
+            }
+            if kept_all > 0 {
+                ingest(&reference, &format!("sweep-{}", k + 1), &copies);
+            }
+        }
+        let ref_docs = docs_by_capture(&reference);
+        // Whole index's doc → the reference's, through a capture both hold.
+        let mut map: HashMap<u64, u64> = HashMap::new();
+        for (cap, d) in &whole_docs {
+            if let Some(r) = ref_docs.get(cap) {
+                map.entry(*d).or_insert(*r);
+            }
+        }
+        let identity: HashMap<u64, u64> = ref_docs.values().map(|d| (*d, *d)).collect();
+        let tested = Server::start(
+            &whole,
+            &["--config", config.to_str().unwrap()],
+            &["--acl", acl.to_str().unwrap()],
+        );
+        let plain_server = Server::start(&reference, &[], &[]);
+        let headers: Vec<(&str, &str)> = match case.user {
+            Some(u) => vec![("X-Pywb-ACL-User", u)],
+            None => vec![],
+        };
+        for q in &reqs {
+            let (st_a, a) = get(&tested.base, q, &headers);
+            let (st_b, b) = get(&plain_server.base, q, &[]);
+            // Absolute links name each server's own address.
+            let (a, b) = (
+                normalized(&a, &map).replace(&tested.base, "BASE"),
+                normalized(&b, &identity).replace(&plain_server.base, "BASE"),
+            );
+            if st_a != st_b || a != b {
+                let endpoint = q.split('?').next().unwrap().to_string();
+                let endpoint = if endpoint.starts_with("/timemap/") {
+                    "/timemap/link".to_string()
+                } else {
+                    endpoint
+                };
+                let what = first_difference(&a, &b);
+                found
+                    .entry((case.name.to_string(), endpoint, what))
+                    .or_default()
+                    .push(format!("{}: {q} ({st_a} against {st_b})", case.name));
+            }
+        }
+    }
+    let allows = |(c, e, w): &(String, String, String),
+                  (ac, ae, aw, _): &(&str, &str, &str, &str)| {
+        (*ac == "*" || ac == c) && (*ae == "*" || ae == e) && w.contains(aw)
+    };
+    let mut unexpected = Vec::new();
+    for (key, cases) in &found {
+        if !ALLOWED.iter().any(|a| allows(key, a)) {
+            unexpected.push(format!(
+                "{} [{}]: {} answers, e.g. {}",
+                key.1,
+                key.2,
+                cases.len(),
+                cases[0]
+            ));
+        }
+    }
+    for (key, cases) in &found {
+        eprintln!("{} {} [{}]: {} answers", key.0, key.1, key.2, cases.len());
+    }
+    let stale: Vec<_> = (ALLOWED.iter())
+        .filter(|a| !found.keys().any(|k| allows(k, a)))
+        .collect();
+    assert!(
+        unexpected.is_empty() && stale.is_empty(),
+        "{} kinds of difference not allowed:\n{}\nallowed but not found: {stale:?}",
+        unexpected.len(),
+        unexpected.join("\n")
+    );
+}
+
+/// The first field (a JSON key, or `status`/`line`) where two answers differ.
+fn first_difference(a: &str, b: &str) -> String {
+    let (va, vb) = (
+        serde_json::from_str::<Value>(a),
+        serde_json::from_str::<Value>(b),
+    );
+    if let (Ok(va), Ok(vb)) = (va, vb) {
+        return json_difference(&va, &vb, "");
+    }
+    for (la, lb) in a.lines().zip(b.lines()) {
+        if la != lb {
+            if let (Some(i), Some(j)) = (la.find('{'), lb.find('{')) {
+                if let (Ok(x), Ok(y)) = (
+                    serde_json::from_str::<Value>(&la[i..]),
+                    serde_json::from_str::<Value>(&lb[j..]),
+                ) {
+                    return json_difference(&x, &y, "line");
+                }
+            }
+            return "a line".into();
+        }
+    }
+    "the number of lines".into()
+}
+
+fn json_difference(a: &Value, b: &Value, at: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                let (p, q) = (x.get(k), y.get(k));
+                if p != q {
+                    return match (p, q) {
+                        (Some(p), Some(q)) => json_difference(p, q, &format!("{at}.{k}")),
+                        _ => format!("{at}.{k} present in one"),
+                    };
+                }
+            }
+            format!("{at} (object)")
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (p, q) in x.iter().zip(y) {
+                if p != q {
+                    return json_difference(p, q, &format!("{at}[]"));
+                }
+            }
+            format!("{at} (array)")
+        }
+        (Value::Array(_), Value::Array(_)) => format!("{at} length"),
+        _ => at.to_string(),
+    }
+}
