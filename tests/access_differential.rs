@@ -30,6 +30,32 @@ use tidemark::url::surt;
 
 const COLL: &str = "tidemark";
 
+/// The same for llvm-docs (see what each is for in [`ALLOWED`]).
+const LLVM_ALLOWED: &[(&str, &str, &str, &str)] = &[
+    ("*", "/api/sweeps", "[].captures", "whole-index counts"),
+    ("*", "/api/sweeps", "[].edges", "whole-index counts"),
+    ("*", "/api/sweeps", "[].files", "no file listed under rules"),
+    (
+        "a prefix excluded",
+        "*",
+        "content_resemblance",
+        "host templates learnt from all pages, hidden ones too",
+    ),
+    (
+        "a prefix excluded",
+        "/api/report",
+        "template_changed_share",
+        "host templates learnt from all pages, hidden ones too",
+    ),
+    (
+        "an embargo hiding the newest sweep",
+        "/api/similar",
+        "containment",
+        "the candidate search's posting lists are of the whole index: a value on more docs \
+         than the cap, hidden ones counted, is searched through its list's head",
+    ),
+];
+
 /// Differences that stay, by case, endpoint (the path up to `?`) and what differs
 /// (the start of the field's path), with why. The guide's Serving page says the same.
 const ALLOWED: &[(&str, &str, &str, &str)] = &[
@@ -58,7 +84,7 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
         "a sweep is dated by its first capture in the index, hidden ones too",
     ),
     (
-        "an embargo before sweep 2",
+        "an embargo hiding the oldest sweep",
         "*",
         "cluster",
         "a cluster is named by its smallest visible doc, and doc numbers follow the order \
@@ -66,7 +92,7 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
          only through a hidden doc stay",
     ),
     (
-        "an embargo before sweep 2",
+        "an embargo hiding the oldest sweep",
         "*",
         "content_resemblance_to_previous",
         "a content resemblance leaves out the host's template, learnt from all of its \
@@ -252,9 +278,21 @@ fn normalized(body: &[u8], map: &HashMap<u64, u64>) -> String {
         .join("\n")
 }
 
+/// Status and body of a request, the body preceded by the headers that name captures
+/// (`Location`, `Link`, `Memento-Datetime`).
 fn get(base: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
-    let (st, _, body) = common::server::no_follow(&format!("{base}{path}"), headers);
-    (st, body)
+    let (st, hs, body) = common::server::no_follow(&format!("{base}{path}"), headers);
+    let mut out = Vec::new();
+    for (k, v) in hs {
+        if ["location", "link", "memento-datetime"].contains(&k.to_ascii_lowercase().as_str()) {
+            out.extend(format!("{k}: {v}\n").into_bytes());
+        }
+    }
+    if out.is_empty() {
+        return (st, body);
+    }
+    out.extend(body);
+    (st, out)
 }
 
 /// The requests asked of both servers.
@@ -272,12 +310,40 @@ fn requests(urls: &BTreeSet<String>) -> Vec<String> {
             format!("/api/history?url={e}"),
             format!("/api/similar?url={e}&threshold=0.3"),
             format!("/api/cluster?url={e}"),
+            format!("/timegate/{u}"),
+            format!("/{COLL}/20300101id_/{u}"),
+            format!("/{COLL}/20000101id_/{u}"),
         ] {
             out.push(q);
         }
     }
-    out.extend(["/api/sweeps".to_string(), "/api/report".to_string()]);
+    let hosts: BTreeSet<&str> = urls.iter().filter_map(|u| u.split('/').nth(2)).collect();
+    for h in hosts {
+        let e = enc(h);
+        out.push(format!("/{COLL}?url={e}&matchType=host&output=json"));
+        out.push(format!("/cdx/search/cdx?url={e}/*&showNumPages=true"));
+        out.push(format!(
+            "/cdx/search/cdx?url={e}/*&page=1&pageSize=5&output=json"
+        ));
+        out.push(format!("/api/report?host={e}"));
+        out.push(format!("/api/changes?host={e}&limit=1000&records=0"));
+    }
+    out.extend([
+        "/api/sweeps".to_string(),
+        "/api/report".to_string(),
+        "/api/changes?limit=1000&records=0".to_string(),
+        "/api/changes?from=sweep-1&to=sweep-3&limit=1000&records=0".to_string(),
+    ]);
     out
+}
+
+/// What is asked of a corpus: its sweeps' plain files (label, files), the URL excluded
+/// exactly (a moved page's target), a URL whose folder is excluded, and the URLs asked.
+struct Corpus {
+    sweeps: Vec<(String, Vec<PathBuf>)>,
+    moved_to: String,
+    in_prefix: String,
+    sample: usize,
 }
 
 #[test]
@@ -285,41 +351,109 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("corpus");
     generate_redesign(&dir, 300, 41);
-    // Plain copies of the three sweeps, and the whole index of them.
-    let plain: Vec<Vec<PathBuf>> = (1..=3)
+    let sweeps = (1..=3)
         .map(|k| {
-            plain_copies(
+            let files = plain_copies(
                 &dir.join(format!("sweep-{k:02}")),
                 &work.path().join(format!("plain-{k}")),
-            )
+            );
+            (format!("sweep-{k}"), files)
         })
         .collect();
-    let whole = work.path().join("whole");
-    for (k, files) in plain.iter().enumerate() {
-        ingest(&whole, &format!("sweep-{}", k + 1), files);
+    // The targets of sweep 2's moves: one excluded exactly, one's folder.
+    let moves = truth(&dir, 2)["moves"].as_array().unwrap().clone();
+    let corpus = Corpus {
+        sweeps,
+        moved_to: moves[0]["to"].as_str().unwrap().to_string(),
+        in_prefix: moves[1]["to"].as_str().unwrap().to_string(),
+        sample: usize::MAX,
+    };
+    let found = differences(&corpus, work.path());
+    check(&found, ALLOWED);
+}
+
+/// The same on llvm-docs: the LLVM and Clang manuals of five releases (two hosts).
+#[test]
+fn every_endpoint_answers_so_on_llvm_docs_too() {
+    let Some(dir) = common::llvm_sweeps() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let sweeps: Vec<(String, Vec<PathBuf>)> = (1..=5)
+        .map(|k| {
+            let files = plain_copies(
+                &dir.join(format!("s{k}")),
+                &work.path().join(format!("plain-{k}")),
+            );
+            (format!("s{k}"), files)
+        })
+        .collect();
+    // A page first captured in the third sweep (where moved pages land) and one in the
+    // second sweep's folders.
+    let urls_of = |k: usize| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for f in &sweeps[k].1 {
+            for (_, _, kind, uri, _) in records(&std::fs::read(f).unwrap()) {
+                if kind == "response" && uri.ends_with(".html") {
+                    out.insert(uri);
+                }
+            }
+        }
+        out
+    };
+    let (first, second, third) = (urls_of(0), urls_of(1), urls_of(2));
+    let moved_to = third
+        .iter()
+        .find(|u| !first.contains(*u) && !second.contains(*u))
+        .expect("a page new in the third sweep")
+        .clone();
+    let in_prefix = second
+        .iter()
+        .filter(|u| first.contains(*u))
+        .nth(first.len() / 3)
+        .expect("a page of the second sweep")
+        .clone();
+    let corpus = Corpus {
+        sweeps,
+        moved_to,
+        in_prefix,
+        sample: 150,
+    };
+    let found = differences(&corpus, work.path());
+    check(&found, LLVM_ALLOWED);
+}
+
+/// Per (case, endpoint, field): the requests whose answers differ.
+type Found = BTreeMap<(String, String, String), Vec<String>>;
+
+fn differences(corpus: &Corpus, work: &Path) -> Found {
+    let whole = work.join("whole");
+    for (label, files) in &corpus.sweeps {
+        ingest(&whole, label, files);
     }
     let whole_docs = docs_by_capture(&whole);
-    let urls: BTreeSet<String> = whole_docs.keys().map(|(u, _)| u.clone()).collect();
+    let all_urls: BTreeSet<String> = whole_docs.keys().map(|(u, _)| u.clone()).collect();
+    // Every URL, or `sample` spread evenly, with the excluded ones.
+    let step = (all_urls.len() / corpus.sample.max(1)).max(1);
+    let mut urls: BTreeSet<String> = all_urls.iter().step_by(step).cloned().collect();
+    urls.extend([corpus.moved_to.clone(), corpus.in_prefix.clone()]);
     let sweeps: Value = serde_json::from_slice(
         &tidemark_ok(&["--db", whole.to_str().unwrap(), "sweeps", "--json"]).stdout,
     )
     .unwrap();
+    let n = corpus.sweeps.len();
     let date = |k: usize| sweeps[k]["date"].as_str().unwrap()[..8].to_string();
-    // The targets of sweep 2's moves: one excluded exactly, one host, one prefix.
-    let moves = truth(&dir, 2)["moves"].as_array().unwrap().clone();
-    let moved_to = moves[0]["to"].as_str().unwrap().to_string();
+    let moved_to = corpus.moved_to.clone();
     let host_of = |u: &str| u.split('/').nth(2).unwrap().to_string();
-    let hosts: BTreeSet<String> = urls.iter().map(|u| host_of(u)).collect();
-    let host = hosts
-        .iter()
+    let hosts: BTreeSet<String> = all_urls.iter().map(|u| host_of(u)).collect();
+    let host = (hosts.iter())
         .find(|h| **h != host_of(&moved_to))
-        .unwrap()
+        .unwrap_or_else(|| hosts.iter().next().unwrap())
         .clone();
     let host_key = surt(&format!("http://{host}/"));
-    let (prefix_url, _) = moved_to.rsplit_once('/').unwrap();
     let prefix_key = surt(&format!(
         "{}/",
-        moves[1]["to"].as_str().unwrap().rsplit_once('/').unwrap().0
+        corpus.in_prefix.rsplit_once('/').unwrap().0
     ));
     let cases = vec![
         Case {
@@ -341,13 +475,13 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
             user: None,
         },
         Case {
-            name: "an embargo after sweep 2",
+            name: "an embargo hiding the newest sweep",
             rules: String::new(),
-            embargo: (String::new(), format!("{}235959", date(1))),
+            embargo: (String::new(), format!("{}235959", date(n - 2))),
             user: None,
         },
         Case {
-            name: "an embargo before sweep 2",
+            name: "an embargo hiding the oldest sweep",
             rules: String::new(),
             embargo: (date(1), String::new()),
             user: None,
@@ -362,13 +496,10 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
             user: Some("staff"),
         },
     ];
-    let _ = prefix_url;
     let reqs = requests(&urls);
     let mut found: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
     for case in &cases {
-        let at = work
-            .path()
-            .join(case.name.replace(' ', "-").replace('\'', ""));
+        let at = work.join(case.name.replace(' ', "-").replace('\'', ""));
         std::fs::create_dir_all(&at).unwrap();
         let acl = at.join("rules.aclj");
         std::fs::write(&acl, &case.rules).unwrap();
@@ -392,7 +523,7 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
         let hidden = |uri: &str, ts: &str| !reader.visible(&surt(uri), ts);
         // The reference: the same records, the hidden ones not indexed.
         let reference = at.join("reference");
-        for (k, files) in plain.iter().enumerate() {
+        for (k, (label, files)) in corpus.sweeps.iter().enumerate() {
             let out = at.join(format!("ref-{}", k + 1));
             std::fs::create_dir_all(&out).unwrap();
             let mut copies = Vec::new();
@@ -405,7 +536,7 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
                 copies.push(to);
             }
             if kept_all > 0 {
-                ingest(&reference, &format!("sweep-{}", k + 1), &copies);
+                ingest(&reference, label, &copies);
             }
         }
         let ref_docs = docs_by_capture(&reference);
@@ -450,13 +581,18 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
             }
         }
     }
+    found
+}
+
+/// Fails on a difference `allowed` does not list, and on a listed one not found.
+fn check(found: &Found, allowed: &[(&str, &str, &str, &str)]) {
     let allows = |(c, e, w): &(String, String, String),
                   (ac, ae, aw, _): &(&str, &str, &str, &str)| {
         (*ac == "*" || ac == c) && (*ae == "*" || ae == e) && w.contains(aw)
     };
     let mut unexpected = Vec::new();
-    for (key, cases) in &found {
-        if !ALLOWED.iter().any(|a| allows(key, a)) {
+    for (key, cases) in found {
+        if !allowed.iter().any(|a| allows(key, a)) {
             unexpected.push(format!(
                 "{} [{}]: {} answers, e.g. {}",
                 key.1,
@@ -466,10 +602,10 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
             ));
         }
     }
-    for (key, cases) in &found {
+    for (key, cases) in found {
         eprintln!("{} {} [{}]: {} answers", key.0, key.1, key.2, cases.len());
     }
-    let stale: Vec<_> = (ALLOWED.iter())
+    let stale: Vec<_> = (allowed.iter())
         .filter(|a| !found.keys().any(|k| allows(k, a)))
         .collect();
     assert!(
