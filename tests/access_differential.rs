@@ -52,8 +52,8 @@ const LLVM_ALLOWED: &[(&str, &str, &str, &str)] = &[
         "/api/similar",
         "containment",
         "posting lists are of the whole index: a value on more docs than the common-shingle \
-         cap, hidden ones counted, is searched through its list's head alone, so similar may \
-         miss a near-duplicate an index without the hidden docs finds",
+         cap, hidden ones counted, adds no candidate (src/index/candidates.rs), so similar \
+         may miss a near-duplicate an index without the hidden docs finds",
     ),
 ];
 
