@@ -137,6 +137,24 @@ fn plain_copies(sweep: &Path, out: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Plain copies of `n` sweeps under `work`: for sweep k (from 1), `folder_label(k)` names
+/// its folder and its label.
+fn plain_sweeps(
+    work: &Path,
+    n: usize,
+    folder_label: impl Fn(usize) -> (PathBuf, String),
+) -> Vec<(String, Vec<PathBuf>)> {
+    (1..=n)
+        .map(|k| {
+            let (folder, label) = folder_label(k);
+            (
+                label,
+                plain_copies(&folder, &work.join(format!("plain-{k}"))),
+            )
+        })
+        .collect()
+}
+
 /// The records of a plain WARC file: (start of its header, end of its header, type,
 /// target URI, 14-digit date).
 fn records(bytes: &[u8]) -> Vec<(usize, usize, String, String, String)> {
@@ -352,15 +370,9 @@ fn every_endpoint_answers_as_an_index_without_the_hidden_captures() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("corpus");
     generate_redesign(&dir, 300, 41);
-    let sweeps = (1..=3)
-        .map(|k| {
-            let files = plain_copies(
-                &dir.join(format!("sweep-{k:02}")),
-                &work.path().join(format!("plain-{k}")),
-            );
-            (format!("sweep-{k}"), files)
-        })
-        .collect();
+    let sweeps = plain_sweeps(work.path(), 3, |k| {
+        (dir.join(format!("sweep-{k:02}")), format!("sweep-{k}"))
+    });
     // The targets of sweep 2's moves: one excluded exactly, one's folder.
     let moves = truth(&dir, 2)["moves"].as_array().unwrap().clone();
     let corpus = Corpus {
@@ -380,15 +392,9 @@ fn every_endpoint_answers_so_on_llvm_docs_too() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let sweeps: Vec<(String, Vec<PathBuf>)> = (1..=5)
-        .map(|k| {
-            let files = plain_copies(
-                &dir.join(format!("s{k}")),
-                &work.path().join(format!("plain-{k}")),
-            );
-            (format!("s{k}"), files)
-        })
-        .collect();
+    let sweeps = plain_sweeps(work.path(), 5, |k| {
+        (dir.join(format!("s{k}")), format!("s{k}"))
+    });
     // A page first captured in the third sweep (where moved pages land) and one in the
     // second sweep's folders.
     let urls_of = |k: usize| -> BTreeSet<String> {

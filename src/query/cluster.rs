@@ -71,9 +71,11 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
             break;
         }
         let caps = s.doc_captures(d)?;
-        let caps_open = caps
-            .iter()
-            .any(|c| s.reader().access_of(&c.surt, &c.timestamp) != crate::access::Access::Block);
+        // A title is the page's text: not told of a doc whose every capture is blocked.
+        let open = !filtered
+            || (caps.iter()).any(|c| {
+                s.reader().access_of(&c.surt, &c.timestamp) != crate::access::Access::Block
+            });
         if filtered {
             if caps.is_empty() {
                 continue;
@@ -108,8 +110,6 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
                 }
             }
         }
-        // A title is the page's text: not told of a doc whose every capture is blocked.
-        let open = !filtered || caps_open;
         members.push(Member {
             doc: d,
             title: match open {

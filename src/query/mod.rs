@@ -193,8 +193,9 @@ impl<'a> Searcher<'a> {
     /// later sweep is found, so that a sweep the view hides (an embargo's) tells nothing.
     pub fn host_captured_after(&self, key: &str, sweep: u32) -> Result<bool> {
         let host = host_of_surt(key);
-        let later: Vec<u32> = self.index.host_sweeps().of_host(host)?;
-        let later: HashSet<u32> = later.into_iter().filter(|s| *s > sweep).collect();
+        let later: HashSet<u32> = (self.index.host_sweeps().of_host(host)?.into_iter())
+            .filter(|s| *s > sweep)
+            .collect();
         if later.is_empty() || !self.reader.filtered() {
             return Ok(!later.is_empty());
         }

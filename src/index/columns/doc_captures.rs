@@ -105,13 +105,12 @@ impl Col<'_, DocCaptures> {
                 Some(mut info) => {
                     // A revisit whose original the reader may not see carries no
                     // content for them (see `captures::seen`).
-                    let (_, ts) =
-                        super::captures::split(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?;
-                    if r.filtered()
-                        && info.kind == crate::read::RecordKind::Revisit
-                        && !super::original_seen(self.index, r, doc, ts)?
-                    {
-                        continue;
+                    if r.filtered() && info.kind == crate::read::RecordKind::Revisit {
+                        let (_, ts) =
+                            super::captures::split(ck).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+                        if !super::original_seen(self.index, r, doc, ts)? {
+                            continue;
+                        }
                     }
                     super::captures::unname_hidden_redirect(r, &mut info);
                     out.push((
