@@ -31,6 +31,29 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Creates `dir` and the folders above it that are missing, each named durably in its
+/// parent (a new index must not vanish in a power cut after its first ingest ended).
+pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while !d.as_os_str().is_empty() && !d.exists() {
+        missing.push(d);
+        match d.parent() {
+            Some(p) => d = p,
+            None => break,
+        }
+    }
+    std::fs::create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        sync_dir(
+            d.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        )?;
+    }
+    Ok(())
+}
+
 /// The temporary file of a write to `path` (for writers that stream into a file of
 /// their own, then [`Temp::commit`] it): removed when dropped uncommitted.
 pub struct Temp(PathBuf);

@@ -308,6 +308,11 @@ impl Index {
         if !exists && !create {
             return Err(IndexError::Missing(path.to_path_buf()));
         }
+        if create && !read_only {
+            crate::durable::create_dir_all(path).map_err(|e| {
+                IndexError::Invalid(format!("cannot create {}: {e}", path.display()))
+            })?;
+        }
         // Lock-free lookups: the scan workers and the writer hit the cache at once (an
         // LRU cache's shard mutexes were 5% of a later sweep's CPU).
         let cache = Cache::new_hyper_clock_cache(config.index.block_cache_mb << 20, 0);
