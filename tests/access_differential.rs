@@ -48,6 +48,24 @@ const LLVM_ALLOWED: &[(&str, &str, &str, &str)] = &[
         "host templates learnt from all pages, hidden ones too",
     ),
     (
+        "a prefix excluded",
+        "/",
+        "html: History",
+        "host templates learnt from all pages, hidden ones too",
+    ),
+    (
+        "a prefix excluded",
+        "/report",
+        "html: Pairs of sweeps by content",
+        "host templates learnt from all pages, hidden ones too",
+    ),
+    (
+        "an embargo hiding the newest sweep",
+        "/api/similar (by doc)",
+        "containment",
+        "as /api/similar by URL (below)",
+    ),
+    (
         "an embargo hiding the newest sweep",
         "/api/similar",
         "containment",
@@ -91,6 +109,19 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
         "a cluster is named by its smallest visible doc, and doc numbers follow the order \
          in which contents were first captured, hidden captures too; memberships joined \
          only through a hidden doc stay",
+    ),
+    (
+        "*",
+        "/report",
+        "html: Sweeps",
+        "a sweep is dated by its first capture in the index, hidden ones too",
+    ),
+    (
+        "an embargo hiding the oldest sweep",
+        "/",
+        "html: History",
+        "a content resemblance leaves out the host's template, learnt from all of its \
+         pages of a sweep and the sweep before, hidden ones too (an aggregate naming no page)",
     ),
     (
         "an embargo hiding the oldest sweep",
@@ -261,6 +292,14 @@ fn map_docs(v: &mut Value, map: &HashMap<u64, u64>) {
                             _ => Value::from(*m),
                         };
                     }
+                } else if let Some(m) = x
+                    .as_str()
+                    .and_then(|t| t.strip_prefix("doc "))
+                    .and_then(|n| n.parse().ok())
+                    .and_then(|n: u64| map.get(&n))
+                {
+                    // A query by doc is named "doc N".
+                    *x = Value::String(format!("doc {m}"));
                 } else {
                     map_docs(x, map);
                 }
@@ -274,6 +313,9 @@ fn map_docs(v: &mut Value, map: &HashMap<u64, u64>) {
 /// A body with doc numbers mapped: JSON, JSON lines, CDXJ lines, or text as it is.
 fn normalized(body: &[u8], map: &HashMap<u64, u64>) -> String {
     let text = String::from_utf8_lossy(body).to_string();
+    if is_html(&text) {
+        return html_mapped(&text, map);
+    }
     if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
         map_docs(&mut v, map);
         return serde_json::to_string_pretty(&v).unwrap();
@@ -297,6 +339,33 @@ fn normalized(body: &[u8], map: &HashMap<u64, u64>) -> String {
         .join("\n")
 }
 
+fn is_html(text: &str) -> bool {
+    (text.as_bytes().get(..15)).is_some_and(|h| h.eq_ignore_ascii_case(b"<!doctype html>"))
+}
+
+/// A page with the doc numbers it shows mapped (a cluster's name and its members').
+fn html_mapped(text: &str, map: &HashMap<u64, u64>) -> String {
+    let mut out = text.to_string();
+    for (before, after) in [("<h2>Cluster ", " ("), ("data-label=\"doc\">", "</td>")] {
+        let mut done = String::new();
+        let mut rest = out.as_str();
+        while let Some(i) = rest.find(before) {
+            let (head, tail) = rest.split_at(i + before.len());
+            done.push_str(head);
+            let end = tail.find(after).unwrap_or(0);
+            let n = tail[..end].parse::<u64>().ok();
+            match n.and_then(|n| map.get(&n)) {
+                Some(m) => done.push_str(&m.to_string()),
+                None => done.push_str(&tail[..end]),
+            }
+            rest = &tail[end..];
+        }
+        done.push_str(rest);
+        out = done;
+    }
+    out
+}
+
 /// Status and body of a request, the body preceded by the headers that name captures
 /// (`Location`, `Link`, `Memento-Datetime`).
 fn get(base: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
@@ -317,8 +386,13 @@ fn get(base: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
 /// The requests asked of both servers.
 fn requests(urls: &BTreeSet<String>) -> Vec<String> {
     let mut out = Vec::new();
-    for u in urls {
+    for (i, u) in urls.iter().enumerate() {
         let e = enc(u);
+        // Diffs read WARC records and compare texts: a quarter of the URLs.
+        if i % 4 == 0 {
+            out.push(format!("/api/history?url={e}&diff=1"));
+            out.push(format!("/?url={e}&diff=1"));
+        }
         for q in [
             format!("/{COLL}?url={e}&output=json"),
             format!("/{COLL}?url={e}"),
@@ -327,6 +401,7 @@ fn requests(urls: &BTreeSet<String>) -> Vec<String> {
             format!("/timemap/link/{u}"),
             format!("/api/whereis?url={e}"),
             format!("/api/history?url={e}"),
+            format!("/?url={e}"),
             format!("/api/similar?url={e}&threshold=0.3"),
             format!("/api/cluster?url={e}"),
             format!("/timegate/{u}"),
@@ -345,11 +420,14 @@ fn requests(urls: &BTreeSet<String>) -> Vec<String> {
             "/cdx/search/cdx?url={e}/*&page=1&pageSize=5&output=json"
         ));
         out.push(format!("/api/report?host={e}"));
+        out.push(format!("/report?host={e}"));
         out.push(format!("/api/changes?host={e}&limit=1000&records=0"));
     }
     out.extend([
         "/api/sweeps".to_string(),
         "/api/report".to_string(),
+        "/report".to_string(),
+        "/".to_string(),
         "/api/changes?limit=1000&records=0".to_string(),
         "/api/changes?from=sweep-1&to=sweep-3&limit=1000&records=0".to_string(),
     ]);
@@ -565,18 +643,45 @@ fn differences(corpus: &Corpus, work: &Path) -> Found {
             Some(u) => vec![("X-Pywb-ACL-User", u)],
             None => vec![],
         };
-        for q in &reqs {
+        // Similar by doc: the reference's number of the same doc, or one it has not
+        // (a doc only hidden captures hold is not there for the reader either).
+        let mut by_doc: Vec<(String, String)> =
+            reqs.iter().map(|q| (q.clone(), q.clone())).collect();
+        let asked: BTreeSet<u64> = (whole_docs.iter())
+            .filter(|((u, _), _)| urls.contains(u))
+            .map(|(_, d)| *d)
+            .collect();
+        for d in asked {
+            let r = map.get(&d).copied().unwrap_or(1_000_000_000 + d);
+            by_doc.push((
+                format!("/api/similar?doc={d}&threshold=0.3"),
+                format!("/api/similar?doc={r}&threshold=0.3"),
+            ));
+        }
+        for (q, q_ref) in &by_doc {
             let (st_a, a) = get(&tested.base, q, &headers);
-            let (st_b, b) = get(&plain_server.base, q, &[]);
-            // Absolute links name each server's own address.
+            let (st_b, b) = get(&plain_server.base, q_ref, &[]);
+            // Absolute links name each server's own address; a doc not found is named.
+            let unnamed = |t: String, asked: &str| match asked.split_once("doc=") {
+                Some((_, n)) => {
+                    let n = n.split('&').next().unwrap();
+                    t.replace(&format!("no doc {n} "), "no doc N ")
+                }
+                None => t,
+            };
             let (a, b) = (
-                normalized(&a, &map).replace(&tested.base, "BASE"),
-                normalized(&b, &identity).replace(&plain_server.base, "BASE"),
+                unnamed(normalized(&a, &map).replace(&tested.base, "BASE"), q),
+                unnamed(
+                    normalized(&b, &identity).replace(&plain_server.base, "BASE"),
+                    q_ref,
+                ),
             );
             if st_a != st_b || a != b {
                 let endpoint = q.split('?').next().unwrap().to_string();
                 let endpoint = if endpoint.starts_with("/timemap/") {
                     "/timemap/link".to_string()
+                } else if q.starts_with("/api/similar?doc=") {
+                    "/api/similar (by doc)".to_string()
                 } else {
                     endpoint
                 };
@@ -625,6 +730,9 @@ fn check(found: &Found, allowed: &[(&str, &str, &str, &str)]) {
 
 /// The first field (a JSON key, or `status`/`line`) where two answers differ.
 fn first_difference(a: &str, b: &str) -> String {
+    if is_html(a) {
+        return html_difference(a, b);
+    }
     let (va, vb) = (
         serde_json::from_str::<Value>(a),
         serde_json::from_str::<Value>(b),
@@ -646,6 +754,29 @@ fn first_difference(a: &str, b: &str) -> String {
         }
     }
     "the number of lines".into()
+}
+
+/// Where two pages first differ: under which heading (`html: HEADING`, digits as `#`).
+fn html_difference(a: &str, b: &str) -> String {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let i = (0..la.len().max(lb.len()))
+        .find(|&i| la.get(i) != lb.get(i))
+        .unwrap_or(0);
+    let heading = la[..=i.min(la.len().saturating_sub(1))]
+        .iter()
+        .rev()
+        .find_map(|l| {
+            let at = l.find("<h2")?;
+            let text = &l[at..];
+            let text = &text[text.find('>')? + 1..text.find("</h2>")?];
+            Some(
+                text.chars()
+                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
+                    .collect(),
+            )
+        })
+        .unwrap_or_else(|| "(above the first heading)".to_string());
+    format!("html: {heading}")
 }
 
 fn json_difference(a: &Value, b: &Value, at: &str) -> String {
