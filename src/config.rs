@@ -47,8 +47,12 @@ pub struct ServeConfig {
     pub max_concurrency: usize,
     /// Requests reading the index at once; 0 = twice the cores.
     pub workers: usize,
-    /// Seconds a request may take, reading its body and writing the answer included.
+    /// Seconds a request may take to be answered, and again to be written to its client.
     pub request_timeout_s: u64,
+    /// Streamed answers that may wait at once for clients reading slower than the index
+    /// is read (each keeps its thread, its place in the index and its buffers); one more
+    /// is cut.
+    pub max_slow_answers: usize,
     /// Bytes of a request body (a POSTed document for `/api/similar`).
     pub max_body_bytes: usize,
     /// Characters of a URL given as a parameter.
@@ -293,12 +297,13 @@ impl Config {
         let v = &self.serve;
         if v.max_concurrency == 0
             || v.request_timeout_s == 0
+            || v.max_slow_answers == 0
             || v.max_url_chars == 0
             || v.max_filters == 0
             || v.max_replay_bytes == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

@@ -514,6 +514,40 @@ def serving_table(rec):
     )
 
 
+def budgets_table(rec):
+    """`tools/budgets.py --json`: the worst requests, the probe, the slow clients, RSS."""
+    name = "budgets-m1"
+    r = runs(rec, name)[0]
+    rows = [[f"`{w['request']}`", str(w["status"]), f"{w['seconds']:.2f}", thousands(w["bytes"]),
+             "cut" if w["cut"] else ""] for w in r["worst"]]
+    table = md_table(["worst request", "status", "seconds", "bytes", ""], rows)
+    p, s, m = r["probe"], r["slow"], r["rss_mb"]
+    return (
+        f"{table}
+"
+        f"Index: {thousands(r['captures'])} captures in {r['sweeps']} sweeps; "
+        f"`request_timeout_s` {r['request_timeout_s']}; run {r['seconds']:.0f} s.
+
+"
+        f"- Another client (a CDX lookup every 50 ms): p50 {p['alone']['p50_ms']} ms, p99 "
+        f"{p['alone']['p99_ms']} ms alone; p50 {p['during']['p50_ms']} ms, p99 "
+        f"{p['during']['p99_ms']} ms, max {p['during']['max_ms']} ms during the run "
+        f"({p['during']['requests']} requests, {p['during']['failed']} failed).
+"
+        f"- {thousands(s['clients'])} slow clients (one byte a second): first byte after "
+        f"{s['first_byte_p50_s']} s (median), {s['first_byte_max_s']} s at most; {thousands(s['cut'])} cut by "
+        f"the server, after {s['cut_p50_s']} s (median), {s['cut_max_s']} s at most; "
+        f"{s['large_open_at_end']} large answers still open at the end.
+"
+        f"- Server RSS: {m['idle']} MB idle, {m['max']} MB at most (bound checked: "
+        f"{r['budgets']['rss_bound_mb']:.0f} MB).
+
+"
+        f"{source(rec, name)} ({machine(rec, name)}).
+"
+    )
+
+
 def machine(rec, name):
     return rec[name]["machine"]
 
@@ -531,6 +565,7 @@ TABLES = {
     "content-bands": content_bands_table,
     "map-reduce": map_reduce_tables,
     "serving": serving_table,
+    "budgets": budgets_table,
 }
 
 

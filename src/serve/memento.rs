@@ -525,32 +525,52 @@ fn memento_of_target(
 /// A payload read from its WARC file chunk by chunk on a blocking thread as the client
 /// takes it, until `serve.request_timeout_s` (then the connection is cut: with its
 /// Content-Length the client sees a short body, not a complete one). The thread holds one
-/// of the `serve.workers` slots for the body's whole life: slow readers wait their turn
-/// in the queue, they do not each hold a thread of their own.
+/// of the `serve.workers` slots while it reads the file; waiting for a client slower than
+/// the file, it gives the slot back (one of `serve.max_slow_answers` instead), and takes
+/// one again before reading on.
 async fn streamed(
     state: &Arc<AppState>,
     mut reader: Box<dyn Read + Send>,
 ) -> Result<Body, ApiError> {
+    use tokio::sync::mpsc::error::TrySendError;
     let permit = state.permit().await?;
+    let (workers, slow_answers) = (state.workers.clone(), state.slow_answers.clone());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
     let handle = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || loop {
-        let _permit = &permit;
-        let mut buf = vec![0u8; 64 * 1024];
-        let item = match reader.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                buf.truncate(n);
-                Ok(buf)
+    tokio::task::spawn_blocking(move || {
+        let mut permit = Some(permit);
+        loop {
+            let mut buf = vec![0u8; 64 * 1024];
+            let item = match reader.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Ok(buf)
+                }
+                Err(e) => Err(e),
+            };
+            let failed = item.is_err();
+            let full = match tx.try_send(item) {
+                Ok(()) if !failed => continue,
+                Err(TrySendError::Full(item)) if !failed => item,
+                _ => return,
+            };
+            // A client slower than the file: wait for it if fewer than
+            // `serve.max_slow_answers` wait already, else cut it.
+            let Ok(_waiting) = slow_answers.clone().try_acquire_owned() else {
+                return;
+            };
+            drop(permit.take());
+            let again = handle.block_on(tokio::time::timeout_at(deadline, async {
+                tx.send(full).await.ok()?;
+                workers.clone().acquire_owned().await.ok()
+            }));
+            match again {
+                Ok(Some(p)) => permit = Some(p),
+                _ => return,
             }
-            Err(e) => Err(e),
-        };
-        let failed = item.is_err();
-        let sent = handle.block_on(tokio::time::timeout_at(deadline, tx.send(item)));
-        if failed || !matches!(sent, Ok(Ok(()))) {
-            return;
         }
     });
     Ok(Body::from_stream(

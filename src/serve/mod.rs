@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod cdx;
+mod conn;
 mod error;
 pub mod links;
 pub mod memento;
@@ -170,7 +171,10 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
             .timer(hyper_util::rt::TokioTimer::new())
             // A client that has not sent its whole request head by then is cut off.
             .header_read_timeout(timeout)
-            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            .serve_connection(
+                hyper_util::rt::TokioIo::new(conn::WriteDeadline::new(stream, timeout)),
+                service,
+            );
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _ = conn.await;

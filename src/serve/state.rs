@@ -179,7 +179,9 @@ pub struct AppState {
     pub config: Config,
     current: RwLock<Option<Arc<Served>>>,
     /// Index work under way at once (`serve.workers`): more waits its turn, in order.
-    workers: Arc<Semaphore>,
+    pub(super) workers: Arc<Semaphore>,
+    /// Streamed answers waiting for their slow clients (`serve.max_slow_answers`).
+    pub(super) slow_answers: Arc<Semaphore>,
     /// The access rules and embargo applied now; a request takes it once, at its start.
     policy: RwLock<Arc<Policy>>,
     /// What the rule files were when last read (path, modified, length).
@@ -227,12 +229,14 @@ impl AppState {
             .serve
             .trusted_proxies()
             .map_err(|e| anyhow::anyhow!(e))?;
+        let slow_answers = Arc::new(Semaphore::new(config.serve.max_slow_answers));
         let state = AppState {
             trusted_proxies,
             db,
             config,
             current: RwLock::new(None),
             workers,
+            slow_answers,
             policy: RwLock::new(Arc::new(policy)),
             acl_stamp: std::sync::Mutex::new(acl_stamp),
         };

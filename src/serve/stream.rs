@@ -2,13 +2,14 @@
 //! in chunks, so a match set of any size goes out without being held in memory. The
 //! producer stops when the client goes away or the request's time is up.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::error::ApiError;
@@ -25,6 +26,11 @@ pub struct Sink {
     /// Bytes written so far.
     pub written: u64,
     gone: bool,
+    /// The worker slot while reading the index; given back while waiting for a client
+    /// that reads slower than the index is read, and taken again before reading on.
+    permit: Option<OwnedSemaphorePermit>,
+    workers: Arc<Semaphore>,
+    slow_answers: Arc<Semaphore>,
 }
 
 impl Sink {
@@ -44,10 +50,32 @@ impl Sink {
             return !self.gone;
         }
         let chunk = Bytes::from(std::mem::take(&mut self.buf));
-        let sent = self.handle.block_on(async {
-            tokio::time::timeout_at(self.deadline, self.tx.send(Ok(chunk))).await
+        let full = match self.tx.try_send(Ok(chunk)) {
+            Ok(()) => return true,
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.gone = true;
+                return false;
+            }
+            Err(mpsc::error::TrySendError::Full(chunk)) => chunk,
+        };
+        // A slow client: wait for it without holding a worker (a thousand clients reading
+        // a byte a second must not keep the others from the index), within the deadline,
+        // if fewer than `serve.max_slow_answers` wait already; else cut it.
+        let Ok(_waiting) = self.slow_answers.clone().try_acquire_owned() else {
+            self.gone = true;
+            return false;
+        };
+        self.permit = None;
+        let (deadline, tx, workers) = (self.deadline, &self.tx, &self.workers);
+        let permit = self.handle.block_on(async {
+            tokio::time::timeout_at(deadline, async {
+                tx.send(full).await.ok()?;
+                workers.clone().acquire_owned().await.ok()
+            })
+            .await
         });
-        self.gone = !matches!(sent, Ok(Ok(())));
+        self.permit = permit.ok().flatten();
+        self.gone = self.permit.is_none();
         !self.gone
     }
 }
@@ -79,8 +107,11 @@ pub async fn stream(
     // holding this, is dropped) or the time is up (the budget's deadline).
     let cancel = budget.canceller();
     let handle = tokio::runtime::Handle::current();
+    let (workers, slow_answers) = (state.workers.clone(), state.slow_answers.clone());
+    // Set once the producer wrote the whole answer (not stopped by the clock).
+    let done = Arc::new(AtomicBool::new(false));
+    let done_w = done.clone();
     tokio::task::spawn_blocking(move || {
-        let _permit = permit;
         let mut sink = Sink {
             tx: tx.clone(),
             buf: Vec::with_capacity(CHUNK),
@@ -88,6 +119,9 @@ pub async fn stream(
             handle: handle.clone(),
             written: 0,
             gone: false,
+            permit: Some(permit),
+            workers,
+            slow_answers,
         };
         // A panic (a damaged index the reader did not expect) is an error answer, or a
         // cut connection once bytes are out: never a short body that looks whole.
@@ -101,7 +135,9 @@ pub async fn stream(
         });
         match result {
             Ok(()) => {
-                sink.flush();
+                if sink.flush() {
+                    done_w.store(true, Ordering::Release);
+                }
             }
             Err(e) => {
                 eprintln!("tidemark serve: {}", e.message);
@@ -116,6 +152,16 @@ pub async fn stream(
         Some(Ok(b)) => b,
     };
     let rest = tokio_stream::wrappers::ReceiverStream::new(rx);
+    // An answer whose time ran out while its client read ends in an error: the
+    // connection is cut, and the client cannot take the lines it got for the whole.
+    let end = tokio_stream::StreamExt::filter_map(tokio_stream::once(()), move |()| {
+        (!done.load(Ordering::Acquire)).then(|| {
+            Err(ApiError::unavailable(
+                "the answer was not read within serve.request_timeout_s".into(),
+            ))
+        })
+    });
+    let rest = tokio_stream::StreamExt::chain(rest, end);
     // The body holds the canceller: a client that leaves mid-answer stops the producer
     // even while it finds nothing to send.
     let body = tokio_stream::StreamExt::map(
