@@ -515,36 +515,30 @@ def serving_table(rec):
 
 
 def budgets_table(rec):
-    """`tools/budgets.py --json`: the worst requests, the probe, the slow clients, RSS."""
+    """`tools/budgets.py --json`: the worst requests, the other client, the slow ones, RSS."""
     name = "budgets-m1"
     r = runs(rec, name)[0]
-    rows = [[f"`{w['request']}`", str(w["status"]), f"{w['seconds']:.2f}", thousands(w["bytes"]),
-             "cut" if w["cut"] else ""] for w in r["worst"]]
-    table = md_table(["worst request", "status", "seconds", "bytes", ""], rows)
-    p, s, m = r["probe"], r["slow"], r["rss_mb"]
+    rows = [[f"`{w['request']}`", str(w["status"]), f"{w['seconds']:.2f}", thousands(w["bytes"])]
+            for w in r["worst"]]
+    table = md_table(["worst request", "status", "seconds", "bytes"], rows)
+    p, s, m, c = r["probe"], r["slow"], r["rss_mb"], r["server_connections"]
     return (
-        f"{table}
-"
+        f"{table}\n"
         f"Index: {thousands(r['captures'])} captures in {r['sweeps']} sweeps; "
-        f"`request_timeout_s` {r['request_timeout_s']}; run {r['seconds']:.0f} s.
-
-"
+        f"`request_timeout_s` {r['request_timeout_s']}.\n\n"
         f"- Another client (a CDX lookup every 50 ms): p50 {p['alone']['p50_ms']} ms, p99 "
         f"{p['alone']['p99_ms']} ms alone; p50 {p['during']['p50_ms']} ms, p99 "
-        f"{p['during']['p99_ms']} ms, max {p['during']['max_ms']} ms during the run "
-        f"({p['during']['requests']} requests, {p['during']['failed']} failed).
-"
+        f"{p['during']['p99_ms']} ms, max {p['during']['max_ms'] / 1000:.1f} s during the run "
+        f"({thousands(p['during']['requests'])} requests, {p['during']['failed']} failed; the "
+        f"slowest waited behind the slow clients' first requests for a worker).\n"
         f"- {thousands(s['clients'])} slow clients (one byte a second): first byte after "
-        f"{s['first_byte_p50_s']} s (median), {s['first_byte_max_s']} s at most; {thousands(s['cut'])} cut by "
-        f"the server, after {s['cut_p50_s']} s (median), {s['cut_max_s']} s at most; "
-        f"{s['large_open_at_end']} large answers still open at the end.
-"
-        f"- Server RSS: {m['idle']} MB idle, {m['max']} MB at most (bound checked: "
-        f"{r['budgets']['rss_bound_mb']:.0f} MB).
-
-"
-        f"{source(rec, name)} ({machine(rec, name)}).
-"
+        f"{s['first_byte_p50_s']} s (median), {s['first_byte_max_s']} s at most. The server held "
+        f"{thousands(c['max'])} connections at most, more than a tenth of them until "
+        f"{c['last_held_10pct_at_s']} s, {thousands(c['at_end'])} at the end (a connection cut "
+        f"behind unread bytes closes for its client only once it has read them).\n"
+        f"- Server RSS: {m['idle']} MB idle, {thousands(m['max'])} MB at most (the bound checked: "
+        f"{thousands(r['budgets']['rss_bound_mb'])} MB).\n\n"
+        f"{source(rec, name)} ({machine(rec, name)}).\n"
     )
 
 
