@@ -50,6 +50,13 @@ impl Budget {
         }
     }
 
+    /// No deadline and no count, for a whole-index build off the requests (the service's
+    /// reports): only the tests' pause per entry applies.
+    pub fn unbounded() -> Budget {
+        let far = Instant::now() + Duration::from_secs(100 * 365 * 86_400);
+        Budget::new(far, "none", 0)
+    }
+
     /// A guard that cancels the work when dropped (the answer is no longer awaited),
     /// unless [`Cancel::disarm`]ed.
     pub fn canceller(&self) -> Cancel {

@@ -147,7 +147,30 @@ fn is_3xx(r: &CaptureRow) -> bool {
 
 /// Builds the list.
 pub fn changes(index: &Index, who: &Who, opts: &ChangesOptions) -> Result<ChangeList> {
+    page(index, who, &ordered(index, who, &opts.report)?, opts)
+}
+
+/// The whole list of two sweeps in its order, no record read: one pass over the index,
+/// which [`page`] pages (the service keeps it per snapshot, view and range).
+#[derive(Debug, Clone)]
+pub struct Ordered {
+    from: String,
+    to: String,
+    urls_changed: u64,
+    template_only: u64,
+    rows: Vec<Found>,
+}
+
+/// The ordered list of `report`'s two sweeps (see [`changes`]).
+pub fn ordered(index: &Index, who: &Who, report: &ReportOptions) -> Result<Ordered> {
     let s = Searcher::with(index, &crate::query::Prepared::load(index)?, who.clone());
+    let opts = ChangesOptions {
+        report: report.clone(),
+        offset: 0,
+        limit: None,
+        archive: None,
+        progress: None,
+    };
     let (all, lo, hi) = sweeps_in_range(index, who, &opts.report)?;
     // Without --from: the sweep before --to.
     let lo = match opts.report.from {
@@ -240,11 +263,24 @@ pub fn changes(index: &Index, who: &Who, opts: &ChangesOptions) -> Result<Change
             .then_with(|| x.url.cmp(&y.url))
             .then_with(|| x.timestamp_after.cmp(&y.timestamp_after))
     });
-    let rows_total = rows.len() as u64;
-    let mut page: Vec<Found> = rows
-        .into_iter()
+    Ok(Ordered {
+        from: all[lo].1.clone(),
+        to: all[hi].1.clone(),
+        urls_changed,
+        template_only,
+        rows,
+    })
+}
+
+/// The rows of `list` that `opts` asks (offset, limit), with where a gone page moved and
+/// what its records say (`opts.archive`).
+pub fn page(index: &Index, who: &Who, list: &Ordered, opts: &ChangesOptions) -> Result<ChangeList> {
+    let s = Searcher::with(index, &crate::query::Prepared::load(index)?, who.clone());
+    let rows_total = list.rows.len() as u64;
+    let mut page: Vec<Found> = (list.rows.iter())
         .skip(opts.offset)
         .take(opts.limit.unwrap_or(usize::MAX))
+        .cloned()
         .collect();
     for (row, _) in page.iter_mut() {
         if matches!(row.kind, "gone" | "redirected") {
@@ -265,11 +301,11 @@ pub fn changes(index: &Index, who: &Who, opts: &ChangesOptions) -> Result<Change
     }
     let rows = page.into_iter().map(|(r, _)| r).collect();
     Ok(ChangeList {
-        from: all[lo].1.clone(),
-        to: all[hi].1.clone(),
+        from: list.from.clone(),
+        to: list.to.clone(),
         score: SCORE,
-        urls_changed,
-        template_only,
+        urls_changed: list.urls_changed,
+        template_only: list.template_only,
         rows_total,
         offset: opts.offset as u64,
         rows,

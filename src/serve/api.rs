@@ -21,7 +21,7 @@ use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::summary::{stats as index_stats, sweeps_json};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
-use crate::report::changes::{changes as changes_of, ChangesOptions};
+use crate::report::changes::{page, ChangesOptions};
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
@@ -284,7 +284,8 @@ const MAX_CHANGE_ROWS_READ: usize = 200;
 /// Every URL changed between two sweeps, most significant first (a page of them).
 #[utoipa::path(get, path = "/api/changes", params(ChangesQuery),
     responses((status = 200, description = "as `tidemark report --changes --format json` with --offset and --limit: {from, to, score, urls_changed, template_only, rows_total, offset, rows}"),
-              (status = 400, description = "an unknown sweep, the same sweep twice, a bad host, or a limit over 200 (1000 with records=0)")))]
+              (status = 400, description = "an unknown sweep, the same sweep twice, a bad host, or a limit over 200 (1000 with records=0)"),
+              (status = 503, description = "the list of these sweeps is being built (one pass over the index, once per snapshot, view and range, like the report): ask again in a moment")))]
 async fn changes(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<ChangesQuery>,
@@ -305,8 +306,9 @@ async fn changes(
     let offset = q.offset.unwrap_or(0);
     let report = ReportQuery::new(q.from, q.to, q.host).options(&state.config)?;
     let dirs = state.config.serve.archive_paths.clone();
+    let (served, list) = super::reports::changes(&state, report.clone()).await?;
     state
-        .with_index(move |s| {
+        .with_snapshot(Some(served), move |s| {
             let opts = ChangesOptions {
                 report,
                 offset,
@@ -318,7 +320,7 @@ async fn changes(
                 }),
                 progress: None,
             };
-            to_json(&changes_of(&s.index, &s.reader, &opts)?)
+            to_json(&page(&s.index, &s.reader, &list, &opts)?)
         })
         .await
 }

@@ -552,23 +552,48 @@ async fn streamed(
                 Err(e) => Err(e),
             };
             let failed = item.is_err();
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
             let full = match tx.try_send(item) {
                 Ok(()) if !failed => continue,
                 Err(TrySendError::Full(item)) if !failed => item,
                 _ => return,
             };
-            // A client slower than the file: wait for it if fewer than
-            // `serve.max_slow_answers` wait already, else cut it.
-            let Ok(_waiting) = slow_answers.clone().try_acquire_owned() else {
-                return;
-            };
+            // A client slower than the file: wait for it without the worker; a short
+            // wait is everyone's, a longer one only while fewer than
+            // `serve.max_slow_answers` wait already, else it is cut.
             drop(permit.take());
-            let again = handle.block_on(tokio::time::timeout_at(deadline, async {
-                tx.send(full).await.ok()?;
-                workers.clone().acquire_owned().await.ok()
-            }));
+            let quick = tokio::time::Instant::now() + super::stream::SHORT_WAIT;
+            let sent = handle.block_on(async {
+                match tokio::time::timeout_at(quick.min(deadline), tx.reserve()).await {
+                    Ok(Ok(slot)) => {
+                        slot.send(full);
+                        Ok(())
+                    }
+                    Ok(Err(_)) => Err(None),
+                    Err(_) => Err(Some(full)),
+                }
+            });
+            let sent = match sent {
+                Ok(()) => true,
+                Err(None) => false,
+                Err(Some(full)) => match slow_answers.clone().try_acquire_owned() {
+                    Ok(_waiting) => matches!(
+                        handle.block_on(tokio::time::timeout_at(deadline, tx.send(full))),
+                        Ok(Ok(()))
+                    ),
+                    Err(_) => false,
+                },
+            };
+            let again = sent.then(|| {
+                handle.block_on(tokio::time::timeout_at(
+                    deadline,
+                    workers.clone().acquire_owned(),
+                ))
+            });
             match again {
-                Ok(Some(p)) => permit = Some(p),
+                Some(Ok(Ok(p))) => permit = Some(p),
                 _ => return,
             }
         }

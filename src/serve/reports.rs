@@ -1,6 +1,7 @@
-//! The change report of a served snapshot, computed once per reader's view and range
-//! and kept with the snapshot: `/api/report` and `/report` answer from memory after
-//! the first request. A report is one pass over every capture (minutes on a
+//! The change report and the change list of a served snapshot, computed once per
+//! reader's view and range and kept with the snapshot: `/api/report`, `/report` and
+//! `/api/changes` answer from memory after the first request (a change list's page reads
+//! only its own rows' records). Each is one pass over every capture (minutes on a
 //! hundred-million-capture index), so it is built on a thread of its own, one build at
 //! a time, without the request's row budget; a request waits for it until its
 //! `serve.request_timeout_s`, then answers 503 (ask again: the build goes on).
@@ -11,54 +12,99 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::error::ApiError;
-use super::state::{AppState, ReportSlot as Slot, Reports, Served};
+use super::state::{AppState, Built, ReportSlot as Slot, Reports, Served};
 use crate::access::Reader;
+use crate::index::budget::Budget;
+use crate::index::{Index, IndexError};
+use crate::report::changes::{ordered, Ordered};
 use crate::report::{report as build, Report, ReportOptions};
 
 /// The change report of `opts` for this request's reader over the snapshot served now:
 /// built once per snapshot, view and range.
 pub async fn report(state: &Arc<AppState>, opts: ReportOptions) -> Result<Arc<Report>, ApiError> {
+    let (served, deadline) = now(state)?;
+    let key = format!("report {:?} {:?} {:?}", opts.from, opts.to, opts.host);
+    let built = Reports::get(
+        &served,
+        state.reader(),
+        key,
+        deadline,
+        move |index, reader| Ok(Built::Report(Arc::new(build(index, reader, &opts)?))),
+    );
+    match built.await? {
+        Built::Report(r) => Ok(r),
+        Built::Changes(_) => Err(ApiError::internal(
+            "a report's slot held a change list (a bug)".into(),
+        )),
+    }
+}
+
+/// The whole change list of `opts`' two sweeps in its order, for this request's reader,
+/// and the snapshot it was built from (its pages are read there): built once per
+/// snapshot, view and range, like the report.
+pub async fn changes(
+    state: &Arc<AppState>,
+    opts: ReportOptions,
+) -> Result<(Arc<Served>, Arc<Ordered>), ApiError> {
+    let (served, deadline) = now(state)?;
+    let key = format!("changes {:?} {:?} {:?}", opts.from, opts.to, opts.host);
+    let built = Reports::get(
+        &served,
+        state.reader(),
+        key,
+        deadline,
+        move |index, reader| Ok(Built::Changes(Arc::new(ordered(index, reader, &opts)?))),
+    );
+    match built.await? {
+        Built::Changes(c) => Ok((served, c)),
+        Built::Report(_) => Err(ApiError::internal(
+            "a change list's slot held a report (a bug)".into(),
+        )),
+    }
+}
+
+/// The snapshot served now and the request's deadline.
+fn now(state: &Arc<AppState>) -> Result<(Arc<Served>, Instant), ApiError> {
     let served = state.current().ok_or_else(|| {
         ApiError::unavailable(
             "no published sweep yet: an ingest publishes one when it completes".into(),
         )
     })?;
-    let deadline =
-        Instant::now() + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
-    Reports::get(&served, state.reader(), opts, deadline).await
+    // A tenth before the request's own timeout, so the answer is "being built" (503),
+    // not the timeout's bare 408.
+    let timeout = std::time::Duration::from_secs(state.config.serve.request_timeout_s);
+    Ok((served, Instant::now() + timeout * 9 / 10))
 }
 
-/// Reports kept per snapshot at most; past this, built ones are forgotten (they are
+/// Builds kept per snapshot at most; past this, built ones are forgotten (they are
 /// built again when asked), and a request that would start one more build while this
 /// many are under way is refused.
 const MAX_REPORTS: usize = 64;
 
-/// One build at a time, for the whole server: a report reads the whole index.
+/// One build at a time, for the whole server: a build reads the whole index.
 static BUILDING: Mutex<()> = Mutex::new(());
 
 impl Reports {
-    /// The report of `opts` for `reader` over `served`, built now or before, or 503
-    /// when it is not ready by `deadline`.
-    pub async fn get(
+    /// What `build` builds for `reader` over `served` (kept under `key`, scoped to the
+    /// reader's view), built now or before, or 503 when it is not ready by `deadline`.
+    async fn get(
         served: &Arc<Served>,
         reader: Reader,
-        opts: ReportOptions,
+        key: String,
         deadline: Instant,
-    ) -> Result<Arc<Report>, ApiError> {
-        let key = reader.scoped(&format!(
-            "report {:?} {:?} {:?}",
-            opts.from, opts.to, opts.host
-        ));
+        build: impl FnOnce(&Index, &Reader) -> Result<Built, IndexError> + Send + 'static,
+    ) -> Result<Built, ApiError> {
+        let key = reader.scoped(&key);
         let mut rx = served.reports.slot(&key, || {
             let (tx, rx) = watch::channel(None);
             let served = served.clone();
             std::thread::spawn(move || {
                 let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    build(&served.index, &reader, &opts)
+                    Budget::unbounded().run(|| build(&served.index, &reader))
                 }));
                 let answer = match built {
-                    Ok(Ok(r)) => Ok(Arc::new(r)),
+                    Ok(Ok(r)) => Ok(r),
                     Ok(Err(e)) => Err(ApiError::from(e)),
                     Err(_) => Err(ApiError::internal(
                         "the report could not be built (see the server log)".into(),

@@ -69,16 +69,22 @@ impl Served {
     }
 }
 
-/// The change reports of one snapshot, by view and range: each being built (`None`) or
-/// built (its answer). Filled and read by [`super::reports`].
+/// The change reports and change lists of one snapshot, by view and range: each being
+/// built (`None`) or built (its answer). Filled and read by [`super::reports`].
 #[derive(Default)]
 pub struct Reports {
     pub(super) slots: std::sync::Mutex<HashMap<String, ReportSlot>>,
 }
 
-/// One report's answer, when it is built.
-pub(super) type ReportSlot =
-    tokio::sync::watch::Receiver<Option<Result<Arc<crate::report::Report>, ApiError>>>;
+/// What a whole-index pass built: a report, or the ordered change list of two sweeps.
+#[derive(Clone)]
+pub(super) enum Built {
+    Report(Arc<crate::report::Report>),
+    Changes(Arc<crate::report::changes::Ordered>),
+}
+
+/// One build's answer, when it is built.
+pub(super) type ReportSlot = tokio::sync::watch::Receiver<Option<Result<Built, ApiError>>>;
 
 /// Where the pages of Wayback CDX queries begin ([`Served::pages`]), bounded in bytes:
 /// past [`PageStarts::MAX_BYTES`] everything is forgotten at once (it is relearnt), so
@@ -329,11 +335,21 @@ impl AppState {
         self: &Arc<Self>,
         f: impl FnOnce(&Request) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
+        self.with_snapshot(None, f).await
+    }
+
+    /// [`AppState::with_index`] over `served` (an answer begun on it) or, without, the
+    /// snapshot served now.
+    pub async fn with_snapshot<T: Send + 'static>(
+        self: &Arc<Self>,
+        served: Option<Arc<Served>>,
+        f: impl FnOnce(&Request) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
         let budget = self.budget();
         let reader = self.reader();
         let cancel = budget.canceller();
         let permit = self.permit().await?;
-        let served = self.current().ok_or_else(|| {
+        let served = served.or_else(|| self.current()).ok_or_else(|| {
             ApiError::unavailable(
                 "no published sweep yet: an ingest publishes one when it completes".into(),
             )

@@ -46,6 +46,12 @@ impl Sink {
 
     /// Sends what is buffered.
     pub fn flush(&mut self) -> bool {
+        self.send(true)
+    }
+
+    /// Sends what is buffered; `more`: the producer reads on after it (so it takes a
+    /// worker back once the chunk is taken), else the answer is whole once it is queued.
+    fn send(&mut self, more: bool) -> bool {
         if self.gone || self.buf.is_empty() {
             return !self.gone;
         }
@@ -58,27 +64,53 @@ impl Sink {
             }
             Err(mpsc::error::TrySendError::Full(chunk)) => chunk,
         };
-        // A slow client: wait for it without holding a worker (a thousand clients reading
-        // a byte a second must not keep the others from the index), within the deadline,
-        // if fewer than `serve.max_slow_answers` wait already; else cut it.
-        let Ok(_waiting) = self.slow_answers.clone().try_acquire_owned() else {
-            self.gone = true;
-            return false;
-        };
+        // A client slower than the index: wait for it without holding a worker (a
+        // thousand clients reading a byte a second must not keep the others from the
+        // index). A short wait is everyone's (a client across the world); a longer one
+        // only while fewer than `serve.max_slow_answers` wait already, else it is cut.
         self.permit = None;
-        let (deadline, tx, workers) = (self.deadline, &self.tx, &self.workers);
-        let permit = self.handle.block_on(async {
-            tokio::time::timeout_at(deadline, async {
-                tx.send(full).await.ok()?;
-                workers.clone().acquire_owned().await.ok()
-            })
-            .await
+        let (deadline, tx) = (self.deadline, &self.tx);
+        let quick = tokio::time::Instant::now() + SHORT_WAIT;
+        let sent = self.handle.block_on(async {
+            match tokio::time::timeout_at(quick.min(deadline), tx.reserve()).await {
+                Ok(Ok(slot)) => {
+                    slot.send(full);
+                    Ok(())
+                }
+                Ok(Err(_)) => Err(None),
+                Err(_) => Err(Some(full)),
+            }
         });
-        self.permit = permit.ok().flatten();
-        self.gone = self.permit.is_none();
+        let sent = match sent {
+            Ok(()) => true,
+            Err(None) => false,
+            Err(Some(full)) => match self.slow_answers.clone().try_acquire_owned() {
+                Ok(_waiting) => matches!(
+                    self.handle
+                        .block_on(tokio::time::timeout_at(deadline, tx.send(full))),
+                    Ok(Ok(()))
+                ),
+                Err(_) => false,
+            },
+        };
+        if sent && more {
+            let workers = self.workers.clone();
+            self.permit = self
+                .handle
+                .block_on(tokio::time::timeout_at(deadline, workers.acquire_owned()))
+                .ok()
+                .and_then(|p| p.ok());
+            self.gone = self.permit.is_none();
+        } else {
+            self.gone = !sent;
+        }
         !self.gone
     }
 }
+
+/// How long a streamed answer waits for its client before it counts as a slow answer
+/// (`serve.max_slow_answers`).
+pub(super) const SHORT_WAIT: Duration = Duration::from_millis(250);
 
 /// Runs `produce` over the snapshot served now on a blocking thread and streams what it
 /// writes as a `content_type` body. An error before the first chunk is the answer's
@@ -135,19 +167,31 @@ pub async fn stream(
         });
         match result {
             Ok(()) => {
-                if sink.flush() {
+                if sink.send(false) {
                     done_w.store(true, Ordering::Release);
                 }
             }
             Err(e) => {
                 eprintln!("tidemark serve: {}", e.message);
-                let _ = handle.block_on(tx.send(Err(e)));
+                // Before the first chunk the channel is empty: the error is the answer.
+                // After it, no wait for a client (nor a worker held): the answer not
+                // marked done ends in a cut connection anyway.
+                sink.permit = None;
+                let _ = tx.try_send(Err(e));
             }
         }
     });
     // The first message decides the status: an error, a first chunk, or nothing at all.
     let first = match rx.recv().await {
-        None => return ([(header::CONTENT_TYPE, content_type)], Body::empty()).into_response(),
+        None if done.load(Ordering::Acquire) => {
+            return ([(header::CONTENT_TYPE, content_type)], Body::empty()).into_response()
+        }
+        None => {
+            return ApiError::unavailable(
+                "the answer could not be made (see the server log)".into(),
+            )
+            .into_response()
+        }
         Some(Err(e)) => return e.into_response(),
         Some(Ok(b)) => b,
     };
