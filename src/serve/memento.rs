@@ -560,32 +560,9 @@ async fn streamed(
                 Err(TrySendError::Full(item)) if !failed => item,
                 _ => return,
             };
-            // A client slower than the file: wait for it without the worker; a short
-            // wait is everyone's, a longer one only while fewer than
-            // `serve.max_slow_answers` wait already, else it is cut.
+            // A client slower than the file: wait for it without the worker.
             drop(permit.take());
-            let quick = tokio::time::Instant::now() + super::stream::SHORT_WAIT;
-            let sent = handle.block_on(async {
-                match tokio::time::timeout_at(quick.min(deadline), tx.reserve()).await {
-                    Ok(Ok(slot)) => {
-                        slot.send(full);
-                        Ok(())
-                    }
-                    Ok(Err(_)) => Err(None),
-                    Err(_) => Err(Some(full)),
-                }
-            });
-            let sent = match sent {
-                Ok(()) => true,
-                Err(None) => false,
-                Err(Some(full)) => match slow_answers.clone().try_acquire_owned() {
-                    Ok(_waiting) => matches!(
-                        handle.block_on(tokio::time::timeout_at(deadline, tx.send(full))),
-                        Ok(Ok(()))
-                    ),
-                    Err(_) => false,
-                },
-            };
+            let sent = super::stream::wait_for_client(&handle, &tx, full, deadline, &slow_answers);
             let again = sent.then(|| {
                 handle.block_on(tokio::time::timeout_at(
                     deadline,

@@ -64,35 +64,10 @@ impl Sink {
             }
             Err(mpsc::error::TrySendError::Full(chunk)) => chunk,
         };
-        // A client slower than the index: wait for it without holding a worker (a
-        // thousand clients reading a byte a second must not keep the others from the
-        // index). A short wait is everyone's (a client across the world); a longer one
-        // only while fewer than `serve.max_slow_answers` wait already, else it is cut.
+        // A client slower than the index: wait for it without holding a worker.
         self.permit = None;
-        let (deadline, tx) = (self.deadline, &self.tx);
-        let quick = tokio::time::Instant::now() + SHORT_WAIT;
-        let sent = self.handle.block_on(async {
-            match tokio::time::timeout_at(quick.min(deadline), tx.reserve()).await {
-                Ok(Ok(slot)) => {
-                    slot.send(full);
-                    Ok(())
-                }
-                Ok(Err(_)) => Err(None),
-                Err(_) => Err(Some(full)),
-            }
-        });
-        let sent = match sent {
-            Ok(()) => true,
-            Err(None) => false,
-            Err(Some(full)) => match self.slow_answers.clone().try_acquire_owned() {
-                Ok(_waiting) => matches!(
-                    self.handle
-                        .block_on(tokio::time::timeout_at(deadline, tx.send(full))),
-                    Ok(Ok(()))
-                ),
-                Err(_) => false,
-            },
-        };
+        let deadline = self.deadline;
+        let sent = wait_for_client(&self.handle, &self.tx, full, deadline, &self.slow_answers);
         if sent && more {
             let workers = self.workers.clone();
             self.permit = self
@@ -108,9 +83,45 @@ impl Sink {
     }
 }
 
+/// Sends `item` to a client slower than the index (its channel is full), the worker
+/// given back before: a thousand clients reading a byte a second must not keep the
+/// others from the index. A short wait is everyone's (a client across the world); a
+/// longer one only while fewer than `serve.max_slow_answers` wait already, else the
+/// answer is cut (false), as it is when the client left or `deadline` passed.
+pub(super) fn wait_for_client<T>(
+    handle: &tokio::runtime::Handle,
+    tx: &mpsc::Sender<T>,
+    item: T,
+    deadline: Instant,
+    slow_answers: &Arc<Semaphore>,
+) -> bool {
+    let quick = Instant::now() + SHORT_WAIT;
+    let sent = handle.block_on(async {
+        match tokio::time::timeout_at(quick.min(deadline), tx.reserve()).await {
+            Ok(Ok(slot)) => {
+                slot.send(item);
+                Ok(())
+            }
+            Ok(Err(_)) => Err(None),
+            Err(_) => Err(Some(item)),
+        }
+    });
+    match sent {
+        Ok(()) => true,
+        Err(None) => false,
+        Err(Some(item)) => match slow_answers.clone().try_acquire_owned() {
+            Ok(_waiting) => matches!(
+                handle.block_on(tokio::time::timeout_at(deadline, tx.send(item))),
+                Ok(Ok(()))
+            ),
+            Err(_) => false,
+        },
+    }
+}
+
 /// How long a streamed answer waits for its client before it counts as a slow answer
 /// (`serve.max_slow_answers`).
-pub(super) const SHORT_WAIT: Duration = Duration::from_millis(250);
+const SHORT_WAIT: Duration = Duration::from_millis(250);
 
 /// Runs `produce` over the snapshot served now on a blocking thread and streams what it
 /// writes as a `content_type` body. An error before the first chunk is the answer's
