@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::columns::doc_captures::Met;
 use super::columns::edges::Edges;
 use super::columns::members::Members;
 pub use super::columns::parents::Node;
@@ -357,30 +358,20 @@ impl<'a> ClusterIds<'a> {
     }
 
     /// The cluster id of `doc`: its cluster's smallest doc, or for a reader through a
-    /// view ([`crate::access`]) its smallest doc of which the reader may see a capture — a
-    /// hidden doc's number is not shown, and the same id is what an index without the
-    /// hidden captures would give.
+    /// view ([`crate::access`]) the doc an index built without the hidden captures would
+    /// name it by ([`visible_name`]): a hidden doc's number is not shown.
     pub fn of(&mut self, doc: u64) -> Result<u64> {
         if let Some(c) = self.seen.get(&doc) {
             return Ok(*c);
         }
         let (root, n) = find(self.index, doc)?;
         // (`doc` is seen: its capture is being shown.)
-        let c = if n.size <= 1 || !self.reader.filtered() || n.min == doc {
+        let c = if n.size <= 1 || !self.reader.filtered() {
             n.min
         } else if let Some(c) = self.roots.get(&root) {
             *c
         } else {
-            // Most often the smallest doc is seen: one read, not the member list.
-            let c = match self
-                .index
-                .doc_captures()
-                .captures_of(&self.reader, n.min)?
-                .is_empty()
-            {
-                false => n.min,
-                true => visible_min(self.index, &self.reader, doc)?,
-            };
+            let c = visible_name(self.index, &self.reader, doc)?.unwrap_or(doc);
             self.roots.insert(root, c);
             c
         };
@@ -389,13 +380,36 @@ impl<'a> ClusterIds<'a> {
     }
 }
 
-/// The smallest doc of `doc`'s cluster with a capture `reader` may see (`doc` itself,
-/// which it sees, when no smaller one is).
-pub fn visible_min(index: &Index, reader: &crate::access::Reader, doc: u64) -> Result<u64> {
+/// The name of `doc`'s cluster for `reader`: the member whose first capture the reader
+/// may see was met first by the ingest (sweep, file, record), as docs are numbered in
+/// the order their contents are first met, so an index built from the visible captures
+/// alone names the cluster by this doc. None when the reader sees no member.
+///
+/// Members are walked by number, which is the order in which they were first met: the
+/// walk ends at a member first met after the best visible capture so far, most often at
+/// the first (the smallest doc's first capture is seen).
+pub fn visible_name(
+    index: &Index,
+    reader: &crate::access::Reader,
+    doc: u64,
+) -> Result<Option<u64>> {
+    let mut best: Option<(Met, u64)> = None;
     for m in cluster_members(index, doc)? {
-        if m >= doc || index.doc_captures().any_seen(reader, m)? {
-            return Ok(m.min(doc));
+        let (first, seen) = index.doc_captures().first_met(reader, m)?;
+        if let (Some((b, _)), Some(f)) = (best, first) {
+            if f >= b {
+                break;
+            }
+        }
+        if let Some(s) = seen {
+            if best.is_none_or(|(b, _)| s < b) {
+                best = Some((s, m));
+            }
+            if first == Some(s) {
+                // Every later member was first met after this one.
+                break;
+            }
         }
     }
-    Ok(doc)
+    Ok(best.map(|(_, m)| m))
 }

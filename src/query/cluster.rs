@@ -37,8 +37,8 @@ pub struct Cluster {
     pub url: String,
     /// The doc of its latest capture with content.
     pub doc: u64,
-    /// Cluster id: its smallest doc id (under access rules, the smallest the reader
-    /// may see).
+    /// Cluster id: its smallest doc id (under access rules, the doc an index of the
+    /// captures the reader may see would name it by: `unionfind::visible_name`).
     pub cluster: u64,
     /// Number of docs.
     pub size: u64,
@@ -80,10 +80,6 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
             if caps.is_empty() {
                 continue;
             }
-            // Named by its smallest doc the reader may see (members are ascending).
-            if size == 0 {
-                cluster = d;
-            }
             size += 1;
             if members.len() >= limit {
                 continue;
@@ -118,6 +114,10 @@ pub fn cluster(s: &Searcher, url: &str, limit: usize) -> Result<Cluster> {
             },
             urls,
         });
+    }
+    if filtered {
+        // Named as an index of the visible captures alone would name it.
+        cluster = unionfind::visible_name(s.index, s.reader(), doc)?.unwrap_or(doc);
     }
     Ok(Cluster {
         url: url.to_string(),

@@ -53,22 +53,51 @@ impl Column for DocCaptures {
     }
 }
 
+/// Where an ingest met a capture: its sweep, file and record numbers.
+pub type Met = (u32, u32, u32);
+
 impl Col<'_, DocCaptures> {
-    /// Whether `r` may see some capture of `doc` (its keys alone are read: no capture
-    /// is looked up).
-    pub fn any_seen(&self, r: &crate::access::Reader, doc: u64) -> Result<bool> {
+    /// Where `doc` was first captured, and where first in what `r` may see with its
+    /// content (a revisit of an original hidden from them carries none: see
+    /// [`Self::captures_of`]), each as (sweep, file, record): the order in which an
+    /// ingest met them, so the order in which it numbered docs.
+    pub fn first_met(
+        &self,
+        r: &crate::access::Reader,
+        doc: u64,
+    ) -> Result<(Option<Met>, Option<Met>)> {
         let prefix = doc.to_be_bytes();
-        let mut seen = false;
+        let mut any: Option<Met> = None;
+        let mut visible: Vec<(Met, Vec<u8>, String)> = Vec::new();
         self.scan_raw(&prefix, None, false, |k, v| {
             if !k.starts_with(&prefix) {
                 return Ok(false);
             }
             let (_, c) = DocCaptures::decode_key(k).map_err(|e| corrupt::<DocCaptures>(k, e))?;
+            let at = (c.sweep, c.file, c.record);
+            any = Some(any.map_or(at, |a| a.min(at)));
             let surt = DocCaptures::decode_value(v).map_err(|e| corrupt::<DocCaptures>(k, e))?;
-            seen = r.visible(&surt, &c.timestamp);
-            Ok(!seen)
+            if r.visible(&surt, &c.timestamp) {
+                let mut ck = surt.into_bytes();
+                ck.push(0);
+                ck.extend_from_slice(&k[8..]);
+                visible.push((at, ck, c.timestamp));
+            }
+            Ok(true)
         })?;
-        Ok(seen)
+        visible.sort_unstable();
+        let col = Col::<Captures>::new(self.index);
+        for (at, ck, ts) in visible {
+            let Some(info) = col.get_many(std::slice::from_ref(&ck))?.pop().flatten() else {
+                continue;
+            };
+            if info.kind != crate::read::RecordKind::Revisit
+                || super::original_seen(self.index, r, doc, &ts)?
+            {
+                return Ok((any, Some(at)));
+            }
+        }
+        Ok((any, None))
     }
 
     /// Every capture of `doc` (any URL), in key order. An entry whose capture is not in
