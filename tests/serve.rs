@@ -695,7 +695,6 @@ fn absolute_links_use_the_public_url() {
         format!("/timemap/link/{url}"),
         format!("/timemap/json/{url}"),
         format!("/wayback/available?url={}", enc(&url)),
-        format!("/{}?url={}&output=link", coll(), enc(&url)),
     ] {
         let (status, _, body) = no_follow(&format!("{}{path}", srv.base), &spoof);
         let body = String::from_utf8_lossy(&body);
@@ -840,7 +839,7 @@ fn pages_start_where_they_begin_not_after_skipping_the_ones_before() {
     assert!(all.len() > 300, "{}", all.len());
     assert_eq!(got, all);
     // A filter gives other pages: learnt apart. Page 1 first reads 26-50 rows: fits.
-    let f = format!("{q}&filter=statuscode:200");
+    let f = format!("{q}&filter=!mimetype:none-has-this");
     let (status, _, _) = srv.get(&format!("{f}&page=1"));
     assert_eq!(status, 200);
     // Page 5 with nothing learnt before it must skip 125 rows: over the 60.
@@ -1262,7 +1261,13 @@ print(json.dumps(out))
         assert_eq!(
             s,
             if kind == "revisit" {
-                e.2["status"].as_str().unwrap().parse().unwrap()
+                // Its own status (a CDX line gives a revisit none, as pywb's and IA's).
+                payload_at(
+                    dir,
+                    e.2["filename"].as_str().unwrap(),
+                    e.2["offset"].as_str().unwrap().parse().unwrap(),
+                )
+                .0
             } else {
                 ws
             },

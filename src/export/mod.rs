@@ -117,6 +117,31 @@ fn write_capture(
     Ok(())
 }
 
+/// A digest as pywb's indexer and IA's CDX write it: a SHA-1 without its `sha1:` label
+/// (other algorithms keep theirs).
+pub fn cdx_digest(d: &str) -> String {
+    d.strip_prefix("sha1:").unwrap_or(d).to_string()
+}
+
+/// A media type as pywb's indexer and IA's CDX write it: a revisit's is `warc/revisit`,
+/// none is `unk`.
+pub fn cdx_mime(c: &CaptureInfo) -> String {
+    match (&c.kind, &c.mime) {
+        (RecordKind::Revisit, _) => "warc/revisit".into(),
+        (_, Some(m)) if !m.is_empty() => m.clone(),
+        _ => "unk".into(),
+    }
+}
+
+/// An HTTP status as pywb's indexer and IA's CDX write it: none for a revisit (IA's `-`),
+/// whose own status says only that the content was not sent again.
+pub fn cdx_status(c: &CaptureInfo) -> Option<String> {
+    match c.kind {
+        RecordKind::Revisit => None,
+        _ => c.status.map(|s| s.to_string()),
+    }
+}
+
 /// The CDXJ fields of a capture, as `export` writes them (pywb/OutbackCDX names plus
 /// `doc`, `cluster` and, for a revisit record, `type`); absent values are left out.
 pub fn capture_fields(
@@ -125,9 +150,9 @@ pub fn capture_fields(
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut obj = json!({
         "url": c.url,
-        "mime": c.mime,
-        "status": c.status.map(|s| s.to_string()),
-        "digest": c.digest,
+        "mime": cdx_mime(c),
+        "status": cdx_status(c),
+        "digest": c.digest.as_deref().map(cdx_digest),
         "redirect": c.redirect,
         "filename": c.file,
         "offset": c.offset.to_string(),

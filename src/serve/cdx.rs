@@ -4,7 +4,7 @@
 //! leading `*.` for a domain) or `urlkey` (a SURT key), `matchType`
 //! (`exact|prefix|host|domain`), `from`/`to` (1–14 digits, padded), `closest` with
 //! `sort=closest` (one URL, nearest first; an empty `closest=` means the newest),
-//! `sort=reverse`, `limit`, `fl`/`fields`, repeatable `filter=[!][=|~]field:value`
+//! `sort=reverse` or `reverse=1`, `limit` (0: none), `fl`/`fields`, repeatable `filter=[!][=|~]field:value`
 //! (contains; `=` exact; `~` regex from the start of the value), `output` (`cdxj`, the
 //! default; `json`, one object per line; `text`, the `fl` fields separated by spaces;
 //! `link`, Memento link-format). No implicit limit: pywb sends none and filters itself.
@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -20,8 +19,7 @@ use serde_json::{json, Map, Value};
 
 use super::error::ApiError;
 use super::params::{
-    base_url, check_collection, field_list, selection, Fields, Filter, Params, PYWB_FIELDS,
-    TEXT_DEFAULT,
+    check_collection, field_list, selection, Fields, Filter, Params, PYWB_FIELDS, TEXT_DEFAULT,
 };
 use super::state::AppState;
 use super::stream::{stream, Sink};
@@ -48,12 +46,13 @@ enum Output {
         ("matchType" = Option<String>, Query, description = "`exact` (default), `prefix`, `host` or `domain`."),
         ("from" = Option<String>, Query, description = "Earliest timestamp: 1 to 14 digits, padded down (`2014` is `20140101000000`)."),
         ("to" = Option<String>, Query, description = "Latest timestamp: 1 to 14 digits, padded up (`2014` is `20141231235959`)."),
-        ("closest" = Option<String>, Query, description = "With `sort=closest`: the captures of one URL nearest this timestamp first; empty means the newest."),
+        ("closest" = Option<String>, Query, description = "The captures of one URL nearest this timestamp first (with or without `sort=closest`), padded up as pywb does; empty means the newest."),
         ("sort" = Option<String>, Query, description = "`closest` or `reverse`."),
-        ("limit" = Option<u64>, Query, description = "Most lines; none by default."),
+        ("reverse" = Option<String>, Query, description = "`1` or `true`: as `sort=reverse` (closest wins)."),
+        ("limit" = Option<i64>, Query, description = "Most lines; 0 or none: no limit; negative: none found (as pywb)."),
         ("fl" = Option<String>, Query, description = "Fields, comma-separated (`fields` is the same)."),
         ("filter" = Option<Vec<String>>, Query, description = "Repeatable, pywb's syntax: `field:value` contains, `=field:value` equals, `~field:regex` matches from the start, `!` before any negates."),
-        ("output" = Option<String>, Query, description = "`cdxj` (default), `json` (an object a line), `text` (the `fl` fields) or `link` (link-format)."),
+        ("output" = Option<String>, Query, description = "`cdxj` (default, `text/x-cdxj`), `json` (an object a line, `text/x-ndjson`), `text` (the `fl` fields, `text/plain`) or `link` (the original URLs in link-format)."),
     ),
     responses((status = 200, description = "the captures, a line each, streamed"),
               (status = 400, description = "a bad parameter, named"),
@@ -61,10 +60,9 @@ enum Output {
 async fn cdx(
     State(state): State<Arc<AppState>>,
     Path(coll): Path<String>,
-    headers: HeaderMap,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    match cdx_answer(state, coll, headers, raw).await {
+    match cdx_answer(state, coll, raw).await {
         Ok(r) => r,
         Err(e) => e.into_response(),
     }
@@ -73,7 +71,6 @@ async fn cdx(
 async fn cdx_answer(
     state: Arc<AppState>,
     coll: String,
-    headers: HeaderMap,
     raw: Option<String>,
 ) -> Result<Response, ApiError> {
     let params = Params::parse(raw);
@@ -92,11 +89,12 @@ async fn cdx_answer(
     let plain = output != Output::Json;
     check_collection(&state, &coll, plain)?;
     let fix = |e: ApiError| if plain { e.plain() } else { e };
-    let sel = selection(&params, state.config.serve.max_url_chars, plain)?;
+    let sel = selection(&params, state.config.serve.max_url_chars, plain, true)?;
+    // As pywb: 0 is no limit, and a negative limit finds nothing.
     let limit = match params.number("limit").map_err(fix)? {
-        Some(n) if n < 0 => return Err(fix(ApiError::bad("limit", "must not be negative".into()))),
+        Some(n) if n < 0 => 0,
+        Some(0) | None => u64::MAX,
         Some(n) => n as u64,
-        None => u64::MAX,
     };
     let fields = field_list(&params, TEXT_DEFAULT, PYWB_FIELDS).map_err(fix)?;
     let explicit_fields = params
@@ -110,42 +108,83 @@ async fn cdx_answer(
         .map(Filter::pywb)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fix)?;
-    let base = base_url(&state, &headers);
     let content_type = match output {
-        Output::Cdxj => "text/x-cdxj; charset=utf-8",
-        Output::Json => "application/x-ndjson",
-        Output::Text => "text/plain; charset=utf-8",
+        // pywb's, without a charset.
+        Output::Cdxj => "text/x-cdxj",
+        Output::Json => "text/x-ndjson",
+        Output::Text => "text/plain",
         Output::Link => "application/link-format",
     };
+    let ties = sel.reverse();
     Ok(stream(&state, content_type, move |served, sink| {
         let mut clusters = served.cluster_ids();
-        let mut n = 0u64;
-        sel.scan(served, |_, row| {
-            if n >= limit {
-                return Ok(false);
+        let n = std::cell::Cell::new(0u64);
+        // Passes the filters and the limit, then writes; false once the answer is done.
+        let emit = |sink: &mut Sink, f: Fields| -> bool {
+            if n.get() >= limit {
+                return false;
             }
-            let f = Fields::new(row, &mut clusters)?;
-            if !filters
-                .iter()
-                .all(|flt| flt.passes(f.get(flt.field()).as_deref()))
-            {
-                return Ok(true);
+            if !(filters.iter()).all(|flt| flt.passes(f.get(flt.field()).as_deref())) {
+                return true;
             }
-            n += 1;
-            Ok(write_line(
+            n.set(n.get() + 1);
+            write_line(
                 sink,
                 &f,
                 output,
                 &fields,
                 explicit_fields,
-                &base,
+                n.get() == 1,
                 &coll,
-            ))
+            )
+        };
+        // Captures of one URL at one second, in the order of pywb's sorted index lines
+        // (bytewise), not the index's (file, record): so a limit keeps the same ones.
+        let mut run: Vec<(String, Fields)> = Vec::new();
+        let flush = |sink: &mut Sink, run: &mut Vec<(String, Fields)>| -> bool {
+            run.sort_by(|a, b| a.0.cmp(&b.0));
+            if ties == Some(true) {
+                run.reverse();
+            }
+            run.drain(..).all(|(_, f)| emit(sink, f))
+        };
+        sel.scan(served, |_, row| {
+            let f = Fields::new(row, &mut clusters)?;
+            if ties.is_none() {
+                return Ok(flush(sink, &mut vec![(String::new(), f)]));
+            }
+            let same = |(_, g): &(String, Fields)| {
+                g.row.surt == f.row.surt && g.row.timestamp == f.row.timestamp
+            };
+            if !run.first().is_none_or(same) && !flush(sink, &mut run) {
+                return Ok(false);
+            }
+            run.push((pywb_line(&f), f));
+            Ok(true)
+        })
+        .map(|()| {
+            flush(sink, &mut run);
+            // pywb's link-format: entries separated by `,\n`, the last ended by `\n`.
+            if output == Output::Link && n.get() > 0 {
+                sink.write(b"\n");
+            }
         })
         // Errors in the text outputs' own form, as before the answer started.
         .map_err(|e| if plain { e.plain() } else { e })
     })
     .await)
+}
+
+/// The JSON of a capture's line in an index pywb's indexer writes, which it sorts
+/// bytewise (its fields, in its order and with its separators).
+fn pywb_line(f: &Fields) -> String {
+    let parts: Vec<String> = [
+        "url", "mime", "status", "digest", "length", "offset", "filename",
+    ]
+    .iter()
+    .filter_map(|k| Some(format!("\"{k}\": {}", Value::from(f.get(k)?))))
+    .collect();
+    format!("{{{}}}", parts.join(", "))
 }
 
 fn write_line(
@@ -154,7 +193,7 @@ fn write_line(
     output: Output,
     fields: &[String],
     explicit: bool,
-    base: &str,
+    first: bool,
     coll: &str,
 ) -> bool {
     let line = match output {
@@ -187,14 +226,11 @@ fn write_line(
                 .collect();
             format!("{}\n", vals.join(" "))
         }
+        // As pywb's CDX server: the original URL (its TimeMaps name mementos).
         Output::Link => format!(
-            "{},\n",
-            super::links::link_value(
-                &format!("{base}/{coll}/{}id_/{}", f.row.timestamp, f.row.info.url),
-                "memento",
-                &f.row.timestamp,
-                Some(coll)
-            )
+            "{}{}",
+            if first { "" } else { ",\n" },
+            super::links::link_value(&f.row.info.url, "memento", &f.row.timestamp, Some(coll))
         ),
     };
     sink.write(line.as_bytes())

@@ -5,7 +5,6 @@
 //! the Wayback CDX and availability APIs (`wayback.rs`) and Memento (`memento.rs`), so
 //! that no endpoint module imports another.
 
-use crate::read::RecordKind;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
@@ -236,13 +235,10 @@ impl Fields {
         Ok(Fields { row, cluster })
     }
 
-    /// pywb marks a revisit by its media type: it then looks up the original by digest.
+    /// The media type as pywb and IA's CDX write it: a revisit's is `warc/revisit` (pywb
+    /// then looks up the original by digest), an unknown one `unk`.
     pub(crate) fn mime(&self) -> Option<String> {
-        if self.row.info.kind == RecordKind::Revisit {
-            Some("warc/revisit".into())
-        } else {
-            self.row.info.mime.clone()
-        }
+        Some(crate::export::cdx_mime(&self.row.info))
     }
 
     /// One field as a string (None when the capture has no value for it).
@@ -253,8 +249,8 @@ impl Fields {
             "timestamp" => Some(self.row.timestamp.clone()),
             "url" | "original" => Some(c.url.clone()),
             "mime" | "mimetype" => self.mime(),
-            "status" | "statuscode" => c.status.map(|s| s.to_string()),
-            "digest" => c.digest.clone(),
+            "status" | "statuscode" => crate::export::cdx_status(c),
+            "digest" => c.digest.as_deref().map(crate::export::cdx_digest),
             "length" => Some(c.length.to_string()),
             "offset" => Some(c.offset.to_string()),
             "filename" => Some(c.file.clone()),
@@ -336,6 +332,14 @@ pub(crate) enum Selection {
 }
 
 impl Selection {
+    /// Whether a key range is read backwards; None for captures nearest a time.
+    pub(crate) fn reverse(&self) -> Option<bool> {
+        match self {
+            Selection::Range { reverse, .. } => Some(*reverse),
+            Selection::Closest { .. } => None,
+        }
+    }
+
     /// Calls `each` with every selected capture until it returns false.
     pub(crate) fn scan(
         &self,
@@ -375,17 +379,29 @@ impl Selection {
 }
 
 /// The URL (or `urlkey`), match type, time range and order of a CDX request.
+///
+/// `pywb`: read `closest` and `reverse` as pywb's CDX server does: a `closest` sorts
+/// by nearness without `sort=closest` and is padded up (`2014` is the end of 2014,
+/// `timestamp_to_sec`), and `reverse=1` (or `true`) is `sort=reverse`.
 pub(crate) fn selection(
     params: &Params,
     max_url: usize,
     plain: bool,
+    pywb: bool,
 ) -> Result<Selection, ApiError> {
     let fix = |e: ApiError| if plain { e.plain() } else { e };
     let url = params.url("url", max_url).map_err(fix)?;
     let key = params.url("urlkey", max_url).map_err(fix)?;
     let from = params.timestamp("from", false).map_err(fix)?;
     let to = params.timestamp("to", true).map_err(fix)?;
-    let sort = params.get("sort").unwrap_or("");
+    let truthy =
+        |v: &str| !["", "0", "false", "f", "off"].contains(&v.to_ascii_lowercase().as_str());
+    let sort = match params.get("sort").unwrap_or("") {
+        // pywb: closest wins over reverse.
+        "" | "default" if pywb && params.get("closest").is_some_and(|c| !c.is_empty()) => "closest",
+        "" | "default" if pywb && params.get("reverse").is_some_and(truthy) => "reverse",
+        s => s,
+    };
     let (target, mt) = match (&url, &key) {
         (Some(u), _) => {
             crate::url::check(u.trim_start_matches("*.").trim_end_matches('*'))
@@ -421,7 +437,7 @@ pub(crate) fn selection(
             let closest = match params.get("closest") {
                 // pywb sends an empty closest= when a replay names no date: the newest.
                 None | Some("") => "99991231235959".to_string(),
-                Some(t) => Timestamp14::from_prefix(t, false)
+                Some(t) => Timestamp14::from_prefix(t, pywb)
                     .map(String::from)
                     .ok_or_else(|| {
                         fix(ApiError::bad(

@@ -82,7 +82,7 @@ async fn answer(state: Arc<AppState>, raw: Option<String>) -> Result<Response, A
         }
     };
     let fix = |e: ApiError| if json_out { e } else { e.plain() };
-    let mut sel = selection(&params, state.config.serve.max_url_chars, !json_out)?;
+    let mut sel = selection(&params, state.config.serve.max_url_chars, !json_out, false)?;
     let fields = field_list(&params, FIELDS, KNOWN).map_err(fix)?;
     let filters = params
         .filters(state.config.serve.max_filters)

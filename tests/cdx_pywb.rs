@@ -1,0 +1,458 @@
+//! tidemark's CDX answers against pywb's own: pywb 2.9.1's `wb-manager add` indexes the
+//! shared corpus's WARC/ARC files and its `wayback` serves them at `/{coll}/cdx`;
+//! tidemark ingests the files pywb took (as one sweep) and serves them at `/{coll}`.
+//! Both are asked the same seeded queries of every kind (exact, prefix, host, domain,
+//! closest, from/to, limits of both signs, reverse, filters, `fl`, every output) and
+//! their answers compared line by line, field by field.
+//!
+//! Compared: the status, the lines, and in each line the fields pywb writes, as
+//! strings, except `source`, `source-coll` and `access`, which name pywb's own
+//! collection layout. tidemark's own fields (`doc`, `cluster`, …) are not asked of
+//! pywb. Every query carries `allowFuzzy=false`: pywb's fuzzy fallback answers a query
+//! that finds nothing with captures of other URLs, which tidemark does not do (the
+//! guide says so).
+//!
+//! Differences still found are listed in [`OPEN`] by kind, with why; the test fails on
+//! a kind not listed, and on a listed kind no longer found (the list must then shrink).
+//! With `DIFFDUMP=DIR` set, each kind's first answers are written to `DIR/N.pywb` and
+//! `DIR/N.tidemark`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::server::{enc, python, Pywb, Server};
+use common::{corpus, tidemark_ok};
+use serde_json::Value;
+
+const COLL: &str = "coll";
+
+/// The fields every `output=text` query asks for.
+const FL: &str = "urlkey,timestamp,url,mime,status,digest,length,offset,filename";
+
+/// Files of the corpus pywb 2.9.1 cannot index (its indexer raises, and `wb-manager add`
+/// then indexes none of the files given with them): left out of both indexes.
+const PYWB_CANNOT_INDEX: &[&str] = &[
+    // A `WARC-Date` of fewer than 14 digits (`2016-09`): warcio's date parser raises.
+    "ipwb__variableSizedDates.warc",
+    // No `WARC-Date` at all.
+    "jwat__invalid-warcfile-fields-missing.warc",
+    "jwat__invalid-warcfile-lonely-monkeys.warc",
+    // A header continued on the next line, an empty `Content-Length`.
+    "jwat__valid-warcfile-fields-continuation.warc",
+    "jwat__valid-warcfile-utf8.warc",
+    // A `WARC-Date` with fractions of a second and an offset.
+    "slyrz-warc__test.warc",
+];
+
+/// Kinds of difference still found, by what differs (the start of the kind's name),
+/// with why. Each is work left to do, not a deliberate difference: fixing one makes the
+/// test fail until its entry is removed.
+const OPEN: &[(&str, &str)] = &[
+    (
+        "field urlkey",
+        "SURT keys: pywb decodes percent-escapes in paths and queries, collapses `//`, \
+         reverses IP hosts; tidemark keeps them as written",
+    ),
+    (
+        "field line",
+        "link-format lines in key order: the SURT differences above move some lines",
+    ),
+    (
+        "lines more",
+        "a host query with a port (`burr.ai.org:80`): pywb's key keeps the port, so it \
+         matches nothing",
+    ),
+    (
+        "field length",
+        "in uncompressed files tidemark's record length counts the record's trailing \
+         separator (4 bytes in WARC, 1 in ARC); pywb's does not",
+    ),
+    (
+        "field digest",
+        "records pywb and tidemark read differently: a malformed WARC-Payload-Digest kept \
+         as written (`jwat__invalid-warcfile-digest-fields.warc`), and the ties around them",
+    ),
+    (
+        "field metadata missing",
+        "pywb copies a record's `WARC-JSON-Metadata` header into `metadata`; tidemark does \
+         not store it",
+    ),
+    (
+        "field mime-detected missing",
+        "pywb copies `WARC-Identified-Payload-Type` into `mime-detected`; tidemark does \
+         not store it",
+    ),
+    (
+        "field status missing",
+        "pywb gives `dns:` records the status 200; tidemark gives them none",
+    ),
+    (
+        "status 400 where pywb 200",
+        "a URL that is not http(s) (`chrome-extension:`) is refused as not a URL",
+    ),
+    (
+        "content type \"text/plain; charset=utf-8\"",
+        "the refusal of a URL that is not http(s) (above) is plain text",
+    ),
+];
+
+/// A tiny seeded generator (xorshift): the same queries on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+        &v[self.below(v.len())]
+    }
+}
+
+/// The queries: (what kind, query string without `allowFuzzy`).
+fn queries(index: &str, n: usize) -> Vec<(String, String)> {
+    let lines: Vec<(String, String, Value)> = index
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let (k, t, j) = (it.next()?, it.next()?, it.next()?);
+            Some((k.to_string(), t.to_string(), serde_json::from_str(j).ok()?))
+        })
+        .collect();
+    let caps: Vec<(String, String)> = (lines.iter())
+        .filter_map(|(_, t, j)| Some((j["url"].as_str()?.to_string(), t.clone())))
+        .collect();
+    let web: Vec<&(String, String)> = (caps.iter())
+        .filter(|(u, _)| u.starts_with("http://") || u.starts_with("https://"))
+        .collect();
+    let host_of = |u: &str| -> String {
+        let rest = u.split_once("://").map(|x| x.1).unwrap_or(u);
+        rest.split(['/', '?', '#']).next().unwrap_or("").to_string()
+    };
+    let mut rng = Rng(0x5eed_cdf0_0d1e_57a1);
+    let outputs = ["json", "cdxj", "text", "link"];
+    let fl_all = FL;
+    let filters = [
+        "=status:200",
+        "!mime:text/html",
+        "~url:.*\\.css",
+        "mimetype:image",
+        "statuscode:3",
+        "=mime:warc/revisit",
+        "!=status:200",
+        "digest:A",
+    ];
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (url, ts) = *rng.pick(&web);
+        let host = host_of(url);
+        let output = *rng.pick(&outputs);
+        let mut q = vec![];
+        let kind = match i % 12 {
+            0 | 1 => {
+                q.push(format!("url={}", enc(url)));
+                "exact"
+            }
+            2 => {
+                let cut = match url[8..].rfind('/') {
+                    Some(j) => &url[..8 + j + 1],
+                    None => url.as_str(),
+                };
+                q.push(format!("url={}", enc(&format!("{cut}*"))));
+                "prefix"
+            }
+            3 => {
+                q.push(format!("url={}&matchType=host", enc(&host)));
+                "host"
+            }
+            4 => {
+                let labels: Vec<&str> = host.split(':').next().unwrap().split('.').collect();
+                let dom = labels[labels.len().saturating_sub(2)..].join(".");
+                q.push(format!("url={}&matchType=domain", enc(&dom)));
+                "domain"
+            }
+            5 => {
+                let n = *rng.pick(&[4usize, 6, 8, 10, 12, 14]);
+                let limit = rng.below(4) + 1;
+                let sort = if rng.below(2) == 0 {
+                    "&sort=closest"
+                } else {
+                    ""
+                };
+                q.push(format!(
+                    "url={}&closest={}{sort}&limit={limit}",
+                    enc(url),
+                    &ts[..n]
+                ));
+                "closest"
+            }
+            6 => {
+                let (a, b) = (*rng.pick(&[4usize, 6, 8, 12]), *rng.pick(&[4usize, 8, 14]));
+                let (_, ts2) = rng.pick(&caps);
+                let (lo, hi) = if ts[..a] <= ts2[..b] {
+                    (&ts[..a], &ts2[..b])
+                } else {
+                    (&ts2[..b], &ts[..a])
+                };
+                q.push(format!(
+                    "url={}&matchType=host&from={lo}&to={hi}",
+                    enc(&host)
+                ));
+                "from/to"
+            }
+            7 => {
+                let limit = rng.below(9) as i64 - 2;
+                q.push(format!("url={}&matchType=host&limit={limit}", enc(&host)));
+                "limit"
+            }
+            8 => {
+                let how = *rng.pick(&["reverse=1", "sort=reverse", "reverse=true"]);
+                let limit = rng.below(3) + 1;
+                q.push(format!(
+                    "url={}&matchType=host&{how}&limit={limit}",
+                    enc(&host)
+                ));
+                "reverse"
+            }
+            9 => {
+                let f = *rng.pick(&filters);
+                q.push(format!(
+                    "url={}&matchType=host&filter={}",
+                    enc(&host),
+                    enc(f)
+                ));
+                "filter"
+            }
+            10 => {
+                q.push(format!("url={}&matchType=host&fl={fl_all}", enc(&host)));
+                "fl"
+            }
+            _ => {
+                let (u, _) = rng.pick(&caps);
+                q.push(format!("url={}", enc(u)));
+                "any url"
+            }
+        };
+        if output == "text" && !q[0].contains("&fl=") {
+            q.push(format!("fl={fl_all}"));
+        }
+        q.push(format!("output={output}"));
+        out.push((kind.to_string(), q.join("&")));
+    }
+    out
+}
+
+/// One answer line as fields (strings), or the line itself when it is not CDX JSON.
+fn fields(line: &str, output: &str) -> BTreeMap<String, String> {
+    let json = match output {
+        "cdxj" => line.splitn(3, ' ').nth(2).map(|j| {
+            let mut it = line.splitn(3, ' ');
+            let (k, t) = (it.next().unwrap(), it.next().unwrap());
+            (Some((k, t)), j)
+        }),
+        "json" => Some((None, line)),
+        _ => None,
+    };
+    let mut m = BTreeMap::new();
+    if output == "text" {
+        // Every text query asks for `FL`.
+        for (k, v) in FL.split(',').zip(line.split(' ')) {
+            m.insert(k.to_string(), v.to_string());
+        }
+        return m;
+    }
+    match json.and_then(|(kt, j)| Some((kt, serde_json::from_str::<Value>(j).ok()?))) {
+        Some((kt, Value::Object(o))) => {
+            if let Some((k, t)) = kt {
+                m.insert("urlkey".to_string(), k.to_string());
+                m.insert("timestamp".to_string(), t.to_string());
+            }
+            for (k, v) in o {
+                let v = match v {
+                    Value::String(s) => s,
+                    v => v.to_string(),
+                };
+                m.insert(k, v);
+            }
+        }
+        _ => {
+            m.insert("line".to_string(), line.to_string());
+        }
+    }
+    m
+}
+
+/// How two answers differ, as kinds: the content type, and the first difference of
+/// status or body (`status 400 where pywb 200`, `field digest`, `field mime missing`,
+/// `lines fewer`…).
+fn differences(output: &str, a: &(u16, String, String), b: &(u16, String, String)) -> Vec<String> {
+    let mut kinds = Vec::new();
+    if a.1 != b.1 {
+        kinds.push(format!("content type {:?} where pywb {:?}", a.1, b.1));
+    }
+    kinds.extend(difference(output, a, b));
+    kinds
+}
+
+fn difference(
+    output: &str,
+    (st_a, _, a): &(u16, String, String),
+    (st_b, _, b): &(u16, String, String),
+) -> Option<String> {
+    if st_a != st_b {
+        return Some(format!("status {st_a} where pywb {st_b}"));
+    }
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    if st_a != &200 {
+        return (a != b).then(|| format!("error body ({st_a})"));
+    }
+    let mut kinds: Vec<String> = Vec::new();
+    for (x, y) in la.iter().zip(&lb) {
+        let (fa, fb) = (fields(x, output), fields(y, output));
+        for (k, vb) in &fb {
+            if ["source", "source-coll", "access"].contains(&k.as_str()) {
+                continue;
+            }
+            match fa.get(k) {
+                None => kinds.push(format!("field {k} missing")),
+                Some(va) if va != vb => kinds.push(format!("field {k}")),
+                _ => {}
+            }
+        }
+        if !kinds.is_empty() {
+            break;
+        }
+    }
+    if let Some(k) = kinds.into_iter().next() {
+        return Some(k);
+    }
+    if la.len() != lb.len() {
+        return Some(format!(
+            "lines {}",
+            if la.len() > lb.len() { "more" } else { "fewer" }
+        ));
+    }
+    None
+}
+
+fn get(base: &str, path: &str) -> (u16, String, String) {
+    let r = ureq::get(&format!("{base}{path}")).call();
+    let r = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{base}{path}: {e}"),
+    };
+    let st = r.status();
+    let ct = r.header("content-type").unwrap_or("").to_string();
+    (st, ct, r.into_string().unwrap_or_default())
+}
+
+#[test]
+fn cdx_answers_as_pywb_gives_them() {
+    let (Some(dir), Some(python)) = (corpus(), python()) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let bin = Path::new(&python).parent().unwrap();
+    let wb = |args: &[&str]| {
+        let out = Command::new(bin.join("wb-manager"))
+            .args(args)
+            .current_dir(work.path())
+            .output()
+            .expect("run wb-manager");
+        assert!(
+            out.status.success(),
+            "wb-manager {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    wb(&["init", COLL]);
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| !["MANIFEST.md", "expected-counts.json", "bad"].contains(&n.as_str()))
+        .filter(|n| !PYWB_CANNOT_INDEX.contains(&n.as_str()))
+        .collect();
+    files.sort();
+    let paths: Vec<String> = (files.iter())
+        .map(|f| dir.join(f).to_string_lossy().to_string())
+        .collect();
+    let mut args = vec!["add", COLL];
+    args.extend(paths.iter().map(|s| s.as_str()));
+    wb(&args);
+    // What pywb took (it skips WAT and WET files): tidemark reads the same copies.
+    let archive = work.path().join("collections").join(COLL).join("archive");
+    let mut taken: Vec<String> = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().to_string())
+        .collect();
+    taken.sort();
+    assert!(taken.len() >= 95, "pywb took {} files", taken.len());
+    let db = work.path().join("db");
+    let mut args = vec!["--db", db.to_str().unwrap(), "ingest", "--sweep", "s1"];
+    args.extend(taken.iter().map(|s| s.as_str()));
+    tidemark_ok(&args);
+
+    let index = std::fs::read_to_string(
+        work.path()
+            .join("collections")
+            .join(COLL)
+            .join("indexes/index.cdxj"),
+    )
+    .unwrap();
+    let pywb = Pywb::start(&python, work.path());
+    let ours = Server::start(&db, &[], &["--collection", COLL]);
+
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let qs = queries(&index, 360);
+    let mut same = 0;
+    for (kind, q) in &qs {
+        let output = q.rsplit("output=").next().unwrap();
+        let a = get(&ours.base, &format!("/{COLL}?{q}"));
+        let b = get(&pywb.base, &format!("/{COLL}/cdx?{q}&allowFuzzy=false"));
+        let kinds = differences(output, &a, &b);
+        if kinds.is_empty() {
+            same += 1;
+        }
+        for d in kinds {
+            {
+                if let Ok(dump) = std::env::var("DIFFDUMP") {
+                    if !found.contains_key(&d) {
+                        let n = found.len();
+                        std::fs::write(
+                            format!("{dump}/{n}.tidemark"),
+                            format!("{q}\n{d}\n{}", a.2),
+                        )
+                        .ok();
+                        std::fs::write(format!("{dump}/{n}.pywb"), format!("{q}\n{}", b.2)).ok();
+                    }
+                }
+                let q: String = q.chars().take(200).collect();
+                found.entry(d).or_default().push(format!("{kind}: {q}"));
+            }
+        }
+    }
+    eprintln!("{same} of {} queries answered alike", qs.len());
+    for (d, qs) in &found {
+        eprintln!("{d}: {} queries, e.g. {}", qs.len(), qs[0]);
+    }
+    let unexpected: Vec<&String> = (found.keys())
+        .filter(|d| !OPEN.iter().any(|(o, _)| d.starts_with(o)))
+        .collect();
+    let stale: Vec<&str> = (OPEN.iter())
+        .filter(|(o, _)| !found.keys().any(|d| d.starts_with(o)))
+        .map(|(o, _)| *o)
+        .collect();
+    assert!(
+        unexpected.is_empty() && stale.is_empty(),
+        "kinds of difference not listed: {unexpected:?}; listed but not found: {stale:?}"
+    );
+}
