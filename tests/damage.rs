@@ -470,8 +470,7 @@ fn a_sketch_whose_base_is_gone_is_a_corruption_error_naming_it() {
     }
 }
 
-/// An index of the previous layout (schema 13: with edges on content no `unpaired`
-/// family, a sweep held in memory) is refused with the version found and what to do,
+/// An index of the previous layout (schema 14: SURT keys not yet pywb's) is refused with the version found and what to do,
 /// not misread.
 #[test]
 fn an_index_of_an_older_schema_is_refused_by_name() {
@@ -484,7 +483,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let cfs = DB::list_cf(&Options::default(), &db).unwrap();
         let rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
         let meta = rdb.cf_handle("meta").unwrap();
-        rdb.put_cf(meta, b"schema_version", 13u32.to_be_bytes())
+        rdb.put_cf(meta, b"schema_version", 14u32.to_be_bytes())
             .unwrap();
     }
     let more = sweep_files(&corpus, 1)[0].display().to_string();
@@ -495,7 +494,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 13; this tidemark reads version 14")
+            err.contains("has schema version 14; this tidemark reads version 15")
                 && err.contains("ingest into a new --db"),
             "{cmd:?}: {err}"
         );

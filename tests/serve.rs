@@ -586,7 +586,12 @@ fn a_request_out_of_time_stops_its_scan_and_frees_its_worker() {
         if status == 200 {
             break serde_json::from_slice::<Value>(&body).unwrap();
         }
-        assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+        // Still being built (a loaded machine may answer past the timeout: 408).
+        assert!(
+            status == 503 || status == 408,
+            "{status}: {}",
+            String::from_utf8_lossy(&body)
+        );
         assert!(started.elapsed() < Duration::from_secs(120), "never built");
     };
     assert!(first["rows_total"].as_u64().unwrap() > 20);

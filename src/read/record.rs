@@ -21,7 +21,8 @@ pub struct Record {
     /// Where the record starts: the compressed offset of its gzip member, or its byte
     /// offset in an uncompressed file (what CDX calls `offset`).
     pub offset: u64,
-    /// Compressed bytes from `offset` to the next record (CDX `length`).
+    /// The record's bytes from `offset` (CDX `length`): to the next record in a gzip
+    /// file, to the end of its block in an uncompressed one (as pywb and IA count).
     pub length: u64,
     /// Offset of the record in the decompressed stream (differs from `offset` in gzip).
     pub stream_offset: u64,
@@ -424,6 +425,7 @@ impl RecordReader {
         offset: u64,
     ) -> Result<Record, ReadError> {
         let (block, got) = self.read_block(declared_length)?;
+        let block_end = self.pos;
         if let Some(d) = self.input_damage() {
             // A gzip member broke inside this record: the record is not delivered.
             return Err(ReadError {
@@ -479,7 +481,11 @@ impl RecordReader {
         // Peeking forces the move to the next gzip member, so the next record's member
         // offset (and so this record's compressed length) is known.
         let _ = self.fill()?;
-        let length = if self.stream.get_mut().damage.is_some() || self.fill()?.is_empty() {
+        let length = if matches!(self.compression, Compression::None) {
+            // As pywb's indexer and IA's CDX write it: a record of an uncompressed file
+            // ends with its block, without the separator after it.
+            block_end.saturating_sub(offset)
+        } else if self.stream.get_mut().damage.is_some() || self.fill()?.is_empty() {
             self.stream
                 .get_ref()
                 .compressed_position()

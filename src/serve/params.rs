@@ -404,7 +404,7 @@ pub(crate) fn selection(
     };
     let (target, mt) = match (&url, &key) {
         (Some(u), _) => {
-            crate::url::check(u.trim_start_matches("*.").trim_end_matches('*'))
+            crate::url::check_key(u.trim_start_matches("*.").trim_end_matches('*'))
                 .map_err(|e| fix(ApiError::bad("url", e)))?;
             params.match_type(u).map_err(fix)?
         }

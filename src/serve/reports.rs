@@ -70,10 +70,12 @@ fn now(state: &Arc<AppState>) -> Result<(Arc<Served>, Instant), ApiError> {
             "no published sweep yet: an ingest publishes one when it completes".into(),
         )
     })?;
-    // A tenth before the request's own timeout, so the answer is "being built" (503),
-    // not the timeout's bare 408.
+    // Before the request's own timeout, by a tenth of it and at least a second (a busy
+    // machine may take that long to answer), so the answer is "being built" (503), not
+    // the timeout's bare 408.
     let timeout = std::time::Duration::from_secs(state.config.serve.request_timeout_s);
-    Ok((served, Instant::now() + timeout * 9 / 10))
+    let margin = (timeout / 10).max(std::time::Duration::from_secs(1));
+    Ok((served, Instant::now() + timeout.saturating_sub(margin)))
 }
 
 /// Builds kept per snapshot at most; past this, built ones are forgotten (they are
