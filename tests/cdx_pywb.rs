@@ -505,6 +505,15 @@ const HARD_URLS: &[&str] = &[
     "http://example.com/a%2Fb",
     "http://example.com/a?b=%26c",
     "http://exa%6Dple.com/",
+    "https://Example.COM/Path/Page.HTML?B=2&a=1",
+    "http://www.example.com/a?utm_source=x&b=1",
+    "http://example.com/a;jsessionid=ABC123",
+    "http://example.com/a?b=c&b=a",
+    "http://example.com/a?q=%e2%82%ac",
+    "http://www.example.com/index.html?x=1&y=",
+    "http://a.com/out?to=https%3A%2F%2Fx.org%2F",
+    "http://example.com/a%2fb%20c",
+    "http://192.168.1.1/x",
 ];
 
 #[test]

@@ -1773,68 +1773,6 @@ fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
     );
 }
 
-/// Runs a Python script of the test environment; its standard output.
-/// tidemark's SURT keys against those of the Python `surt` package that pywb uses (its
-/// defaults, as pywb calls it), on URLs as crawls and users give them. Where the two
-/// differ, the README ("SURT keys") says so and why; this test fails if another URL
-/// differs, or if one listed there no longer does (then the list must change).
-#[test]
-fn surt_keys_agree_with_pythons_surt_except_where_the_readme_says() {
-    let Some(py) = python() else { return };
-    // (URL, whether tidemark's key differs: see the README's list).
-    let table: &[(&str, bool)] = &[
-        ("http://www.example.com/", false),
-        ("http://example.com", false),
-        ("https://Example.COM/Path/Page.HTML?B=2&a=1", false),
-        ("http://www.example.com:80/a", false),
-        ("https://www.example.com:443/a", false),
-        ("http://example.com:8080/a", false),
-        ("http://user:pass@example.com/a", false),
-        ("http://a.com/login?next=http://b.com/", false),
-        ("http://www2.example.com/", false),
-        ("http://www.example.com/a?utm_source=x&b=1", false),
-        ("http://example.com/a;jsessionid=ABC123", false),
-        ("HTTP://EXAMPLE.COM/A", false),
-        ("http://example.com./a", false),
-        ("http://example.com/a?b=c&b=a", false),
-        ("http://example.com/a?q=%e2%82%ac", false),
-        ("http://example.com/a#frag", false),
-        ("http://example.com/?", false),
-        ("http://www.example.com/index.html?x=1&y=", false),
-        ("http://xn--bcher-kva.example/", false),
-        // Listed in the README, with why.
-        ("http://a.com/out?to=https%3A%2F%2Fx.org%2F", true),
-        ("http://example.com/a%2fb%20c", true),
-        ("http://example.com/%7Euser/", true),
-        ("http://bücher.example/a", true),
-        ("http://example.com/a/../b/./c", true),
-        ("http://example.com//double//slash", true),
-        ("http://example.com/a b", true),
-        ("http://192.168.1.1/x", true),
-        ("ftp://example.com/pub/x", true),
-    ];
-    let urls: Vec<&str> = table.iter().map(|(u, _)| *u).collect();
-    let theirs = run_python(
-        &py,
-        "import surt, sys\nfor u in sys.argv[1:]: print(surt.surt(u))",
-        &urls,
-        Path::new("."),
-    );
-    let theirs: Vec<&str> = theirs.lines().collect();
-    assert_eq!(theirs.len(), urls.len());
-    for ((url, differs), want) in table.iter().zip(theirs) {
-        let mine = tidemark::url::surt(url);
-        if *differs {
-            assert_ne!(
-                mine, want,
-                "{url}: now agrees with surt: take it off the README's list"
-            );
-        } else {
-            assert_eq!(mine, want, "{url}: differs from surt (pywb's keys)");
-        }
-    }
-}
-
 /// `tidemark acl check` picks the rule pywb's own access checker picks, for every URL
 /// and user of a table, from one `.aclj` file (sorted in reverse, as pywb's
 /// `wb-manager acl` writes it and its binary search needs).
@@ -1920,6 +1858,7 @@ fn acl_check_picks_the_rule_pywb_picks() {
     assert!(differ.is_empty(), "{differ:#?}");
 }
 
+/// Runs a Python script of the test environment; its standard output.
 fn run_python(py: &str, script: &str, args: &[&str], cwd: &Path) -> String {
     let out = Command::new(py)
         .arg("-c")
