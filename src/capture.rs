@@ -74,13 +74,11 @@ impl Scratch {
 impl Capture {
     /// What a record says without analysis of its block: kind, URL, date, digest.
     pub fn basic(rec: &Record) -> Capture {
+        let (timestamp, warning) = capture_date(rec);
         Capture {
             kind: rec.kind.clone(),
             url: rec.target_uri(),
-            timestamp: rec
-                .field_str("WARC-Date")
-                .and_then(|d| Timestamp14::from_warc_date(&d))
-                .map(String::from),
+            timestamp: timestamp.map(String::from),
             status: None,
             mime: None,
             redirect: None,
@@ -95,10 +93,51 @@ impl Capture {
             title: None,
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
-            warnings: Vec::new(),
+            warnings: warning.into_iter().collect(),
             payload_doc: None,
         }
     }
+}
+
+/// A record's date: its `WARC-Date` (or ARC date); when that cannot be read, the HTTP
+/// `Date` of its response, else the date of the file's `warcinfo` record (or ARC
+/// header); else none (the record is then counted as bad, not given invented digits).
+/// The warning says which was used, and why.
+fn capture_date(rec: &Record) -> (Option<Timestamp14>, Option<String>) {
+    let written = rec.field_str("WARC-Date");
+    if let Some(t) = written.as_deref().and_then(Timestamp14::from_warc_date) {
+        return (Some(t), None);
+    }
+    let what = match &written {
+        Some(d) => format!("its date {d:?} is not a date"),
+        None => "it has no date".to_string(),
+    };
+    let http = http::head_field(&rec.block, "Date");
+    if let Some(t) = http.as_deref().and_then(Timestamp14::from_http_date) {
+        let warning = format!(
+            "record at offset {}: {what}; its HTTP Date used",
+            rec.offset
+        );
+        return (Some(t), Some(warning));
+    }
+    if let Some(t) = rec
+        .file_date
+        .as_deref()
+        .and_then(Timestamp14::from_warc_date)
+    {
+        let warning = format!(
+            "record at offset {}: {what}; its file's date (its warcinfo record's, or ARC header's) used",
+            rec.offset
+        );
+        return (Some(t), Some(warning));
+    }
+    (
+        None,
+        Some(format!(
+            "record at offset {}: {what}, nor an HTTP or warcinfo date",
+            rec.offset
+        )),
+    )
 }
 
 /// Analyzes one record. Records that are not captures get only their URL and date.

@@ -32,17 +32,22 @@ impl Timestamp14 {
         Some(Timestamp14(b))
     }
 
-    /// Any WARC/ARC date (`2026-11-01T12:00:00Z`, with fractions, with `+00:00`, cut to
-    /// the month or minute, or ARC's `20261101120000`). Missing parts are filled with
-    /// their lowest value; offsets other than UTC are applied.
+    /// Any WARC/ARC date (`2026-11-01T12:00:00Z`, with fractions, with `+00:00` or
+    /// `-0700`, cut to the month or minute, or ARC's `20261101120000`). Missing parts
+    /// are filled with their lowest value; offsets other than UTC are applied. A date
+    /// that names no moment (ClueWeb's `2008-10-294T05:21:46-0700`, month 13, hour 40)
+    /// is `None`, never digits that only look like one.
     pub fn from_warc_date(date: &str) -> Option<Self> {
         let d = date.trim();
+        let utc = |t: chrono::DateTime<chrono::FixedOffset>| {
+            Self::new(&t.to_utc().format("%Y%m%d%H%M%S").to_string())
+        };
         if let Ok(t) = chrono::DateTime::parse_from_rfc3339(d) {
-            return Self::new(
-                &t.with_timezone(&chrono::Utc)
-                    .format("%Y%m%d%H%M%S")
-                    .to_string(),
-            );
+            return utc(t);
+        }
+        // An offset without its colon (`-0700`), with or without fractions.
+        if let Ok(t) = chrono::DateTime::parse_from_str(d, "%Y-%m-%dT%H:%M:%S%.f%z") {
+            return utc(t);
         }
         // Digits of the date and time, up to the fraction or zone.
         let mut digits = String::with_capacity(14);
@@ -66,7 +71,32 @@ impl Timestamp14 {
                 t.0[at + 1] = b'1';
             }
         }
-        Some(t)
+        t.is_moment().then_some(t)
+    }
+
+    /// An HTTP `Date` (RFC 1123, as `Sun, 06 Nov 1994 08:49:37 GMT`; RFC 850's
+    /// `Sunday, 06-Nov-94 08:49:37 GMT`; C's `asctime`).
+    pub fn from_http_date(date: &str) -> Option<Self> {
+        let d = date.trim();
+        let t = chrono::DateTime::parse_from_rfc2822(d)
+            .map(|t| t.naive_utc())
+            .or_else(|_| chrono::NaiveDateTime::parse_from_str(d, "%A, %d-%b-%y %H:%M:%S GMT"))
+            .or_else(|_| chrono::NaiveDateTime::parse_from_str(d, "%a %b %e %H:%M:%S %Y"))
+            .ok()?;
+        Self::new(&t.format("%Y%m%d%H%M%S").to_string())
+    }
+
+    /// The digits name a moment of the calendar (a leap second is one).
+    fn is_moment(&self) -> bool {
+        let s = self.as_str();
+        let (date, time) = s.split_at(8);
+        let leap = time.ends_with("60");
+        let time = if leap {
+            format!("{}59", &time[..4])
+        } else {
+            time.to_string()
+        };
+        chrono::NaiveDateTime::parse_from_str(&format!("{date}{time}"), "%Y%m%d%H%M%S").is_ok()
     }
 
     /// The digits.
@@ -144,6 +174,27 @@ mod tests {
         assert_eq!(t("2014-03-25T12:12Z").unwrap(), "20140325121200");
         assert_eq!(t("19961104142103").unwrap(), "19961104142103");
         assert!(t("blue monday").is_none());
+        // An offset without its colon is applied; a date that names no moment is none.
+        assert_eq!(t("2008-10-29T05:21:46-0700").unwrap(), "20081029122146");
+        for bad in ["2008-10-294T05:21:46-0700", "2014-13-01", "20140230120000"] {
+            assert!(t(bad).is_none(), "{bad}");
+        }
+        assert_eq!(t("2016-12-31T23:59:60Z").unwrap(), "20161231235960");
+    }
+
+    #[test]
+    fn http_dates_in_their_three_forms() {
+        let h = |d: &str| T::from_http_date(d).map(String::from);
+        assert_eq!(
+            h("Sun, 06 Nov 1994 08:49:37 GMT").unwrap(),
+            "19941106084937"
+        );
+        assert_eq!(
+            h("Sunday, 06-Nov-94 08:49:37 GMT").unwrap(),
+            "19941106084937"
+        );
+        assert_eq!(h("Sun Nov  6 08:49:37 1994").unwrap(), "19941106084937");
+        assert!(h("yesterday").is_none());
     }
 
     #[test]

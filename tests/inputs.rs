@@ -282,3 +282,114 @@ fn a_sweep_of_more_than_65535_files_keeps_every_capture() {
     let v: serde_json::Value = serde_json::from_slice(&sweeps.stdout).unwrap();
     assert_eq!(v[0]["files"].as_array().map(|f| f.len()), Some(N));
 }
+
+/// A WARC record: its header fields (besides version and length) and block.
+fn warc_record(fields: &[(&str, &str)], block: &str) -> String {
+    let mut r = String::from("WARC/1.0\r\n");
+    for (k, v) in fields {
+        r.push_str(&format!("{k}: {v}\r\n"));
+    }
+    r.push_str(&format!(
+        "Content-Length: {}\r\n\r\n{block}\r\n\r\n",
+        block.len()
+    ));
+    r
+}
+
+fn response(url: &str, date: &str, http_date: Option<&str>) -> String {
+    let date_line = http_date.map_or(String::new(), |d| format!("Date: {d}\r\n"));
+    let block = format!(
+        "HTTP/1.1 200 OK\r\n{date_line}Content-Type: text/plain\r\n\r\nthe page at {url}\n"
+    );
+    let fields = [
+        ("WARC-Type", "response"),
+        ("WARC-Target-URI", url),
+        ("WARC-Date", date),
+        ("Content-Type", "application/http; msgtype=response"),
+    ];
+    warc_record(&fields, &block)
+}
+
+#[test]
+fn a_date_that_cannot_be_read_falls_back_to_http_then_warcinfo_else_a_bad_record() {
+    let dir = tempfile::tempdir().unwrap();
+    // ClueWeb09's invalid date (day 294): the HTTP Date stands in; without one, nothing.
+    let clueweb = "2008-10-294T05:21:46-0700";
+    let first = response(
+        "http://a.example/",
+        clueweb,
+        Some("Wed, 29 Oct 2008 12:21:40 GMT"),
+    );
+    let second = response("http://b.example/", clueweb, None);
+    let a = dir.path().join("a.warc");
+    std::fs::write(&a, format!("{first}{second}")).unwrap();
+    let bad_offset = first.len();
+    // With a warcinfo record before it, its date stands in.
+    let info = warc_record(
+        &[
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Date", "2008-10-30T01:02:03Z"),
+            ("Content-Type", "application/warc-fields"),
+        ],
+        "software: test\r\n",
+    );
+    let b = dir.path().join("b.warc");
+    std::fs::write(
+        &b,
+        format!(
+            "{info}{}",
+            response("http://c.example/", "2008-13-01", None)
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let out = run_on(
+        &[
+            "--db",
+            db.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            "s",
+            "--json",
+        ],
+        &[a.clone(), b],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["skipped"]["no date"], 1, "{summary}");
+    let bad = &summary["bad_records"];
+    assert_eq!(bad.as_array().unwrap().len(), 1, "{summary}");
+    assert_eq!(bad[0]["file"], a.display().to_string());
+    assert_eq!(bad[0]["offset"], bad_offset);
+    assert!(
+        bad[0]["message"].as_str().unwrap().contains(clueweb),
+        "{bad}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("a.warc: bad record at offset {bad_offset}")),
+        "{stderr}"
+    );
+    let dates: std::collections::BTreeMap<String, String> = export(&db)
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            (s("url"), s("fetch_time"))
+        })
+        .collect();
+    let want = [
+        ("http://a.example/", "20081029122140"),
+        ("http://c.example/", "20081030010203"),
+    ];
+    let want: std::collections::BTreeMap<String, String> = want
+        .iter()
+        .map(|(u, t)| (u.to_string(), t.to_string()))
+        .collect();
+    assert_eq!(dates, want);
+}

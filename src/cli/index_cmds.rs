@@ -182,6 +182,12 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             e.file, e.offset, e.message
         );
     }
+    for e in &summary.bad_records {
+        eprintln!(
+            "tidemark ingest: {}: bad record at offset {}: {} (skipped)",
+            e.file, e.offset, e.message
+        );
+    }
     let mut out = stdout();
     if a.json {
         /// The summary and how long it took.

@@ -198,6 +198,17 @@ impl Writer<'_> {
             .or_default() += 1;
     }
 
+    /// A capture skipped as bad, listed with its file and offset (the first ones).
+    pub(super) fn bad_record(&mut self, file: usize, offset: u64, message: String) {
+        if self.summary.bad_records.len() < super::summary::MAX_BAD_RECORDS {
+            self.summary.bad_records.push(FileError {
+                file: self.files[file].0.clone(),
+                offset,
+                message,
+            });
+        }
+    }
+
     /// Commits one record: its capture (if it is one) and the file's resume point, into
     /// the pending batch.
     pub(super) fn record(

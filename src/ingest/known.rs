@@ -47,6 +47,8 @@ impl Writer<'_> {
         };
         let Some(ts) = cap.timestamp.clone() else {
             self.skip("no date");
+            let why = cap.warnings.first().cloned();
+            self.bad_record(file, rec.offset, why.unwrap_or_default());
             return Ok(());
         };
         if self.sweep.date.is_empty() {

@@ -17,6 +17,9 @@ pub struct FileError {
     pub message: String,
 }
 
+/// How many bad records a summary lists.
+pub const MAX_BAD_RECORDS: usize = 100;
+
 /// What one ingest did (printed at the end; `--json` adds timings).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestSummary {
@@ -31,6 +34,9 @@ pub struct IngestSummary {
     pub counts: Counts,
     /// Damaged files.
     pub errors: Vec<FileError>,
+    /// Captures skipped as bad (no date that can be read): the first
+    /// [`MAX_BAD_RECORDS`] of them, each with its file and offset; `skipped` counts all.
+    pub bad_records: Vec<FileError>,
     /// Decompressed bytes read.
     pub bytes: u64,
     /// CPU seconds the committing thread spent in the serial steps: sequencing and the

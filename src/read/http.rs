@@ -67,6 +67,25 @@ pub fn is_http_response(block: &[u8]) -> bool {
     block.starts_with(b"HTTP/") || block.starts_with(b"HTTPX/") || block.starts_with(b"http/")
 }
 
+/// A header of the HTTP head at the start of a block (`Date`), without parsing the
+/// rest: the first line is the status line, the head ends at its blank line.
+pub fn head_field(block: &[u8], name: &str) -> Option<String> {
+    if !is_http_response(block) {
+        return None;
+    }
+    let head = &block[..block.len().min(1 << 16)];
+    head.split(|b| *b == b'\n')
+        .skip(1)
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| {
+            let colon = l.iter().position(|b| *b == b':')?;
+            let (n, v) = (&l[..colon], &l[colon + 1..]);
+            n.eq_ignore_ascii_case(name.as_bytes())
+                .then(|| String::from_utf8_lossy(v).trim().to_string())
+        })
+}
+
 /// Parses a response message. Returns None when the block holds no HTTP status line.
 pub fn parse_response(block: &[u8], cap: usize) -> Option<HttpResponse> {
     if !is_http_response(block) {

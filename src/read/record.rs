@@ -45,6 +45,9 @@ pub struct Record {
     /// Deviations from the format that did not stop the reading (a missing separator, a
     /// missing Content-Length, a record not aligned to a gzip member…).
     pub warnings: Vec<String>,
+    /// The `WARC-Date` of the file's last `warcinfo` record before this one (or its ARC
+    /// `filedesc://` header's date): a capture's date when its own cannot be read.
+    pub file_date: Option<String>,
 }
 
 impl Record {
@@ -66,6 +69,7 @@ impl Record {
             over_cap: false,
             short: false,
             warnings: Vec::new(),
+            file_date: None,
         }
     }
 
@@ -135,6 +139,8 @@ pub struct RecordReader {
     /// Warnings for the record being read.
     warnings: Vec<String>,
     warned_alignment: bool,
+    /// The date of the last `warcinfo` (or ARC file header) read.
+    file_date: Option<String>,
 }
 
 impl RecordReader {
@@ -168,6 +174,7 @@ impl RecordReader {
             line: Vec::with_capacity(512),
             warnings: Vec::new(),
             warned_alignment: false,
+            file_date: None,
         }
     }
 
@@ -494,7 +501,7 @@ impl RecordReader {
             let next = self.pos;
             self.file_offset(next).saturating_sub(offset)
         };
-        Ok(Record {
+        let mut rec = Record {
             offset,
             length,
             stream_offset: start,
@@ -506,7 +513,20 @@ impl RecordReader {
             block,
             short,
             warnings: std::mem::take(&mut self.warnings),
-        })
+            file_date: None,
+        };
+        let about_file = match &rec.kind {
+            RecordKind::Warcinfo => true,
+            RecordKind::Other(k) => k == "arc_header",
+            _ => false,
+        };
+        if about_file {
+            if let Some(d) = rec.field_str("WARC-Date") {
+                self.file_date = Some(d);
+            }
+        }
+        rec.file_date = self.file_date.clone();
+        Ok(rec)
     }
 
     fn read_arc_filedesc(
@@ -611,7 +631,7 @@ impl RecordReader {
         let mut date = parts[n - tail + 1];
         if date.len() < 8 || !date.iter().all(u8::is_ascii_digit) {
             self.warnings.push(format!(
-                "ARC record at offset {offset} has no valid date ({}); left undated",
+                "ARC record at offset {offset} has no valid date ({})",
                 quote(date)
             ));
             date = b"";

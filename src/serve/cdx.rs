@@ -140,26 +140,26 @@ async fn cdx_answer(
         };
         // Captures of one URL at one second, in the order of pywb's sorted index lines
         // (bytewise), not the index's (file, record): so a limit keeps the same ones.
-        let mut run: Vec<(String, Fields)> = Vec::new();
-        let flush = |sink: &mut Sink, run: &mut Vec<(String, Fields)>| -> bool {
-            run.sort_by(|a, b| a.0.cmp(&b.0));
-            if ties == Some(true) {
-                run.reverse();
+        let mut run: Vec<Fields> = Vec::new();
+        let flush = |sink: &mut Sink, run: &mut Vec<Fields>| -> bool {
+            if run.len() > 1 {
+                run.sort_by_cached_key(pywb_line);
+                if ties == Some(true) {
+                    run.reverse();
+                }
             }
-            run.drain(..).all(|(_, f)| emit(sink, f))
+            run.drain(..).all(|f| emit(sink, f))
         };
         sel.scan(served, |_, row| {
             let f = Fields::new(row, &mut clusters)?;
             if ties.is_none() {
-                return Ok(flush(sink, &mut vec![(String::new(), f)]));
+                return Ok(emit(sink, f));
             }
-            let same = |(_, g): &(String, Fields)| {
-                g.row.surt == f.row.surt && g.row.timestamp == f.row.timestamp
-            };
+            let same = |g: &Fields| g.row.surt == f.row.surt && g.row.timestamp == f.row.timestamp;
             if !run.first().is_none_or(same) && !flush(sink, &mut run) {
                 return Ok(false);
             }
-            run.push((pywb_line(&f), f));
+            run.push(f);
             Ok(true)
         })
         .map(|()| {

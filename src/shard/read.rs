@@ -358,6 +358,8 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             over_cap: false,
             short: false,
             warnings: Vec::new(),
+            // The shard holds the capture's date as the worker found it.
+            file_date: None,
         };
         out.push(ShardRow {
             record,
