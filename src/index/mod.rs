@@ -36,7 +36,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 15;
+pub const SCHEMA_VERSION: u32 = 16;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {

@@ -91,11 +91,16 @@ impl Pages {
     ) {
         let hash = url_hash(surt);
         if (!revisit && self.sampled(host, hash)) || previous.is_some() {
+            // The capture's file and record numbers end its key.
+            let record: [u8; 8] = capture[capture.len().saturating_sub(8)..]
+                .try_into()
+                .unwrap_or_default();
             let key = SweepPageKey {
                 sweep,
                 host: host.to_string(),
                 hash,
                 timestamp: timestamp.to_string(),
+                record,
             };
             // Its capture's key is where its content resemblance is written: a page
             // kept for the sample alone has none to write.

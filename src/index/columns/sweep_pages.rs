@@ -1,5 +1,6 @@
 //! `sweep_pages`: sweep id u32 BE ‖ host SURT ‖ 0x00 ‖ URL hash u64 BE ‖ timestamp (14
-//! ASCII digits) → [`SweepPage`] (doc u64 BE ‖ flags u8 (1 previous, 2 computed, 4
+//! ASCII digits) ‖ file number u32 BE ‖ record number u32 BE (the capture's, as in its
+//! `captures` key: two records of one URL and second are two pages) → [`SweepPage`] (doc u64 BE ‖ flags u8 (1 previous, 2 computed, 4
 //! revisit) ‖ content resemblance f32 BE, and with a previous capture: ‖ previous doc
 //! u64 BE ‖ previous sweep u32 BE ‖ the capture's key). Two kinds of a
 //! sweep's pages (2xx captures with text), so that the end of an ingest finds them
@@ -33,6 +34,8 @@ pub struct SweepPageKey {
     pub hash: u64,
     /// 14-digit timestamp of the capture.
     pub timestamp: String,
+    /// The capture's file and record numbers (the end of its `captures` key).
+    pub record: [u8; 8],
 }
 
 /// A page of a sweep.
@@ -60,6 +63,8 @@ pub fn url_hash(surt: &str) -> u64 {
     crate::sketch::text_fingerprint(surt, 0x7465_6d70_6c61_7465) as u64
 }
 
+/// Bytes of a key after the host's 0x00: hash, timestamp, file and record numbers.
+const KEY_TAIL: usize = 8 + 14 + 8;
 const FIXED: usize = 8 + 1 + 4 + 8 + 4;
 /// Bytes of a page of the sample alone (no previous capture): doc, flags, resemblance.
 const SAMPLE_ONLY: usize = 8 + 1 + 4;
@@ -73,28 +78,35 @@ impl Column for SweepPages {
     type Value = SweepPage;
 
     fn key(k: &SweepPageKey) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + k.host.len() + 1 + 8 + 14);
+        let mut out = Vec::with_capacity(4 + k.host.len() + 1 + KEY_TAIL);
         out.extend_from_slice(&k.sweep.to_be_bytes());
         out.extend_from_slice(k.host.as_bytes());
         out.push(0);
         out.extend_from_slice(&k.hash.to_be_bytes());
         out.extend_from_slice(k.timestamp.as_bytes());
+        out.extend_from_slice(&k.record);
         out
     }
 
     fn decode_key(b: &[u8]) -> std::result::Result<SweepPageKey, String> {
         let n = b.len();
-        if n < 4 + 1 + 8 + 14 || b[n - 23] != 0 || !b[n - 14..].iter().all(u8::is_ascii_digit) {
+        // Read from the end: hash, timestamp and record after the host's 0x00.
+        let at = n.wrapping_sub(KEY_TAIL);
+        if n < 4 + 1 + KEY_TAIL
+            || b[at - 1] != 0
+            || !b[at + 8..at + 22].iter().all(u8::is_ascii_digit)
+        {
             return Err(format!(
-                "not sweep ‖ host ‖ 0 ‖ hash ‖ timestamp ({n} bytes)"
+                "not sweep ‖ host ‖ 0 ‖ hash ‖ timestamp ‖ record ({n} bytes)"
             ));
         }
         Ok(SweepPageKey {
             sweep: super::be_u32(&b[..4])?,
-            host: String::from_utf8(b[4..n - 23].to_vec())
+            host: String::from_utf8(b[4..at - 1].to_vec())
                 .map_err(|_| "a host that is not UTF-8")?,
-            hash: super::be_u64(&b[n - 22..n - 14])?,
-            timestamp: String::from_utf8(b[n - 14..].to_vec()).expect("digits"),
+            hash: super::be_u64(&b[at..at + 8])?,
+            timestamp: String::from_utf8(b[at + 8..at + 22].to_vec()).expect("digits"),
+            record: b[at + 22..].try_into().expect("8 bytes"),
         })
     }
 
