@@ -156,7 +156,7 @@ pub fn analyze_unless_known(
     known: &dyn Fn(&str) -> Option<u64>,
 ) -> Capture {
     let mut cap_ = Capture::basic(rec);
-    if !rec.kind.is_capture() {
+    if !rec.is_capture() {
         return cap_;
     }
     if rec.kind == RecordKind::Revisit {
@@ -196,6 +196,32 @@ pub fn analyze_unless_known(
                 http::charset_param(&declared_type),
             )
         };
+    // As pywb's indexer (warcio) reads a record that is not a response or revisit of
+    // an http(s) URL (`dns:`, `urn:`, `metadata://`, a resource): no HTTP message, so
+    // its media type is the record's own and a response's status is 200. Its content
+    // is still read as found.
+    let http_url =
+        (cap_.url.as_deref()).is_some_and(|u| u.starts_with("http:") || u.starts_with("https:"));
+    let http_url = http_url && matches!(rec.kind, RecordKind::Response | RecordKind::Revisit);
+    // A response of an http(s) URL whose block is a blank line (an ARC record of length
+    // 1): warcio reads no headers and an empty payload, with the status 200.
+    let blank = http_url && !is_http && rec.block.iter().all(u8::is_ascii_whitespace);
+    let payload = if blank {
+        cap_.status = (rec.kind == RecordKind::Response).then_some(200);
+        std::borrow::Cow::Borrowed(&rec.block[..0])
+    } else {
+        payload
+    };
+    let content_mime = mime.clone();
+    if !http_url {
+        cap_.status = (rec.kind == RecordKind::Response).then_some(200);
+        cap_.redirect = None;
+    }
+    let mime = if http_url {
+        mime
+    } else {
+        Some(http::media_type(&declared_type)).filter(|m| !m.is_empty())
+    };
     cap_.payload_len = payload.len() as u64;
     if rec.kind != RecordKind::Revisit {
         if let Some(d) = &cap_.payload_digest {
@@ -210,7 +236,7 @@ pub fn analyze_unless_known(
         cap_.mime = mime;
         return cap_;
     }
-    cap_.media = canon::media_kind(mime.as_deref(), &payload);
+    cap_.media = canon::media_kind(content_mime.as_deref(), &payload);
     cap_.mime = mime;
     if cap_.media == MediaKind::Other {
         return cap_;

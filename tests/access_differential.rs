@@ -8,7 +8,7 @@
 //! The reference is made without moving a byte: the WARC files are read as plain
 //! (uncompressed) copies, and in the reference's copies every hidden capture's record
 //! has its type changed to one tidemark does not index, of the same length
-//! (`response`/`resource` → `metadata`, `revisit` → `request`), so every other record
+//! (`response`/`resource` → `warcinfo`, `revisit` → `request`), so every other record
 //! keeps its offset. A sweep all of whose captures are hidden is not ingested.
 //!
 //! What may still differ is listed in [`ALLOWED`], each with why; the test fails on
@@ -220,7 +220,7 @@ fn without_hidden(bytes: &[u8], hidden: &dyn Fn(&str, &str) -> bool) -> (Vec<u8>
     let (mut kept, mut hid) = (0, 0);
     for (start, end, kind, uri, date) in records(bytes) {
         let to = match kind.as_str() {
-            "response" | "resource" => "metadata",
+            "response" | "resource" => "warcinfo",
             "revisit" => "request",
             _ => continue,
         };

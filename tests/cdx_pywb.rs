@@ -13,7 +13,8 @@
 //! guide says so).
 //!
 //! Differences still found are listed in [`OPEN`] by kind, with why; the test fails on
-//! a kind not listed, and on a listed kind no longer found (the list must then shrink).
+//! a kind not listed, and on a listed kind of work left no longer found (the list must
+//! then shrink).
 //! With `DIFFDUMP=DIR` set, each kind's first answers are written to `DIR/N.pywb` and
 //! `DIR/N.tidemark`.
 
@@ -47,50 +48,53 @@ const PYWB_CANNOT_INDEX: &[&str] = &[
     "slyrz-warc__test.warc",
 ];
 
+/// Files left out of both indexes because tidemark reads them otherwise on purpose (the
+/// Serving guide lists these differences too).
+const DELIBERATELY_LEFT_OUT: &[&str] = &[
+    // Its one record is a `continuation` (the rest of a segmented record): pywb lists
+    // it as a capture, which it cannot replay alone; tidemark does not.
+    "jwat__valid-warcfile-contenttype-continuation.warc",
+];
+
 /// Kinds of difference still found, by what differs (the start of the kind's name),
-/// with why. Each but the first is work left to do, not a deliberate difference: fixing
-/// one makes the test fail until its entry is removed.
+/// with why. Each not marked deliberate is work left to do: fixing one makes the test
+/// fail until its entry is removed.
 const OPEN: &[(&str, &str)] = &[
     (
-        "lines more",
-        "deliberate: pywb keys a POST request's response by its body \
-         (`?__wb_method=post&…`), so a query by the URL alone does not find it; tidemark \
-         keys it by its URL (the guide says so)",
+        "status 400 where pywb 500",
+        "deliberate: a `limit` that is not a number and a `filter` regex that does not \
+         compile are the client's fault, a 400 naming the parameter; pywb's parsers raise \
+         and it answers 500 (the guide says so)",
     ),
     (
-        "field line",
-        "link-format lines: the captures below that pywb reads otherwise move a line",
+        "POST key",
+        "deliberate: an answer with a POST request's response: pywb keys it by its \
+         method and body (`?__wb_method=post&…`), so it sorts elsewhere and a query by the \
+         URL alone does not find it; tidemark keys it by its URL (the guide says so)",
     ),
     (
-        "field length",
-        "ties under `closest`: pywb keeps its sorted lines' order, tidemark the index's",
-    ),
-    (
-        "field digest",
-        "records pywb and tidemark read differently: a malformed WARC-Payload-Digest kept \
-         as written (`jwat__invalid-warcfile-digest-fields.warc`), an ARC record's empty \
-         payload (`pywb__bad.arc`), and the ties around them",
+        "field redirect extra",
+        "deliberate: a 3xx capture's `redirect` (its absolute `Location`, the field IA's \
+         11-field CDX lines carry) is added to pywb's fields, as `cluster` and `doc` are \
+         (the guide says so)",
     ),
     (
         "field metadata missing",
-        "pywb copies a record's `WARC-JSON-Metadata` header into `metadata`; tidemark does \
-         not store it",
+        "deliberate: pywb copies a record's `WARC-JSON-Metadata` header (Browsertrix's \
+         `{\"ipType\": …, \"cert\": …}`, about the fetch) into `metadata`; tidemark \
+         does not keep it (the guide says so)",
     ),
     (
         "field mime-detected missing",
-        "pywb copies `WARC-Identified-Payload-Type` into `mime-detected`; tidemark does \
-         not store it",
-    ),
-    (
-        "field mime",
-        "a capture of a URL that is not http(s): pywb's mime is the record's own \
-         Content-Type (`application/http`), tidemark's the HTTP one",
-    ),
-    (
-        "field status missing",
-        "pywb gives `dns:` records the status 200; tidemark gives them none",
+        "deliberate: pywb copies `WARC-Identified-Payload-Type` into `mime-detected`; \
+         tidemark does not keep it (the guide says so)",
     ),
 ];
+
+/// Whether a difference found is of a listed kind: its name, or its name and more words.
+fn is_kind(found: &str, listed: &str) -> bool {
+    found == listed || found.starts_with(&format!("{listed} "))
+}
 
 /// A tiny seeded generator (xorshift): the same queries on every run.
 struct Rng(u64);
@@ -234,6 +238,23 @@ fn queries(index: &str, n: usize) -> Vec<(String, String)> {
                 "any url"
             }
         };
+        // Every 20th query is one pywb refuses, in every output.
+        if i % 20 == 19 {
+            let bad = *rng.pick(&[
+                "matchType=fuzzy",
+                "output=xml",
+                "limit=ten",
+                "filter=~url:(",
+                "url=",
+            ]);
+            let q = match bad {
+                "url=" => format!("url=&output={output}"),
+                "output=xml" => format!("{}&{bad}", q[0]),
+                _ => format!("{}&{bad}&output={output}", q[0]),
+            };
+            out.push(("error".to_string(), q));
+            continue;
+        }
         if output == "text" && !q[0].contains("&fl=") {
             q.push(format!("fl={fl_all}"));
         }
@@ -286,28 +307,55 @@ fn fields(line: &str, output: &str) -> BTreeMap<String, String> {
 /// How two answers differ, as kinds: the content type, and the first difference of
 /// status or body (`status 400 where pywb 200`, `field digest`, `field mime missing`,
 /// `lines fewer`…).
-fn differences(output: &str, a: &(u16, String, String), b: &(u16, String, String)) -> Vec<String> {
+fn differences(
+    output: &str,
+    a: &(u16, String, String),
+    b: &(u16, String, String),
+    posts: &[String],
+) -> Vec<String> {
     let mut kinds = Vec::new();
     if a.1 != b.1 {
         kinds.push(format!("content type {:?} where pywb {:?}", a.1, b.1));
     }
-    kinds.extend(difference(output, a, b));
+    kinds.extend(difference(output, a, b, posts));
     kinds
 }
 
+/// Every kind of difference of the bodies: of the status, of the error body, of the
+/// number of lines, or of each field of every line (so one kind does not hide another).
 fn difference(
     output: &str,
     (st_a, _, a): &(u16, String, String),
     (st_b, _, b): &(u16, String, String),
-) -> Option<String> {
+    posts: &[String],
+) -> Vec<String> {
     if st_a != st_b {
-        return Some(format!("status {st_a} where pywb {st_b}"));
+        return vec![format!("status {st_a} where pywb {st_b}")];
     }
     let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
     if st_a != &200 {
-        return (a != b).then(|| format!("error body ({st_a})"));
+        // pywb's error body: a JSON object whose `message` says what was wrong (the
+        // words are each server's own).
+        let message = |body: &str| {
+            serde_json::from_str::<Value>(body).is_ok_and(|v| v["message"].is_string())
+        };
+        let bad = !message(a) || !message(b);
+        return bad
+            .then(|| format!("error body ({st_a})"))
+            .into_iter()
+            .collect();
     }
-    let mut kinds: Vec<String> = Vec::new();
+    // pywb keys a POST request's response by its method and body: it sorts elsewhere,
+    // and a query by its URL does not find it.
+    let post = |u: &String| a.contains(u.as_str()) || b.contains(u.as_str());
+    if a != b && posts.iter().any(post) {
+        return vec!["POST key".to_string()];
+    }
+    if la.len() != lb.len() {
+        let more = if la.len() > lb.len() { "more" } else { "fewer" };
+        return vec![format!("lines {more}")];
+    }
+    let mut kinds = std::collections::BTreeSet::new();
     for (x, y) in la.iter().zip(&lb) {
         let (fa, fb) = (fields(x, output), fields(y, output));
         for (k, vb) in &fb {
@@ -315,25 +363,20 @@ fn difference(
                 continue;
             }
             match fa.get(k) {
-                None => kinds.push(format!("field {k} missing")),
-                Some(va) if va != vb => kinds.push(format!("field {k}")),
-                _ => {}
+                None => kinds.insert(format!("field {k} missing")),
+                Some(va) if va != vb => kinds.insert(format!("field {k}")),
+                _ => false,
+            };
+        }
+        for k in fa.keys().filter(|k| !fb.contains_key(*k)) {
+            // tidemark's own fields (`cluster`, `doc`, resemblances) are extra on purpose.
+            if ["cluster", "doc", "type"].contains(&k.as_str()) || k.contains("resemblance") {
+                continue;
             }
-        }
-        if !kinds.is_empty() {
-            break;
+            kinds.insert(format!("field {k} extra"));
         }
     }
-    if let Some(k) = kinds.into_iter().next() {
-        return Some(k);
-    }
-    if la.len() != lb.len() {
-        return Some(format!(
-            "lines {}",
-            if la.len() > lb.len() { "more" } else { "fewer" }
-        ));
-    }
-    None
+    kinds.into_iter().collect()
 }
 
 fn get(base: &str, path: &str) -> (u16, String, String) {
@@ -373,6 +416,7 @@ fn cdx_answers_as_pywb_gives_them() {
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .filter(|n| !["MANIFEST.md", "expected-counts.json", "bad"].contains(&n.as_str()))
         .filter(|n| !PYWB_CANNOT_INDEX.contains(&n.as_str()))
+        .filter(|n| !DELIBERATELY_LEFT_OUT.contains(&n.as_str()))
         .collect();
     files.sort();
     let paths: Vec<String> = (files.iter())
@@ -404,14 +448,29 @@ fn cdx_answers_as_pywb_gives_them() {
     let pywb = Pywb::start(&python, work.path());
     let ours = Server::start(&db, &[], &["--collection", COLL]);
 
+    // The URLs of POST responses, which pywb keys by their method and body.
+    let mut posts: Vec<String> = (index.lines())
+        .filter(|l| {
+            l.split(' ')
+                .next()
+                .is_some_and(|k| k.contains("__wb_method="))
+        })
+        .filter_map(|l| {
+            let j: Value = serde_json::from_str(l.splitn(3, ' ').nth(2)?).ok()?;
+            Some(j["url"].as_str()?.to_string())
+        })
+        .collect();
+    posts.sort();
+    posts.dedup();
     let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let qs = queries(&index, 360);
     let mut same = 0;
     for (kind, q) in &qs {
         let output = q.rsplit("output=").next().unwrap();
+        let output = if output == "xml" { "json" } else { output };
         let a = get(&ours.base, &format!("/{COLL}?{q}"));
         let b = get(&pywb.base, &format!("/{COLL}/cdx?{q}&allowFuzzy=false"));
-        let kinds = differences(output, &a, &b);
+        let kinds = differences(output, &a, &b, &posts);
         if kinds.is_empty() {
             same += 1;
         }
@@ -438,10 +497,12 @@ fn cdx_answers_as_pywb_gives_them() {
         eprintln!("{d}: {} queries, e.g. {}", qs.len(), qs[0]);
     }
     let unexpected: Vec<&String> = (found.keys())
-        .filter(|d| !OPEN.iter().any(|(o, _)| d.starts_with(o)))
+        .filter(|d| !OPEN.iter().any(|(o, _)| is_kind(d, o)))
         .collect();
+    // A deliberate difference may be missing from a sample; work left to do may not.
     let stale: Vec<&str> = (OPEN.iter())
-        .filter(|(o, _)| !found.keys().any(|d| d.starts_with(o)))
+        .filter(|(_, why)| !why.starts_with("deliberate"))
+        .filter(|(o, _)| !found.keys().any(|d| is_kind(d, o)))
         .map(|(o, _)| *o)
         .collect();
     assert!(

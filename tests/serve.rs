@@ -469,10 +469,12 @@ fn malformed_requests_get_4xx_naming_the_parameter() {
             Err(e) => panic!("{e}"),
         };
     assert_eq!(got, 413);
-    // The CDX text endpoints answer errors in plain text.
-    let (got, ct, _) = srv.get("/tidemark?url=example.com&matchType=fuzzy");
+    // pywb's CDX endpoint answers errors in JSON whatever the output, as pywb does.
+    let (got, ct, body) = srv.get("/tidemark?url=example.com&matchType=fuzzy&output=text");
     assert_eq!(got, 400);
-    assert!(ct.starts_with("text/plain"), "{ct}");
+    assert!(ct.starts_with("application/json"), "{ct}");
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert!(v["message"].as_str().unwrap().contains("matchType"), "{v}");
 }
 
 #[test]

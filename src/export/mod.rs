@@ -118,9 +118,10 @@ fn write_capture(
 }
 
 /// A digest as pywb's indexer and IA's CDX write it: a SHA-1 without its `sha1:` label
-/// (other algorithms keep theirs).
-pub fn cdx_digest(d: &str) -> String {
-    d.strip_prefix("sha1:").unwrap_or(d).to_string()
+/// (other algorithms keep theirs); none when nothing is left (`sha1:` and blanks).
+pub fn cdx_digest(d: &str) -> Option<String> {
+    let d = d.strip_prefix("sha1:").unwrap_or(d).trim();
+    (!d.is_empty()).then(|| d.to_string())
 }
 
 /// A media type as pywb's indexer and IA's CDX write it: a revisit's is `warc/revisit`,
@@ -152,7 +153,7 @@ pub fn capture_fields(
         "url": c.url,
         "mime": cdx_mime(c),
         "status": cdx_status(c),
-        "digest": c.digest.as_deref().map(cdx_digest),
+        "digest": c.digest.as_deref().and_then(cdx_digest),
         "redirect": c.redirect,
         "filename": c.file,
         "offset": c.offset.to_string(),

@@ -283,7 +283,7 @@ impl Writer<'_> {
                     Content::Nothing => return None,
                 };
                 match item {
-                    Item::Record(_, sc) if sc.record.kind.is_capture() => {
+                    Item::Record(_, sc) if sc.record.is_capture() => {
                         Some((sc.capture.url.clone()?, doc))
                     }
                     _ => None,

@@ -219,9 +219,8 @@ impl Writer<'_> {
         prepared: Option<Prepared>,
         content: Content,
     ) -> Result<()> {
-        // Only captures have a URL key (not requests, metadata, warcinfo).
+        // Only captures have a URL key (not requests, warcinfo, metadata as warc-fields).
         let key_surt = rec
-            .kind
             .is_capture()
             .then(|| cap.url.as_deref().map(surt))
             .flatten();

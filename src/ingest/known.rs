@@ -37,7 +37,7 @@ impl Writer<'_> {
         // From a shard the sketch comes in stored form; from a WARC file as sampled.
         let stored = prepared.as_mut().and_then(|p| p.stored.take());
         let sketch = DocSketch::of(stored.as_ref(), cap.sketch.as_ref());
-        if !rec.kind.is_capture() {
+        if !rec.is_capture() {
             self.skip(rec.kind.as_str());
             return Ok(());
         }

@@ -34,7 +34,7 @@ pub enum Content {
 /// Whether `capture` stores the record as a capture (a capture kind, with a URL and a
 /// date); the others are counted as skipped and have no content.
 pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
-    rec.kind.is_capture() && cap.url.is_some() && cap.timestamp.is_some()
+    rec.is_capture() && cap.url.is_some() && cap.timestamp.is_some()
 }
 
 /// What the records sequenced but not yet written add: payload digests and canonical

@@ -312,7 +312,7 @@ pub fn revisited(
 }
 
 /// Seconds since year 0 of a 14-digit timestamp (for distances; not a calendar).
-fn seconds(ts: &str) -> i64 {
+pub(crate) fn seconds(ts: &str) -> i64 {
     let n = |a: usize, b: usize| {
         ts.get(a..b)
             .and_then(|s| s.parse::<i64>().ok())

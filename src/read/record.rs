@@ -73,6 +73,19 @@ impl Record {
         }
     }
 
+    /// Whether the record is indexed as a capture of its URL: a record of a capture
+    /// kind, or a `metadata` record that is not about another record (a crawler's
+    /// manifest or log under its `metadata://` URL), as pywb's indexer keeps them: not
+    /// `application/warc-fields`, nor Heritrix 1's `text/anvl`.
+    pub fn is_capture(&self) -> bool {
+        self.kind.is_capture()
+            || (self.kind == RecordKind::Metadata
+                && self.field_str("Content-Type").is_some_and(|t| {
+                    let t = crate::read::http::media_type(&t);
+                    t != "application/warc-fields" && t != "text/anvl"
+                }))
+    }
+
     /// First value of a named field, case-insensitive.
     pub fn field(&self, name: &str) -> Option<&[u8]> {
         self.fields

@@ -2,12 +2,14 @@
 //!
 //! Parameters (pywb's `cdxserver_api`): `url` (a trailing `*` asks for a prefix, a
 //! leading `*.` for a domain) or `urlkey` (a SURT key), `matchType`
-//! (`exact|prefix|host|domain`), `from`/`to` (1–14 digits, padded), `closest` with
-//! `sort=closest` (one URL, nearest first; an empty `closest=` means the newest),
-//! `sort=reverse` or `reverse=1`, `limit` (0: none), `fl`/`fields`, repeatable `filter=[!][=|~]field:value`
-//! (contains; `=` exact; `~` regex from the start of the value), `output` (`cdxj`, the
-//! default; `json`, one object per line; `text`, the `fl` fields separated by spaces;
-//! `link`, Memento link-format). No implicit limit: pywb sends none and filters itself.
+//! (`exact|prefix|host|domain`), `from`/`to` (1–14 digits, padded), `closest` (nearest
+//! first, with or without `sort=closest`; an empty `closest=` means the newest),
+//! `sort=reverse` or `reverse=1`, `limit` (0: none, but nothing nearest a time or in
+//! reverse), `fl`/`fields`, repeatable `filter=[!][=|~]field:value` (contains; `=`
+//! exact; `~` regex from the start of the value), `output` (`cdxj`, the default;
+//! `json`, one object per line; `text`, the `fl` fields separated by spaces; `link`,
+//! Memento link-format). No implicit limit: pywb sends none and filters itself. Errors
+//! are JSON whatever the output, as pywb's.
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ use super::params::{
 };
 use super::state::AppState;
 use super::stream::{stream, Sink};
+use crate::query::captures::seconds;
 
 pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new().route("/{collection}", get(cdx))
@@ -46,16 +49,16 @@ enum Output {
         ("matchType" = Option<String>, Query, description = "`exact` (default), `prefix`, `host` or `domain`."),
         ("from" = Option<String>, Query, description = "Earliest timestamp: 1 to 14 digits, padded down (`2014` is `20140101000000`)."),
         ("to" = Option<String>, Query, description = "Latest timestamp: 1 to 14 digits, padded up (`2014` is `20141231235959`)."),
-        ("closest" = Option<String>, Query, description = "The captures of one URL nearest this timestamp first (with or without `sort=closest`), padded up as pywb does; empty means the newest."),
+        ("closest" = Option<String>, Query, description = "The captures nearest this timestamp first (with or without `sort=closest`), padded up as pywb does; empty means the newest. On a prefix, host or domain: the nearest 10,000 that pass the filters."),
         ("sort" = Option<String>, Query, description = "`closest` or `reverse`."),
         ("reverse" = Option<String>, Query, description = "`1` or `true`: as `sort=reverse` (closest wins)."),
-        ("limit" = Option<i64>, Query, description = "Most lines; 0 or none: no limit; negative: none found (as pywb)."),
+        ("limit" = Option<i64>, Query, description = "Most lines; none: no limit; 0: no limit, but none found with `closest` or `reverse`; negative: none found (as pywb)."),
         ("fl" = Option<String>, Query, description = "Fields, comma-separated (`fields` is the same)."),
         ("filter" = Option<Vec<String>>, Query, description = "Repeatable, pywb's syntax: `field:value` contains, `=field:value` equals, `~field:regex` matches from the start, `!` before any negates."),
         ("output" = Option<String>, Query, description = "`cdxj` (default, `text/x-cdxj`), `json` (an object a line, `text/x-ndjson`), `text` (the `fl` fields, `text/plain`) or `link` (the original URLs in link-format)."),
     ),
     responses((status = 200, description = "the captures, a line each, streamed"),
-              (status = 400, description = "a bad parameter, named"),
+              (status = 400, description = "a bad parameter, named, in JSON whatever the output (as pywb)"),
               (status = 404, description = "an unknown collection")))]
 async fn cdx(
     State(state): State<Arc<AppState>>,
@@ -64,7 +67,13 @@ async fn cdx(
 ) -> Response {
     match cdx_answer(state, coll, raw).await {
         Ok(r) => r,
-        Err(e) => e.into_response(),
+        Err(e) => {
+            // As pywb's: JSON whatever the output asked for, with its charset named.
+            let mut r = e.into_response();
+            let ct = axum::http::HeaderValue::from_static("application/json; charset=utf-8");
+            r.headers_mut().insert(axum::http::header::CONTENT_TYPE, ct);
+            r
+        }
     }
 }
 
@@ -86,28 +95,28 @@ async fn cdx_answer(
             ))
         }
     };
-    let plain = output != Output::Json;
-    check_collection(&state, &coll, plain)?;
-    let fix = |e: ApiError| if plain { e.plain() } else { e };
-    let sel = selection(&params, state.config.serve.max_url_chars, plain, true)?;
-    // As pywb: 0 is no limit, and a negative limit finds nothing.
-    let limit = match params.number("limit").map_err(fix)? {
+    // Errors in JSON, `{"message": …}` first, whatever the output: as pywb answers.
+    check_collection(&state, &coll, false)?;
+    let sel = selection(&params, state.config.serve.max_url_chars, false, true)?;
+    // As pywb: 0 is no limit but finds nothing nearest a time or in reverse, and a
+    // negative limit finds nothing.
+    let sorted = sel.reverse() != Some(false);
+    let limit = match params.number("limit")? {
         Some(n) if n < 0 => 0,
+        Some(0) if sorted => 0,
         Some(0) | None => u64::MAX,
         Some(n) => n as u64,
     };
-    let fields = field_list(&params, TEXT_DEFAULT, PYWB_FIELDS).map_err(fix)?;
+    let fields = field_list(&params, TEXT_DEFAULT, PYWB_FIELDS)?;
     let explicit_fields = params
         .get("fl")
         .or_else(|| params.get("fields"))
         .is_some_and(|f| !f.trim().is_empty());
     let filters = params
-        .filters(state.config.serve.max_filters)
-        .map_err(fix)?
+        .filters(state.config.serve.max_filters)?
         .into_iter()
         .map(Filter::pywb)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(fix)?;
+        .collect::<Result<Vec<_>, _>>()?;
     let content_type = match output {
         // pywb's, without a charset.
         Output::Cdxj => "text/x-cdxj",
@@ -115,16 +124,19 @@ async fn cdx_answer(
         Output::Text => "text/plain",
         Output::Link => "application/link-format",
     };
-    let ties = sel.reverse();
+    let ties_reversed = sel.reverse() == Some(true);
+    let near = sel.closest_range();
     Ok(stream(&state, content_type, move |served, sink| {
         let mut clusters = served.cluster_ids();
         let n = std::cell::Cell::new(0u64);
+        let passes =
+            |f: &Fields| (filters.iter()).all(|flt| flt.passes(f.get(flt.field()).as_deref()));
         // Passes the filters and the limit, then writes; false once the answer is done.
         let emit = |sink: &mut Sink, f: Fields| -> bool {
             if n.get() >= limit {
                 return false;
             }
-            if !(filters.iter()).all(|flt| flt.passes(f.get(flt.field()).as_deref())) {
+            if !passes(&f) {
                 return true;
             }
             n.set(n.get() + 1);
@@ -144,16 +156,37 @@ async fn cdx_answer(
         let flush = |sink: &mut Sink, run: &mut Vec<Fields>| -> bool {
             if run.len() > 1 {
                 run.sort_by_cached_key(pywb_line);
-                if ties == Some(true) {
+                if ties_reversed {
                     run.reverse();
                 }
             }
             run.drain(..).all(|f| emit(sink, f))
         };
+        // A range nearest a time (pywb's `closest` on a prefix, host or domain): the
+        // nearest that pass the filters, kept as they come, nearest first at the end.
+        let keep = limit.min(CLOSEST_RANGE_MAX) as usize;
+        let mut nearest: Vec<(i64, Fields)> = Vec::new();
+        let by_nearness = |v: &mut Vec<(i64, Fields)>| {
+            v.sort_by_cached_key(|(d, f)| {
+                (
+                    *d,
+                    f.row.surt.clone(),
+                    f.row.timestamp.clone(),
+                    pywb_line(f),
+                )
+            });
+            v.truncate(keep);
+        };
         sel.scan(served, |_, row| {
             let f = Fields::new(row, &mut clusters)?;
-            if ties.is_none() {
-                return Ok(emit(sink, f));
+            if let Some(at) = near {
+                if keep > 0 && passes(&f) {
+                    nearest.push(((seconds(&f.row.timestamp) - at).abs(), f));
+                    if nearest.len() >= 2 * keep {
+                        by_nearness(&mut nearest);
+                    }
+                }
+                return Ok(true);
             }
             let same = |g: &Fields| g.row.surt == f.row.surt && g.row.timestamp == f.row.timestamp;
             if !run.first().is_none_or(same) && !flush(sink, &mut run) {
@@ -164,16 +197,20 @@ async fn cdx_answer(
         })
         .map(|()| {
             flush(sink, &mut run);
+            by_nearness(&mut nearest);
+            let _ = nearest.drain(..).all(|(_, f)| emit(sink, f));
             // pywb's link-format: entries separated by `,\n`, the last ended by `\n`.
             if output == Output::Link && n.get() > 0 {
                 sink.write(b"\n");
             }
         })
-        // Errors in the text outputs' own form, as before the answer started.
-        .map_err(|e| if plain { e.plain() } else { e })
     })
     .await)
 }
+
+/// Most captures a `closest` on a key range keeps (pywb keeps its `limit`, 100,000 by
+/// default): the answer's memory stays bounded.
+const CLOSEST_RANGE_MAX: u64 = 10_000;
 
 /// The JSON of a capture's line in an index pywb's indexer writes, which it sorts
 /// bytewise (its fields, in its order and with its separators).

@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::state::{AppState, Request};
 use crate::export::capture_fields;
 use crate::index::unionfind::ClusterIds;
-use crate::query::captures::{closest_each, CaptureRange, MatchType};
+use crate::query::captures::{closest_each, seconds, CaptureRange, MatchType};
 use crate::query::CaptureRow;
 use crate::report::ReportOptions;
 use crate::timestamp::Timestamp14;
@@ -250,7 +250,7 @@ impl Fields {
             "url" | "original" => Some(c.url.clone()),
             "mime" | "mimetype" => self.mime(),
             "status" | "statuscode" => crate::export::cdx_status(c),
-            "digest" => c.digest.as_deref().map(crate::export::cdx_digest),
+            "digest" => c.digest.as_deref().and_then(crate::export::cdx_digest),
             "length" => Some(c.length.to_string()),
             "offset" => Some(c.offset.to_string()),
             "filename" => Some(c.file.clone()),
@@ -329,6 +329,12 @@ pub(crate) enum Selection {
     Range { range: CaptureRange, reverse: bool },
     /// One URL's captures nearest a timestamp first.
     Closest { url: String, closest: String },
+    /// The captures of a key range, in key order, to be sorted nearest a timestamp
+    /// first by the caller (pywb's `closest` on a prefix, host or domain).
+    ClosestRange {
+        range: CaptureRange,
+        closest: String,
+    },
 }
 
 impl Selection {
@@ -336,7 +342,15 @@ impl Selection {
     pub(crate) fn reverse(&self) -> Option<bool> {
         match self {
             Selection::Range { reverse, .. } => Some(*reverse),
-            Selection::Closest { .. } => None,
+            Selection::Closest { .. } | Selection::ClosestRange { .. } => None,
+        }
+    }
+
+    /// For captures of a key range nearest a time: the time, in seconds.
+    pub(crate) fn closest_range(&self) -> Option<i64> {
+        match self {
+            Selection::ClosestRange { closest, .. } => Some(seconds(closest)),
+            _ => None,
         }
     }
 
@@ -348,11 +362,12 @@ impl Selection {
     ) -> Result<(), ApiError> {
         let mut failure = None;
         match self {
-            Selection::Range { range, reverse } => {
+            Selection::Range { range, .. } | Selection::ClosestRange { range, closest: _ } => {
+                let reverse = matches!(self, Selection::Range { reverse: true, .. });
                 range.scan(
                     &served.index,
                     &served.reader,
-                    *reverse,
+                    reverse,
                     |k, row| match each(k, row) {
                         Ok(go) => Ok(go),
                         Err(e) => {
@@ -416,19 +431,22 @@ pub(crate) fn selection(
             )))
         }
     };
-    let range = |reverse| {
-        let range = if url.is_some() {
+    let capture_range = || {
+        if url.is_some() {
             CaptureRange::new(&target, mt, from.clone(), to.clone())
         } else {
             CaptureRange::of_key(&target, mt, from.clone(), to.clone())
-        };
-        Selection::Range { range, reverse }
+        }
+    };
+    let range = |reverse| Selection::Range {
+        range: capture_range(),
+        reverse,
     };
     match sort {
         "" | "default" => Ok(range(false)),
         "reverse" => Ok(range(true)),
         "closest" => {
-            if mt != MatchType::Exact || url.is_none() {
+            if (mt != MatchType::Exact || url.is_none()) && !pywb {
                 return Err(fix(ApiError::bad(
                     "sort",
                     "closest works on one URL: give url= with matchType=exact".into(),
@@ -446,6 +464,12 @@ pub(crate) fn selection(
                         ))
                     })?,
             };
+            if mt != MatchType::Exact || url.is_none() {
+                return Ok(Selection::ClosestRange {
+                    range: capture_range(),
+                    closest,
+                });
+            }
             Ok(Selection::Closest {
                 url: target,
                 closest,

@@ -13,6 +13,7 @@ use super::{key, schema, ShardError, ShardInfo, ShardParams, SHARD_FORMAT};
 use crate::canon::MediaKind;
 use crate::capture::Capture;
 use crate::packed::{self, StoredSketch};
+use crate::read::RecordKind;
 use crate::read::{ReadError, Record};
 use crate::scan::Batch;
 
@@ -346,13 +347,21 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             warnings: row_warnings,
             payload_doc: None,
         };
+        // A `metadata` record was a capture when it was analyzed (it has a media type,
+        // never `application/warc-fields` nor `text/anvl`): its type says so again.
+        let fields = match (&record_kind, &capture.mime) {
+            (RecordKind::Metadata, Some(m)) => {
+                vec![("Content-Type".to_string(), m.clone().into_bytes())]
+            }
+            _ => Vec::new(),
+        };
         let record = Record {
             offset: offset.value(i),
             length: length.value(i),
             stream_offset: 0,
             version: String::new(),
             kind: record_kind,
-            fields: Vec::new(),
+            fields,
             declared_length: record_bytes.value(i),
             block: Vec::new(),
             over_cap: false,
