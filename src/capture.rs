@@ -99,6 +99,9 @@ impl Capture {
     }
 }
 
+/// How the warning of a capture without a date ends.
+pub const NO_DATE: &str = "nor an HTTP or warcinfo date";
+
 /// A record's date: its `WARC-Date` (or ARC date); when that cannot be read, the HTTP
 /// `Date` of its response, else the date of the file's `warcinfo` record (or ARC
 /// header); else none (the record is then counted as bad, not given invented digits).
@@ -134,7 +137,7 @@ fn capture_date(rec: &Record) -> (Option<Timestamp14>, Option<String>) {
     (
         None,
         Some(format!(
-            "record at offset {}: {what}, nor an HTTP or warcinfo date",
+            "record at offset {}: {what}, {NO_DATE}",
             rec.offset
         )),
     )
@@ -205,19 +208,21 @@ pub fn analyze_unless_known(
     let http_url = http_url && matches!(rec.kind, RecordKind::Response | RecordKind::Revisit);
     // A response of an http(s) URL whose block is a blank line (an ARC record of length
     // 1): warcio reads no headers and an empty payload, with the status 200.
-    let blank = http_url && !is_http && rec.block.iter().all(u8::is_ascii_whitespace);
+    let blank = http_url && rec.block.iter().all(u8::is_ascii_whitespace);
     let payload = if blank {
-        cap_.status = (rec.kind == RecordKind::Response).then_some(200);
         std::borrow::Cow::Borrowed(&rec.block[..0])
     } else {
         payload
     };
     let content_mime = mime.clone();
-    if !http_url {
+    if !http_url || blank {
         cap_.status = (rec.kind == RecordKind::Response).then_some(200);
         cap_.redirect = None;
     }
-    let mime = if http_url {
+    // An ARC record's media type is its header line's, as pywb's indexer reads it
+    // (`html` where the HTTP header says `text/html`: the crawler wrote it so).
+    let arc = rec.version.starts_with("ARC");
+    let mime = if http_url && !blank && !arc {
         mime
     } else {
         Some(http::media_type(&declared_type)).filter(|m| !m.is_empty())

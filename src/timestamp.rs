@@ -40,7 +40,7 @@ impl Timestamp14 {
     pub fn from_warc_date(date: &str) -> Option<Self> {
         let d = date.trim();
         let utc = |t: chrono::DateTime<chrono::FixedOffset>| {
-            Self::new(&t.to_utc().format("%Y%m%d%H%M%S").to_string())
+            Self::new(&t.to_utc().format("%Y%m%d%H%M%S").to_string()).map(Self::without_leap_second)
         };
         if let Ok(t) = chrono::DateTime::parse_from_rfc3339(d) {
             return utc(t);
@@ -71,7 +71,16 @@ impl Timestamp14 {
                 t.0[at + 1] = b'1';
             }
         }
-        t.is_moment().then_some(t)
+        t.is_moment().then(|| t.without_leap_second())
+    }
+
+    /// Second 60 (a leap second) as 59, as warcio and pywb write it: every other
+    /// conversion (HTTP dates, distances) then holds.
+    fn without_leap_second(mut self) -> Self {
+        if &self.0[12..14] == b"60" {
+            self.0[12..14].copy_from_slice(b"59");
+        }
+        self
     }
 
     /// An HTTP `Date` (RFC 1123, as `Sun, 06 Nov 1994 08:49:37 GMT`; RFC 850's
@@ -179,7 +188,7 @@ mod tests {
         for bad in ["2008-10-294T05:21:46-0700", "2014-13-01", "20140230120000"] {
             assert!(t(bad).is_none(), "{bad}");
         }
-        assert_eq!(t("2016-12-31T23:59:60Z").unwrap(), "20161231235960");
+        assert_eq!(t("2016-12-31T23:59:60Z").unwrap(), "20161231235959");
     }
 
     #[test]

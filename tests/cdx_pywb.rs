@@ -73,6 +73,11 @@ const OPEN: &[(&str, &str)] = &[
          URL alone does not find it; tidemark keys it by its URL (the guide says so)",
     ),
     (
+        "link target escaped",
+        "deliberate: in link output an archived URL's spaces are written `%20`, as a \
+         link-format target (a URI) must be; pywb writes them raw (the guide says so)",
+    ),
+    (
         "field redirect extra",
         "deliberate: a 3xx capture's `redirect` (its absolute `Location`, the field IA's \
          11-field CDX lines carry) is added to pywb's fields, as `cluster` and `doc` are \
@@ -178,17 +183,25 @@ fn queries(index: &str, n: usize) -> Vec<(String, String)> {
             }
             5 => {
                 let n = *rng.pick(&[4usize, 6, 8, 10, 12, 14]);
-                let limit = rng.below(4) + 1;
+                // 0 finds nothing nearest a time, as in pywb.
+                let limit = rng.below(4);
                 let sort = if rng.below(2) == 0 {
                     "&sort=closest"
                 } else {
                     ""
                 };
-                q.push(format!(
-                    "url={}&closest={}{sort}&limit={limit}",
-                    enc(url),
-                    &ts[..n]
-                ));
+                // One URL, or a host's range; or a range undated, as pywb's remote
+                // index asks for one.
+                let dated = format!("closest={}{sort}", &ts[..n]);
+                let (what, when) = match rng.below(4) {
+                    0 | 1 => (enc(url), dated),
+                    2 => (format!("{}&matchType=host", enc(&host)), dated),
+                    _ => (
+                        format!("{}&matchType=host", enc(&host)),
+                        "closest=&sort=closest".to_string(),
+                    ),
+                };
+                q.push(format!("url={what}&{when}&limit={limit}"));
                 "closest"
             }
             6 => {
@@ -212,7 +225,7 @@ fn queries(index: &str, n: usize) -> Vec<(String, String)> {
             }
             8 => {
                 let how = *rng.pick(&["reverse=1", "sort=reverse", "reverse=true"]);
-                let limit = rng.below(3) + 1;
+                let limit = rng.below(4);
                 q.push(format!(
                     "url={}&matchType=host&{how}&limit={limit}",
                     enc(&host)
@@ -346,17 +359,42 @@ fn difference(
             .collect();
     }
     // pywb keys a POST request's response by its method and body: it sorts elsewhere,
-    // and a query by its URL does not find it.
-    let post = |u: &String| a.contains(u.as_str()) || b.contains(u.as_str());
-    if a != b && posts.iter().any(post) {
-        return vec!["POST key".to_string()];
+    // and a query by its URL does not find it. Those lines are left out of both answers,
+    // and the rest compared.
+    let post = |l: &str| {
+        let url = match output {
+            "link" => l
+                .split_once('<')
+                .and_then(|(_, r)| r.split_once('>'))
+                .map(|x| x.0),
+            _ => None,
+        };
+        let f = fields(l, output);
+        let url = url.or(f.get("url").map(String::as_str)).unwrap_or_default();
+        posts.binary_search_by(|p| p.as_str().cmp(url)).is_ok()
+    };
+    let (pa, pb) = (
+        la.iter().filter(|l| post(l)).count(),
+        lb.iter().filter(|l| post(l)).count(),
+    );
+    let mut kinds = std::collections::BTreeSet::new();
+    if pa + pb > 0 && a != b {
+        kinds.insert("POST key".to_string());
     }
+    let la: Vec<&str> = la.into_iter().filter(|l| !post(l)).collect();
+    let lb: Vec<&str> = lb.into_iter().filter(|l| !post(l)).collect();
     if la.len() != lb.len() {
         let more = if la.len() > lb.len() { "more" } else { "fewer" };
-        return vec![format!("lines {more}")];
+        kinds.insert(format!("lines {more}"));
+        return kinds.into_iter().collect();
     }
-    let mut kinds = std::collections::BTreeSet::new();
     for (x, y) in la.iter().zip(&lb) {
+        // A link-format target is a URI (RFC 8288): tidemark escapes what would break
+        // it; pywb writes an archived URL's spaces raw.
+        if output == "link" && x != y && x.replace("%20", " ") == *y {
+            kinds.insert("link target escaped".to_string());
+            continue;
+        }
         let (fa, fb) = (fields(x, output), fields(y, output));
         for (k, vb) in &fb {
             if ["source", "source-coll", "access"].contains(&k.as_str()) {
@@ -493,6 +531,8 @@ fn cdx_answers_as_pywb_gives_them() {
         }
     }
     eprintln!("{same} of {} queries answered alike", qs.len());
+    // The guide quotes the share alike: it may only grow.
+    assert!(same * 4 >= qs.len() * 3, "{same} of {} alike", qs.len());
     for (d, qs) in &found {
         eprintln!("{d}: {} queries, e.g. {}", qs.len(), qs[0]);
     }

@@ -312,14 +312,16 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
         w.close().unwrap();
         path
     };
-    let v2 = rewrite("v2.parquet", &|kv| {
+    // A shard of format 1 read records as tidemark did before it read them as pywb's
+    // indexer does: its captures would differ from its WARC file's.
+    let v1 = rewrite("v1.parquet", &|kv| {
         for (k, v) in kv.iter_mut() {
             if k == "tidemark.shard" {
-                *v = "2".into();
+                *v = "1".into();
             }
         }
     });
-    refused(&v2, None, "shard format 2; this tidemark reads format 1");
+    refused(&v1, None, "shard format 1; this tidemark reads format 2");
     let bare = rewrite("bare.parquet", &|kv| kv.clear());
     refused(&bare, None, "not a tidemark shard");
     // An index that stores texts needs shards that carry them.

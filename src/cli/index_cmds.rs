@@ -39,7 +39,7 @@ pub struct IngestArgs {
     /// sweeps before, inputs or waiting docs) are refused before they are used.
     #[arg(long, value_name = "DIR")]
     pub pairs: Option<std::path::PathBuf>,
-    /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors","waiting_docs"}.
+    /// Print the summary as JSON: {"sweep","files","records","captures","new_docs","known_docs","edges","unions","skipped","errors","bad_records","waiting_docs"}: `bad_records` lists (the first 100) captures skipped because no date could be read, each {"file","offset","message"}.
     #[arg(long)]
     pub json: bool,
 }

@@ -28,7 +28,9 @@ use columns::{Batch, Col, Column, Tuning};
 
 /// Version of the on-disk layout this build reads and writes. 14: with edges on content
 /// a sweep's new docs are committed as read and paired after its templates (`unpaired`);
-/// 13: with edges on content
+/// 16: a `sweep_pages` key ends with its capture's file and record; 15: SURT keys as
+/// Python's `surt` (pywb's) writes them; 14: a sweep committed in two stages; 13: with
+/// edges on content
 /// a sweep's new docs name its own templates, and revisits are no template sample; 12:
 /// edges on content resemblance; 11: hosts' templates per
 /// sweep and content resemblance to the previous capture; 10: postings in runs of
@@ -715,7 +717,8 @@ impl Index {
         Col::new(self)
     }
 
-    /// `sweep_pages`: sweep ‖ host ‖ URL hash ‖ timestamp → a sampled or changed page.
+    /// `sweep_pages`: sweep ‖ host ‖ URL hash ‖ timestamp ‖ file ‖ record → a sampled or
+    /// changed page.
     pub fn sweep_pages(&self) -> Col<'_, columns::sweep_pages::SweepPages> {
         Col::new(self)
     }

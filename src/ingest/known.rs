@@ -47,7 +47,10 @@ impl Writer<'_> {
         };
         let Some(ts) = cap.timestamp.clone() else {
             self.skip("no date");
-            let why = cap.warnings.first().cloned();
+            // The date's own warning (a shard keeps the reader's warnings before it).
+            let why = (cap.warnings.iter().rev())
+                .find(|w| w.ends_with(crate::capture::NO_DATE))
+                .cloned();
             self.bad_record(file, rec.offset, why.unwrap_or_default());
             return Ok(());
         };

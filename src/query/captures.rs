@@ -311,22 +311,38 @@ pub fn revisited(
     Ok((!originals.is_empty()).then(|| originals.swap_remove(before)))
 }
 
-/// Seconds since year 0 of a 14-digit timestamp (for distances; not a calendar).
+/// Seconds since 1970 of a 14-digit timestamp, for distances: each part clamped into
+/// its range as warcio's `timestamp_to_sec` does (`20140231235959`, February padded up
+/// to day 31, is the end of February; second 60 is 59).
 pub(crate) fn seconds(ts: &str) -> i64 {
-    let n = |a: usize, b: usize| {
-        ts.get(a..b)
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(0)
+    let n = |a: usize, b: usize, lo: u32, hi: u32| {
+        let v = ts
+            .get(a..b)
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(lo);
+        v.clamp(lo, hi)
     };
-    chrono::NaiveDate::from_ymd_opt(n(0, 4) as i32, n(4, 6) as u32, n(6, 8) as u32)
-        .and_then(|d| d.and_hms_opt(n(8, 10) as u32, n(10, 12) as u32, n(12, 14) as u32))
-        .map(|t| t.and_utc().timestamp())
-        .unwrap_or_else(|| n(0, 4) * 31_556_952)
+    let (y, m) = (n(0, 4, 1, 9999) as i32, n(4, 6, 1, 12));
+    let last_day = (28..=31)
+        .rev()
+        .find(|d| chrono::NaiveDate::from_ymd_opt(y, m, *d).is_some())
+        .unwrap_or(28);
+    chrono::NaiveDate::from_ymd_opt(y, m, n(6, 8, 1, last_day))
+        .and_then(|d| d.and_hms_opt(n(8, 10, 0, 23), n(10, 12, 0, 59), n(12, 14, 0, 59)))
+        .map_or(0, |t| t.and_utc().timestamp())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distances_clamp_each_part_as_warcio_does() {
+        assert_eq!(seconds("20140231235959"), seconds("20140228235959"));
+        assert_eq!(seconds("20161231235960"), seconds("20161231235959"));
+        assert_eq!(seconds("19700101000000"), 0);
+        assert!(seconds("20140301000000") - seconds("20140228235959") == 1);
+    }
 
     #[test]
     fn wildcards_say_the_match_type_unless_it_is_given() {

@@ -75,14 +75,15 @@ impl Record {
 
     /// Whether the record is indexed as a capture of its URL: a record of a capture
     /// kind, or a `metadata` record that is not about another record (a crawler's
-    /// manifest or log under its `metadata://` URL), as pywb's indexer keeps them: not
-    /// `application/warc-fields`, nor Heritrix 1's `text/anvl`.
+    /// manifest or log under its `metadata://` URL), as pywb's indexer keeps them: with
+    /// a media type, not `application/warc-fields`, nor Heritrix 1's `text/anvl`. (The
+    /// media type is what a shard keeps of it: the two paths decide alike.)
     pub fn is_capture(&self) -> bool {
         self.kind.is_capture()
             || (self.kind == RecordKind::Metadata
                 && self.field_str("Content-Type").is_some_and(|t| {
                     let t = crate::read::http::media_type(&t);
-                    t != "application/warc-fields" && t != "text/anvl"
+                    !t.is_empty() && t != "application/warc-fields" && t != "text/anvl"
                 }))
     }
 
@@ -534,7 +535,11 @@ impl RecordReader {
             _ => false,
         };
         if about_file {
-            if let Some(d) = rec.field_str("WARC-Date") {
+            // A date that cannot be read does not replace one that could.
+            let date = rec.field_str("WARC-Date");
+            if let Some(d) =
+                date.filter(|d| crate::timestamp::Timestamp14::from_warc_date(d).is_some())
+            {
                 self.file_date = Some(d);
             }
         }

@@ -67,13 +67,8 @@ async fn cdx(
 ) -> Response {
     match cdx_answer(state, coll, raw).await {
         Ok(r) => r,
-        Err(e) => {
-            // As pywb's: JSON whatever the output asked for, with its charset named.
-            let mut r = e.into_response();
-            let ct = axum::http::HeaderValue::from_static("application/json; charset=utf-8");
-            r.headers_mut().insert(axum::http::header::CONTENT_TYPE, ct);
-            r
-        }
+        // As pywb's: JSON whatever the output asked for.
+        Err(e) => e.into_response(),
     }
 }
 
@@ -100,7 +95,8 @@ async fn cdx_answer(
     let sel = selection(&params, state.config.serve.max_url_chars, false, true)?;
     // As pywb: 0 is no limit but finds nothing nearest a time or in reverse, and a
     // negative limit finds nothing.
-    let sorted = sel.reverse() != Some(false);
+    let dated = params.get("closest").is_some_and(|c| !c.is_empty());
+    let sorted = sel.reverse() == Some(true) || (sel.reverse().is_none() && dated);
     let limit = match params.number("limit")? {
         Some(n) if n < 0 => 0,
         Some(0) if sorted => 0,

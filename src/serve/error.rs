@@ -1,8 +1,8 @@
 //! Errors of the service. Every error has one shape, as Meilisearch does it:
 //! `{"message", "code", "type", "parameter"}` — `type` is `invalid_request` for the
 //! client's fault (4xx) and `internal` for the server's (5xx); `parameter` names what
-//! was wrong when a parameter was. The CDX text endpoints answer in plain text, as the
-//! CDX servers they stand in for do.
+//! was wrong when a parameter was. The Wayback CDX API's text output answers in plain
+//! text, as IA's does; pywb's `/{collection}` in JSON, as pywb's does.
 
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -155,6 +155,11 @@ impl IntoResponse for ApiError {
             "type": kind,
             "parameter": self.parameter,
         });
-        (self.status, axum::Json(body)).into_response()
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body.to_string(),
+        )
+            .into_response()
     }
 }

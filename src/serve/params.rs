@@ -465,6 +465,11 @@ pub(crate) fn selection(
                     })?,
             };
             if mt != MatchType::Exact || url.is_none() {
+                // pywb's remote index sends `sort=closest&closest=` for an undated
+                // lookup: on a range its server then sorts nothing.
+                if params.get("closest").is_none_or(str::is_empty) {
+                    return Ok(range(false));
+                }
                 return Ok(Selection::ClosestRange {
                     range: capture_range(),
                     closest,

@@ -26,8 +26,10 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::index::IndexParams;
 
-/// Version of the shard format (`tidemark.shard` in the metadata).
-pub const SHARD_FORMAT: u32 = 1;
+/// Version of the shard format (`tidemark.shard` in the metadata): 2 since records are
+/// read as pywb's indexer reads them (dates, `metadata` captures, non-http records), so a
+/// shard of format 1 would give another index than its WARC file.
+pub const SHARD_FORMAT: u32 = 2;
 
 /// Metadata keys.
 mod key {
