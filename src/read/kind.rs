@@ -58,7 +58,9 @@ impl RecordKind {
         }
     }
 
-    /// Whether the record's block is (or carries) a capture of a URL.
+    /// Whether a record of this type is a capture of a URL by its type alone; whether a
+    /// record is indexed as one is [`crate::read::Record::is_capture`]'s to say (a
+    /// `metadata` record may be).
     pub fn is_capture(&self) -> bool {
         matches!(
             self,

@@ -96,7 +96,8 @@ async fn cdx_answer(
     // As pywb: 0 is no limit but finds nothing nearest a time or in reverse, and a
     // negative limit finds nothing.
     let dated = params.get("closest").is_some_and(|c| !c.is_empty());
-    let sorted = sel.reverse() == Some(true) || (sel.reverse().is_none() && dated);
+    let reversed = sel.reverse() == Some(true);
+    let sorted = reversed || (sel.reverse().is_none() && dated);
     let limit = match params.number("limit")? {
         Some(n) if n < 0 => 0,
         Some(0) if sorted => 0,
@@ -120,20 +121,16 @@ async fn cdx_answer(
         Output::Text => "text/plain",
         Output::Link => "application/link-format",
     };
-    let ties_reversed = sel.reverse() == Some(true);
     let near = sel.closest_range();
     Ok(stream(&state, content_type, move |served, sink| {
         let mut clusters = served.cluster_ids();
         let n = std::cell::Cell::new(0u64);
         let passes =
             |f: &Fields| (filters.iter()).all(|flt| flt.passes(f.get(flt.field()).as_deref()));
-        // Passes the filters and the limit, then writes; false once the answer is done.
-        let emit = |sink: &mut Sink, f: Fields| -> bool {
+        // Writes within the limit; false once the answer is done.
+        let write = |sink: &mut Sink, f: Fields| -> bool {
             if n.get() >= limit {
                 return false;
-            }
-            if !passes(&f) {
-                return true;
             }
             n.set(n.get() + 1);
             write_line(
@@ -146,13 +143,14 @@ async fn cdx_answer(
                 &coll,
             )
         };
+        let emit = |sink: &mut Sink, f: Fields| -> bool { !passes(&f) || write(sink, f) };
         // Captures of one URL at one second, in the order of pywb's sorted index lines
         // (bytewise), not the index's (file, record): so a limit keeps the same ones.
         let mut run: Vec<Fields> = Vec::new();
         let flush = |sink: &mut Sink, run: &mut Vec<Fields>| -> bool {
             if run.len() > 1 {
                 run.sort_by_cached_key(pywb_line);
-                if ties_reversed {
+                if reversed {
                     run.reverse();
                 }
             }
@@ -162,14 +160,13 @@ async fn cdx_answer(
         // nearest that pass the filters, kept as they come, nearest first at the end.
         let keep = limit.min(CLOSEST_RANGE_MAX) as usize;
         let mut nearest: Vec<(i64, Fields)> = Vec::new();
+        // Nearest first, then in pywb's line order (its line built for exact ties only).
         let by_nearness = |v: &mut Vec<(i64, Fields)>| {
-            v.sort_by_cached_key(|(d, f)| {
-                (
-                    *d,
-                    f.row.surt.clone(),
-                    f.row.timestamp.clone(),
-                    pywb_line(f),
-                )
+            v.sort_by(|(da, a), (db, b)| {
+                (da.cmp(db))
+                    .then_with(|| a.row.surt.cmp(&b.row.surt))
+                    .then_with(|| a.row.timestamp.cmp(&b.row.timestamp))
+                    .then_with(|| pywb_line(a).cmp(&pywb_line(b)))
             });
             v.truncate(keep);
         };
@@ -194,7 +191,8 @@ async fn cdx_answer(
         .map(|()| {
             flush(sink, &mut run);
             by_nearness(&mut nearest);
-            let _ = nearest.drain(..).all(|(_, f)| emit(sink, f));
+            // (They passed the filters as they came.)
+            let _ = nearest.drain(..).all(|(_, f)| write(sink, f));
             // pywb's link-format: entries separated by `,\n`, the last ended by `\n`.
             if output == Output::Link && n.get() > 0 {
                 sink.write(b"\n");
