@@ -68,7 +68,9 @@ impl Column for Texts {
         })
     }
 
-    fn tune(_o: &mut Options, _t: &mut BlockBasedOptions, _cx: &Tuning) {
-        _o.set_bottommost_compression_type(DBCompressionType::None);
+    fn tune(o: &mut Options, _t: &mut BlockBasedOptions, _cx: &Tuning) {
+        // Each value is a zstd frame already.
+        o.set_compression_type(DBCompressionType::None);
+        o.set_bottommost_compression_type(DBCompressionType::None);
     }
 }
