@@ -53,6 +53,11 @@ pub struct ServeConfig {
     /// is read (each keeps its thread, its place in the index and its buffers); one more
     /// is cut.
     pub max_slow_answers: usize,
+    /// Connections held at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// Connections held at once from one client (an IPv4 address, an IPv6 /64); trusted
+    /// proxies count only against `max_connections`.
+    pub max_connections_per_client: usize,
     /// Bytes of a request body (a POSTed document for `/api/similar`).
     pub max_body_bytes: usize,
     /// Characters of a URL given as a parameter.
@@ -298,12 +303,14 @@ impl Config {
         if v.max_concurrency == 0
             || v.request_timeout_s == 0
             || v.max_slow_answers == 0
+            || v.max_connections == 0
+            || v.max_connections_per_client == 0
             || v.max_url_chars == 0
             || v.max_filters == 0
             || v.max_replay_bytes == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

@@ -499,6 +499,88 @@ fn a_slow_client_is_cut_off_at_the_timeout() {
     assert_eq!(srv.text("/healthz"), "ok\n");
 }
 
+/// A raw `GET /healthz` on a new connection: the whole answer, as text.
+fn raw_healthz(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Idle connections held to the caps: one more is answered 503 at once (not left
+/// hanging, not reset), the server still answers once one lets go, and a trusted proxy
+/// is held only to the overall cap.
+#[test]
+fn connections_over_the_caps_are_answered_503_and_closed() {
+    let (_, db) = corpus();
+    let dir = db.parent().unwrap();
+    let held = |addr: &str, n: usize| -> Vec<std::net::TcpStream> {
+        let conns: Vec<_> = (0..n)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect();
+        // Accepted in order: a request on the last one answered means all are held.
+        std::thread::sleep(Duration::from_millis(300));
+        conns
+    };
+    for (name, cfg, setting) in [
+        (
+            "per-client",
+            "[serve]\ntrusted_proxies = []\nmax_connections = 10\nmax_connections_per_client = 2\n",
+            "serve.max_connections_per_client",
+        ),
+        (
+            "overall",
+            "[serve]\nmax_connections = 2\nmax_connections_per_client = 10\n",
+            "serve.max_connections",
+        ),
+    ] {
+        let path = dir.join(format!("caps-{name}.toml"));
+        std::fs::write(&path, cfg).unwrap();
+        let srv = Server::start(db, &["--config", path.to_str().unwrap()], &[]);
+        let mut conns = held(&srv.addr, 2);
+        let started = Instant::now();
+        let answer = raw_healthz(&srv.addr);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{name}: the refusal took {:?}",
+            started.elapsed()
+        );
+        assert!(answer.starts_with("HTTP/1.1 503"), "{name}: {answer}");
+        assert!(answer.contains("too_many_connections"), "{name}: {answer}");
+        assert!(answer.contains(setting), "{name}: {answer}");
+        assert!(
+            answer.to_ascii_lowercase().contains("retry-after: 1"),
+            "{name}: {answer}"
+        );
+        // One lets go: the next connection is served.
+        conns.pop();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let a = raw_healthz(&srv.addr);
+            if a.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{name}: never served again: {a}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(srv.log().contains(setting), "{name}: {}", srv.log());
+    }
+    // Loopback is a trusted proxy by default: many connections from it, one client cap.
+    let path = dir.join("caps-trusted.toml");
+    std::fs::write(
+        &path,
+        "[serve]\nmax_connections = 10\nmax_connections_per_client = 2\n",
+    )
+    .unwrap();
+    let srv = Server::start(db, &["--config", path.to_str().unwrap()], &[]);
+    let _conns = held(&srv.addr, 4);
+    let answer = raw_healthz(&srv.addr);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 /// A request whose time runs out stops its work where it reads the index, and frees its
 /// worker: a filter that matches nothing over a whole host (no byte ever written, so a
 /// deadline checked only when sending never fired), with every index entry read slowed

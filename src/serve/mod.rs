@@ -20,6 +20,7 @@ pub mod api;
 pub mod cdx;
 mod conn;
 mod error;
+mod gate;
 pub mod links;
 pub mod memento;
 pub mod page;
@@ -140,6 +141,13 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
     let follower = tokio::spawn(state::follow(state.clone()));
     on_listen(addr);
     let timeout = Duration::from_secs(opts.config.serve.request_timeout_s);
+    let limits = &opts.config.serve;
+    let gate = gate::Gate::new(
+        limits.max_connections,
+        limits.max_connections_per_client,
+        state.trusted_proxies.clone(),
+    );
+    gate::allow_descriptors(limits.max_connections);
     let app = router(state.clone());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown_signal());
@@ -155,6 +163,13 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
                 }
             },
             _ = &mut shutdown => break,
+        };
+        let ticket = match gate.admit(peer.ip()) {
+            Ok(t) => t,
+            Err(over) => {
+                gate.refuse(stream, peer.ip(), over);
+                continue;
+            }
         };
         // A streamed answer goes out in several writes (head, chunks, the last chunk):
         // with Nagle's algorithm each small write after the first waited for the client's
@@ -185,6 +200,7 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(ticket);
         });
     }
     drop(listener);
