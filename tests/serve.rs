@@ -692,6 +692,82 @@ fn a_request_out_of_time_stops_its_scan_and_frees_its_worker() {
     assert_ne!(next["rows"][0], first["rows"][0]);
 }
 
+/// A request that waited for a `max_concurrency` slot has the time left of its one
+/// clock, started when it arrived: its answer (408, or 503 over budget) comes a timeout
+/// after it was sent, its index reads stop then and the worker is free at once; the 408
+/// says what it is.
+#[test]
+fn a_request_that_waited_for_a_slot_stops_at_its_own_deadline() {
+    let (_, db) = corpus();
+    let exp = export(db);
+    let url = exp[0].2["url"].as_str().unwrap().to_string();
+    let host = url.split('/').nth(2).unwrap().to_string();
+    // 25 ms an entry: a whole host (over 300 captures) takes over 7 s.
+    let cfg = db.parent().unwrap().join("one-slot-3s.toml");
+    std::fs::write(
+        &cfg,
+        "[serve]\nrequest_timeout_s = 3\nworkers = 1\nmax_concurrency = 1\n",
+    )
+    .unwrap();
+    let srv = Server::start_with_env(
+        db,
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+        &[("TIDEMARK_TEST_SCAN_PAUSE_US", "25000")],
+    );
+    let slow = format!(
+        "/{}?url={}&matchType=host&filter=status:999",
+        coll(),
+        enc(&host)
+    );
+    let base = srv.base.clone();
+    let get_slow = |after: Duration| {
+        let (base, slow) = (base.clone(), slow.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            let started = Instant::now();
+            let (status, _, body) = request(ureq::get(&format!("{base}{slow}")));
+            (
+                status,
+                String::from_utf8_lossy(&body).into_owned(),
+                started.elapsed(),
+            )
+        })
+    };
+    let t0 = Instant::now();
+    // A holds the one slot and the one worker for its whole timeout; B waits for the
+    // slot meanwhile, half a second after A.
+    let a = get_slow(Duration::ZERO);
+    let b = get_slow(Duration::from_millis(500));
+    for (name, (status, body, took)) in [("A", a.join().unwrap()), ("B", b.join().unwrap())] {
+        assert!(status == 503 || status == 408, "{name}: {status} {body}");
+        assert!(
+            took < Duration::from_millis(4000),
+            "{name} answered after {took:?}"
+        );
+    }
+    // B's work stopped at its answer (3.5 s after A was sent): the worker is free.
+    let wait = Duration::from_millis(3700).saturating_sub(t0.elapsed());
+    std::thread::sleep(wait);
+    let started = Instant::now();
+    let (status, _, body) = srv.get(&format!("/{}?url={}", coll(), enc(&url)));
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert!(
+        took < Duration::from_millis(1200),
+        "the next request waited {took:?} for the worker"
+    );
+    // The 408 says what it is.
+    let (status, _, body) = srv.get(&slow);
+    let text = String::from_utf8_lossy(&body);
+    if status == 408 {
+        assert!(text.contains("\"code\":\"timeout\""), "{text}");
+        assert!(text.contains("serve.request_timeout_s"), "{text}");
+    } else {
+        assert_eq!(status, 503, "{text}");
+    }
+}
+
 /// `sort=closest` (read as two walks from the date, one each way) gives exactly the
 /// order of sorting the URL's captures by distance, then timestamp, then key: for
 /// dates at, between, before and after the captures of many URLs.

@@ -36,6 +36,19 @@ impl ApiError {
         }
     }
 
+    /// The answer was not ready within `serve.request_timeout_s`.
+    pub fn timed_out(timeout_s: u64) -> ApiError {
+        ApiError {
+            status: StatusCode::REQUEST_TIMEOUT,
+            code: "timeout",
+            parameter: None,
+            message: format!(
+                "no answer within {timeout_s} s (serve.request_timeout_s), counted from when the request arrived"
+            ),
+            plain: false,
+        }
+    }
+
     /// An access rule or embargo refuses it (`block`: listed, not replayed).
     pub fn forbidden(message: String) -> ApiError {
         ApiError {

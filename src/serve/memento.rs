@@ -536,8 +536,7 @@ async fn streamed(
     let permit = state.permit().await?;
     let (workers, slow_answers) = (state.workers.clone(), state.slow_answers.clone());
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
-    let deadline = tokio::time::Instant::now()
-        + std::time::Duration::from_secs(state.config.serve.request_timeout_s);
+    let deadline = tokio::time::Instant::from_std(state.deadline());
     let handle = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let mut permit = Some(permit);

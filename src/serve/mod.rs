@@ -220,7 +220,6 @@ pub fn router_for(db: PathBuf, config: Config) -> anyhow::Result<Router> {
 
 fn router(state: Arc<AppState>) -> Router {
     let limits = &state.config.serve;
-    let timeout = Duration::from_secs(limits.request_timeout_s);
     let body = limits.max_body_bytes;
     Router::new()
         .route("/healthz", get(healthz))
@@ -240,11 +239,24 @@ fn router(state: Arc<AppState>) -> Router {
             acl_user,
         ))
         .layer(axum::middleware::from_fn(log_request))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            timeout,
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            deadline,
         ))
         .with_state(state)
+}
+
+/// The request's one clock: its deadline, `serve.request_timeout_s` from now, for every
+/// wait and read of its work ([`AppState::deadline`]); past it, a 408 (what was under
+/// way stops at its next index read).
+async fn deadline(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let timeout_s = state.config.serve.request_timeout_s;
+    let at = std::time::Instant::now() + Duration::from_secs(timeout_s);
+    let answer = tokio::time::timeout_at(at.into(), next.run(req));
+    match state::REQUEST_DEADLINE.scope(at, answer).await {
+        Ok(r) => r,
+        Err(_) => ApiError::timed_out(timeout_s).into_response(),
+    }
 }
 
 /// The user the configured header names (`serve.acl_user_header`), for the request's

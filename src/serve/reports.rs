@@ -75,7 +75,8 @@ fn now(state: &Arc<AppState>) -> Result<(Arc<Served>, Instant), ApiError> {
     // the timeout's bare 408.
     let timeout = std::time::Duration::from_secs(state.config.serve.request_timeout_s);
     let margin = (timeout / 10).max(std::time::Duration::from_secs(1));
-    Ok((served, Instant::now() + timeout.saturating_sub(margin)))
+    let deadline = state.deadline();
+    Ok((served, deadline.checked_sub(margin).unwrap_or(deadline)))
 }
 
 /// Builds kept per snapshot at most; past this, built ones are forgotten (they are

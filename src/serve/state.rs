@@ -199,6 +199,9 @@ pub struct AppState {
 tokio::task_local! {
     /// The user the request's user header names (`serve.acl_user_header`).
     pub static REQUEST_USER: Option<String>;
+    /// When the request's time is up: `serve.request_timeout_s` after the service was
+    /// handed it (`super::deadline`). Every clock of its work is this one.
+    pub static REQUEST_DEADLINE: std::time::Instant;
 }
 
 impl AppState {
@@ -364,12 +367,21 @@ impl AppState {
         answer
     }
 
-    /// A budget for a request starting now (`serve.request_timeout_s`,
-    /// `serve.max_scan_rows`).
+    /// When the request under way must be answered: its deadline, set when the service
+    /// was handed it (outside a request, `serve.request_timeout_s` from now). The 408,
+    /// the index reads' budget, a streamed answer's writes and a report's wait all end
+    /// there, whatever the request waited for before (a `max_concurrency` slot, a worker).
+    pub fn deadline(&self) -> std::time::Instant {
+        REQUEST_DEADLINE.try_with(|d| *d).unwrap_or_else(|_| {
+            std::time::Instant::now() + Duration::from_secs(self.config.serve.request_timeout_s)
+        })
+    }
+
+    /// The budget of the request under way: until its [`AppState::deadline`], at most
+    /// `serve.max_scan_rows` entries.
     pub fn budget(&self) -> Budget {
-        let timeout = Duration::from_secs(self.config.serve.request_timeout_s);
         Budget::new(
-            std::time::Instant::now() + timeout,
+            self.deadline(),
             "serve.request_timeout_s",
             self.config.serve.max_scan_rows,
         )

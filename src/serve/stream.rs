@@ -145,7 +145,7 @@ pub async fn stream(
         .into_response();
     };
     let (tx, mut rx) = mpsc::channel::<Result<Bytes, ApiError>>(8);
-    let deadline = Instant::now() + Duration::from_secs(state.config.serve.request_timeout_s);
+    let deadline = Instant::from_std(state.deadline());
     // The producer stops at its next index read once the client is gone (the body,
     // holding this, is dropped) or the time is up (the budget's deadline).
     let cancel = budget.canceller();
