@@ -506,12 +506,12 @@ fn raw_healthz(addr: &str) -> String {
     s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
+    s.read_to_end(&mut buf).unwrap();
     String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// Idle connections held to the caps: one more is answered 503 at once (not left
-/// hanging, not reset), the server still answers once one lets go, and a trusted proxy
+/// hanging, not reset: the whole answer is read to its end), the server still answers once one lets go, and a trusted proxy
 /// is held only to the overall cap.
 #[test]
 fn connections_over_the_caps_are_answered_503_and_closed() {
@@ -521,7 +521,8 @@ fn connections_over_the_caps_are_answered_503_and_closed() {
         let conns: Vec<_> = (0..n)
             .map(|_| std::net::TcpStream::connect(addr).unwrap())
             .collect();
-        // Accepted in order: a request on the last one answered means all are held.
+        // The server accepts them in the order they were made: given a moment, all are
+        // held before the next one.
         std::thread::sleep(Duration::from_millis(300));
         conns
     };

@@ -320,7 +320,7 @@ async fn changes(
                 }),
                 progress: None,
             };
-            to_json(&page(&s.index, &s.reader, &list, &opts)?)
+            to_json(&page(s.index(), &s.reader, &list, &opts)?)
         })
         .await
 }
@@ -331,7 +331,7 @@ async fn changes(
 async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     state
         .with_index(|s| {
-            let mut v = sweeps_json(&s.index, &s.reader)?;
+            let mut v = sweeps_json(s.index(), &s.reader)?;
             // Files by name, not by the server's paths; none to a reader under rules (a
             // file may hold only hidden captures: a crawl of an excluded host).
             for sweep in v.as_array_mut().into_iter().flatten() {
@@ -362,7 +362,7 @@ async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiErr
             let all = match s.stats.get() {
                 Some(v) => v.clone(),
                 None => {
-                    let Json(v) = to_json(&index_stats(&s.index)?)?;
+                    let Json(v) = to_json(&index_stats(s.index())?)?;
                     s.stats.get_or_init(|| v).clone()
                 }
             };

@@ -128,7 +128,7 @@ impl http_body::Body for Watched {
 }
 
 /// Makes the socket's close a reset (SO_LINGER 0): the client sees the answer cut.
-fn reset_on_close(s: &TcpStream) {
+pub(super) fn reset_on_close(s: &TcpStream) {
     use std::os::fd::AsRawFd;
     let linger = libc::linger {
         l_onoff: 1,

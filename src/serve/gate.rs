@@ -7,9 +7,12 @@
 //!
 //! A connection over either cap gets a `503` at once (`{"code":
 //! "too_many_connections"}`, `Retry-After: 1`, `Connection: close`), written without
-//! reading its request, and is closed. A client is an IPv4 address or an IPv6 /64 (what
-//! one host is usually given); a trusted front end (`serve.trusted_proxies`) speaks for
-//! many readers and counts only against the overall cap.
+//! reading its request, and is closed within a second; past [`MAX_REFUSING`] refusals
+//! under way, one more is reset at once (a flood of refused connections must not hold
+//! descriptors either). A client is an IPv4 address or an IPv6 /64 (what one host is
+//! usually given); a trusted front end (`serve.trusted_proxies`) speaks for many
+//! readers: it counts only against the overall cap, and an eighth of that is kept for
+//! it, so that a crowd of other clients cannot shut it out.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,6 +22,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
 use crate::access::TrustedProxies;
 
@@ -30,11 +34,18 @@ pub struct Gate {
     trusted: TrustedProxies,
     held: Mutex<Held>,
     refused: AtomicU64,
+    refusing: Arc<Semaphore>,
 }
+
+/// Refusals answered at once; past them a refused connection is reset without an
+/// answer.
+pub const MAX_REFUSING: usize = 256;
 
 #[derive(Default)]
 struct Held {
     total: usize,
+    /// Connections from clients other than trusted proxies.
+    untrusted: usize,
     by_client: HashMap<IpAddr, usize>,
 }
 
@@ -58,6 +69,7 @@ impl Drop for Ticket {
         let mut held = self.gate.held.lock().unwrap_or_else(|p| p.into_inner());
         held.total = held.total.saturating_sub(1);
         if let Some(c) = self.client {
+            held.untrusted = held.untrusted.saturating_sub(1);
             if let Some(n) = held.by_client.get_mut(&c) {
                 *n -= 1;
                 if *n == 0 {
@@ -77,6 +89,7 @@ impl Gate {
             trusted,
             held: Mutex::new(Held::default()),
             refused: AtomicU64::new(0),
+            refusing: Arc::new(Semaphore::new(MAX_REFUSING)),
         })
     }
 
@@ -88,11 +101,16 @@ impl Gate {
             return Err(Over::Total);
         }
         if let Some(c) = client {
+            // An eighth of the connections kept for trusted proxies.
+            if held.untrusted >= self.max_total - self.max_total / 8 {
+                return Err(Over::Total);
+            }
             let n = held.by_client.entry(c).or_insert(0);
             if *n >= self.max_per_client {
                 return Err(Over::PerClient);
             }
             *n += 1;
+            held.untrusted += 1;
         }
         held.total += 1;
         Ok(Ticket {
@@ -107,8 +125,9 @@ impl Gate {
         self.held.lock().unwrap_or_else(|p| p.into_inner()).total
     }
 
-    /// Answers a connection over a cap with a 503 and closes it, within a second; the
-    /// first refusal and every thousandth are logged.
+    /// Answers a connection over a cap with a 503 and closes it, within a second (past
+    /// [`MAX_REFUSING`] under way, resets it at once); the first refusal and every
+    /// thousandth are logged.
     pub fn refuse(&self, stream: TcpStream, peer: IpAddr, over: Over) {
         let n = self.refused.fetch_add(1, Ordering::Relaxed) + 1;
         let (setting, cap) = match over {
@@ -126,12 +145,21 @@ impl Gate {
                 format!("this client holds {cap} connections already ({setting}): try again")
             }
         };
-        tokio::spawn(answer_503(stream, message));
+        match self.refusing.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(async move {
+                    answer_503(stream, message).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => super::conn::reset_on_close(&stream),
+        }
     }
 }
 
-/// File descriptors the index and its files need beside the connections.
-const DESCRIPTORS_BESIDE: u64 = 1024;
+/// File descriptors the index and its files need beside the connections (and the
+/// refusals under way).
+const DESCRIPTORS_BESIDE: u64 = 1024 + MAX_REFUSING as u64;
 
 /// Raises the soft limit of open files to hold `max_connections` connections and the
 /// index's files beside them (as far as the hard limit allows; Debian's soft limit is
@@ -173,9 +201,10 @@ fn client_of(peer: IpAddr) -> IpAddr {
     }
 }
 
-/// Writes the refusal and closes. The request is not read, but what the client sent is
-/// drained for a moment after: a close with unread bytes is a reset, which can destroy
-/// the answer before the client reads it.
+/// Writes the refusal (one write) and closes. The request is not read, but what the
+/// client sent is drained for a moment after: a close with unread bytes is a reset,
+/// which can destroy the answer before the client reads it. A client that sends its
+/// request later than that may see the reset instead of the answer.
 async fn answer_503(mut stream: TcpStream, message: String) {
     let body = serde_json::json!({
         "message": message,
@@ -184,19 +213,23 @@ async fn answer_503(mut stream: TcpStream, message: String) {
         "parameter": null,
     })
     .to_string();
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ndate: {}\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT"),
         body.len()
     );
-    let work = async {
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
-        stream.shutdown().await?;
-        let mut sink = [0u8; 4096];
-        while stream.read(&mut sink).await? > 0 {}
-        Ok::<(), std::io::Error>(())
+    let written = async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
     };
-    let _ = tokio::time::timeout(Duration::from_secs(1), work).await;
+    if let Ok(Ok(())) = tokio::time::timeout(Duration::from_millis(750), written).await {
+        let drained = async {
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<(), std::io::Error>(())
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(250), drained).await;
+    }
 }
 
 #[cfg(test)]
@@ -222,7 +255,7 @@ mod tests {
         assert_eq!(g.admit(ip("2001:db8::3")).err(), Some(Over::PerClient));
         let t1 = g.admit(ip("10.0.0.1")).unwrap();
         assert_eq!(g.held(), 5);
-        // Over the overall cap, even a trusted proxy waits.
+        // Over the overall cap, even a trusted proxy is refused.
         assert_eq!(g.admit(ip("10.0.0.1")).err(), Some(Over::Total));
         drop((a1, a2, b1, b2));
         assert_eq!(g.held(), 1);
@@ -232,5 +265,19 @@ mod tests {
         drop((t1, more));
         assert_eq!(g.held(), 0);
         assert!(g.held.lock().unwrap().by_client.is_empty());
+    }
+
+    #[test]
+    fn an_eighth_is_kept_for_trusted_proxies() {
+        let trusted = TrustedProxies::parse(&["10.0.0.1".to_string()]).unwrap();
+        let g = Gate::new(16, 100, trusted);
+        let others: Vec<_> = (0..14).map(|_| g.admit(ip("192.0.2.1")).unwrap()).collect();
+        assert_eq!(g.admit(ip("192.0.2.2")).err(), Some(Over::Total));
+        let front: Vec<_> = (0..2).map(|_| g.admit(ip("10.0.0.1")).unwrap()).collect();
+        assert_eq!(g.admit(ip("10.0.0.1")).err(), Some(Over::Total));
+        drop(others);
+        assert_eq!(g.held(), 2);
+        drop(front);
+        assert_eq!(g.held(), 0);
     }
 }

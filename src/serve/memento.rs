@@ -68,7 +68,7 @@ fn url_after(uri: &axum::http::Uri, prefix: &str, max: usize) -> Result<String, 
 fn ends(served: &Request, url: &str) -> Result<Option<(CaptureRow, CaptureRow)>, ApiError> {
     let one = |range: CaptureRange, reverse: bool| -> Result<Option<CaptureRow>, ApiError> {
         let mut found = None;
-        range.scan(&served.index, &served.reader, reverse, |_, r| {
+        range.scan(served.index(), &served.reader, reverse, |_, r| {
             found = Some(r);
             Ok(false)
         })?;
@@ -92,7 +92,7 @@ fn each_memento(
 ) -> Result<(), ApiError> {
     let mut last_ts = String::new();
     CaptureRange::new(url, MatchType::Exact, None, None).scan(
-        &served.index,
+        served.index(),
         &served.reader,
         false,
         |_, r| {
@@ -282,7 +282,7 @@ async fn timegate(
     let (ends, best) = state
         .with_index(move |s| {
             let ends = ends(s, &u)?;
-            let best = closest(&s.index, &s.reader, &u, &wanted, 1)?
+            let best = closest(s.index(), &s.reader, &u, &wanted, 1)?
                 .into_iter()
                 .next();
             Ok((ends, best))
@@ -376,7 +376,7 @@ async fn replay(
     let u = url.clone();
     let found = state
         .with_index(move |s| {
-            let Some(best) = closest(&s.index, &s.reader, &u, &ts, 1)?.into_iter().next() else {
+            let Some(best) = closest(s.index(), &s.reader, &u, &ts, 1)?.into_iter().next() else {
                 return Ok(None);
             };
             if best.timestamp != ts {
@@ -399,7 +399,7 @@ async fn replay(
                 .find(|(k, _)| k.eq_ignore_ascii_case("location"))
                 .map(|(_, v)| crate::url::resolve(&best.info.url, v));
             let moved_to = match location {
-                Some(target) => memento_of_target(&s.index, &s.reader, &best, &target)?,
+                Some(target) => memento_of_target(s.index(), &s.reader, &best, &target)?,
                 None => None,
             };
             Ok(Some(Ok((archived, moved_to))))

@@ -116,15 +116,16 @@ impl utoipa::Modify for CommonAnswers {
                         .entry(status.to_string())
                         .or_insert_with(|| answer(d).into());
                 };
-                add("408", "the answer took longer than `serve.request_timeout_s` (requests over `serve.max_concurrency` wait their turn within it; a client that has not sent its request head by then is disconnected without an answer)");
+                add("408", "the answer took longer than `serve.request_timeout_s` from the request's arrival (`{\"code\": \"timeout\"}`; requests over `serve.max_concurrency` wait their turn within it; a client that has not sent its request head by then is disconnected without an answer)");
                 if with_body {
                     add("413", "a request body over `serve.max_body_bytes`");
                 }
                 if of_index {
                     add("414", "a URL over `serve.max_url_chars`");
-                    add("503", "no published snapshot yet (`{\"code\": \"unavailable\"}`), or the request's reading budget spent (`{\"code\": \"over_budget\"}`)");
+                    add("503", "no published snapshot yet (`{\"code\": \"unavailable\"}`), or the request's reading budget spent (`{\"code\": \"over_budget\"}`), or over the connection caps (`{\"code\": \"too_many_connections\"}`)");
                     add("500", "the server's fault: `{\"code\": \"internal\"}`");
                 }
+                add("503", "over `serve.max_connections` or `serve.max_connections_per_client` (`{\"code\": \"too_many_connections\"}`, `Retry-After: 1`; the request is not read)");
             }
         }
     }
@@ -133,6 +134,7 @@ impl utoipa::Modify for CommonAnswers {
 /// Binds the listening socket, then serves until SIGINT or SIGTERM. `on_listen` is told
 /// the bound address (with port 0, the one the system chose) before the first request.
 pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
+    gate::allow_descriptors(opts.config.serve.max_connections);
     let state = Arc::new(AppState::new(opts.db.clone(), opts.config.clone())?);
     let listener = tokio::net::TcpListener::bind(&opts.config.serve.listen)
         .await
@@ -147,7 +149,6 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         limits.max_connections_per_client,
         state.trusted_proxies.clone(),
     );
-    gate::allow_descriptors(limits.max_connections);
     let app = router(state.clone());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown_signal());
@@ -301,8 +302,8 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     match state.current() {
         Some(s) => {
             // The sweeps this reader may be told of (an embargo may hide the newest).
-            let request = state::Request::new(&s, state.reader());
-            let shown: Vec<_> = request.shown_sweeps().collect();
+            let reader = state.reader();
+            let shown: Vec<_> = s.shown_sweeps(&reader).collect();
             Json(serde_json::json!({
                 "ready": true,
                 "snapshot": s.number,

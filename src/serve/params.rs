@@ -365,7 +365,7 @@ impl Selection {
             Selection::Range { range, .. } | Selection::ClosestRange { range, closest: _ } => {
                 let reverse = matches!(self, Selection::Range { reverse: true, .. });
                 range.scan(
-                    &served.index,
+                    served.index(),
                     &served.reader,
                     reverse,
                     |k, row| match each(k, row) {
@@ -378,7 +378,7 @@ impl Selection {
                 )?;
             }
             Selection::Closest { url, closest: ts } => {
-                closest_each(&served.index, &served.reader, url, ts, |row| {
+                closest_each(served.index(), &served.reader, url, ts, |row| {
                     match each(&[], row) {
                         Ok(go) => Ok(go),
                         Err(e) => {

@@ -42,7 +42,7 @@ pub(crate) fn load(
     row: &CaptureRow,
 ) -> Result<Archived, ApiError> {
     let source = if row.info.kind == RecordKind::Revisit {
-        revisited(&served.index, &served.reader, row)?.ok_or_else(|| {
+        revisited(served.index(), &served.reader, row)?.ok_or_else(|| {
             ApiError::not_found(
                 "url",
                 format!(

@@ -104,7 +104,7 @@ impl Reports {
             std::thread::spawn(move || {
                 let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    Budget::unbounded().run(|| build(&served.index, &reader))
+                    Budget::unbounded().run(|| build(served.index_for_build(), &reader))
                 }));
                 let answer = match built {
                     Ok(Ok(r)) => Ok(r),

@@ -22,8 +22,9 @@ use crate::query::{CaptureRow, Prepared, Searcher};
 pub struct Served {
     /// The snapshot's number.
     pub number: u64,
-    /// The index as published.
-    pub index: Index,
+    /// The index as published: read through a [`Request`], which only a worker slot
+    /// makes ([`Request::new`]), or by a report's build ([`Served::index_for_build`]).
+    index: Index,
     /// Its sweeps, by id.
     pub sweeps: Vec<(u32, SweepInfo)>,
     /// (sweep id, file number) → the path the file was ingested from.
@@ -44,6 +45,22 @@ pub struct Served {
 }
 
 impl Served {
+    /// The sweeps `reader` may be told of (read at open, for every reader: no index
+    /// read).
+    pub fn shown_sweeps<'s>(
+        &'s self,
+        reader: &'s Reader,
+    ) -> impl Iterator<Item = &'s (u32, SweepInfo)> + 's {
+        (self.sweeps.iter()).filter(|(_, w)| reader.time_shown(&w.date))
+    }
+
+    /// The index, for a report's build: once per snapshot and view, one build at a
+    /// time for the whole server, on a thread of its own outside the workers
+    /// ([`super::reports`]). Requests read it through [`Request::index`].
+    pub fn index_for_build(&self) -> &Index {
+        &self.index
+    }
+
     fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
         let index = Index::open_read_only(&lease.path, config)?;
         // Every sweep: each request's reader filters them ([`Request::shown_sweeps`]).
@@ -152,9 +169,21 @@ impl std::ops::Deref for Request<'_> {
 }
 
 impl<'a> Request<'a> {
-    /// The work of a request by `reader` over `served`.
-    pub fn new(served: &'a Served, reader: Reader) -> Request<'a> {
+    /// The work of a request by `reader` over `served`, under the worker slot `_worker`
+    /// (`serve.workers`): the only way to the index for a request, so that no request
+    /// reads it without one. (A streamed answer gives its slot back only while it waits
+    /// for its client, between reads: [`super::stream`].)
+    pub fn new(
+        served: &'a Served,
+        reader: Reader,
+        _worker: &tokio::sync::OwnedSemaphorePermit,
+    ) -> Request<'a> {
         Request { served, reader }
+    }
+
+    /// The index.
+    pub fn index(&self) -> &'a Index {
+        &self.served.index
     }
 
     /// The snapshot's sweeps the reader may be told of (read at open, for every reader).
@@ -358,8 +387,7 @@ impl AppState {
             )
         })?;
         let answer = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            budget.run(|| f(&Request::new(&served, reader)))
+            budget.run(|| f(&Request::new(&served, reader, &permit)))
         })
         .await
         .map_err(|e| ApiError::internal(format!("request failed: {e}")))?;

@@ -155,6 +155,7 @@ pub async fn stream(
     let done = Arc::new(AtomicBool::new(false));
     let done_w = done.clone();
     tokio::task::spawn_blocking(move || {
+        let request = Request::new(&served, reader, &permit);
         let mut sink = Sink {
             tx: tx.clone(),
             buf: Vec::with_capacity(CHUNK),
@@ -169,7 +170,7 @@ pub async fn stream(
         // A panic (a damaged index the reader did not expect) is an error answer, or a
         // cut connection once bytes are out: never a short body that looks whole.
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            budget.run(|| produce(&Request::new(&served, reader), &mut sink))
+            budget.run(|| produce(&request, &mut sink))
         }))
         .unwrap_or_else(|_| {
             Err(ApiError::internal(

@@ -404,7 +404,7 @@ async fn available(
     let best = state
         .with_index(move |served| {
             let mut best = None;
-            crate::query::captures::closest_each(&served.index, &served.reader, &url, &ts, |r| {
+            crate::query::captures::closest_each(served.index(), &served.reader, &url, &ts, |r| {
                 let found = r.ok() || r.redirect().is_some();
                 if found {
                     best = Some(r);
