@@ -10,6 +10,7 @@ pub mod budget;
 pub mod candidates;
 pub mod codec;
 pub mod columns;
+mod compactions;
 pub mod postings;
 pub mod sketch_cache;
 pub mod snapshots;

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::sequence::Content;
-use super::{cf, Capture, FastSet, Index, Prepared, Record, Result, Writer};
+use super::{Capture, FastSet, Index, Prepared, Record, Result, Writer};
 use crate::index::columns::captures::Captures;
 use crate::index::columns::files::Files;
 use crate::index::columns::sweeps::Sweeps;
@@ -99,85 +99,21 @@ impl Holds {
 pub(super) fn settle_compactions(index: &Index, threads: usize) -> Result<()> {
     let (merged, waited) = std::thread::scope(|s| {
         let merge = s.spawn(|| postings::settle(index, threads));
-        let waited = index
-            .db()
-            .wait_for_compact(&rocksdb::WaitForCompactOptions::default());
-        (merge.join(), waited)
+        (merge.join(), index.wait_for_compactions())
     });
     merged.map_err(|_| IndexError::Invalid("the postings merge panicked".into()))??;
     waited?;
     Ok(())
 }
 
-/// Switches RocksDB's automatic compactions back on, in the families
-/// [`pause_compactions`] switched off (they are on at open).
-pub(super) fn resume_compactions(index: &Index) -> Result<()> {
-    let paused = std::mem::take(&mut *index.compactions_paused.lock().map_err(poisoned)?);
-    for name in paused {
-        index
-            .db()
-            .set_options_cf(index.cf(name), &[("disable_auto_compactions", "false")])?;
-    }
-    Ok(())
-}
-
-/// Switches automatic compactions off, before the end of an ingest flushes its last
-/// memtables, in the families where those flushes could start one: their level-0 files
-/// would reach the trigger, or one is due already (every family while one runs). Each
-/// switch rewrites RocksDB's whole OPTIONS file with an fsync, ~7 ms of CPU a family:
-/// all of them were most of the committing thread's CPU in a small sweep (llvm-docs sweep 1:
-/// 0.12 s serial, 0.03 s with only those near the trigger), and most ingests end with
-/// few or none near it.
-pub(super) fn pause_compactions(index: &Index, extra_flushes: u64) -> Result<()> {
-    let db = index.db();
-    let int = |cf: &'static str, p: &str| -> Result<u64> {
-        Ok(db.property_int_value_cf(index.cf(cf), p)?.unwrap_or(0))
-    };
-    let running = db
-        .property_int_value("rocksdb.num-running-compactions")?
-        .unwrap_or(0)
-        > 0;
-    let mut paused = index.compactions_paused.lock().map_err(poisoned)?;
-    for name in cf::ALL {
-        if paused.contains(name) {
-            continue;
-        }
-        // Level-0 files once the memtables are flushed: one per immutable memtable and
-        // one for the active one, plus the flushes after the templates' writes.
-        let written = TEMPLATE_WRITES.contains(name) as u64;
-        let pending = int(name, "rocksdb.num-immutable-mem-table")?
-            + (int(name, "rocksdb.num-entries-active-mem-table")? > 0) as u64;
-        let l0 = int(name, "rocksdb.num-files-at-level0")? + pending + written + extra_flushes;
-        let due = int(name, "rocksdb.compaction-pending")? > 0;
-        // A small family's merge takes less than its pause (a few ms of a background
-        // thread): it is left to run now.
-        let small = int(name, "rocksdb.total-sst-files-size")?
-            + int(name, "rocksdb.cur-size-all-mem-tables")?
-            < SMALL_FAMILY;
-        let trigger = l0 >= crate::index::columns::L0_COMPACTION_TRIGGER && !small;
-        if running || due || trigger {
-            db.set_options_cf(index.cf(name), &[("disable_auto_compactions", "true")])?;
-            paused.push(name);
-        }
-    }
-    Ok(())
-}
-
-/// Bytes under which a family's merge at the end of an ingest is cheaper than pausing it.
-const SMALL_FAMILY: u64 = 4 << 20;
-
 /// The families the end of an ingest writes after its memtable flush (the templates and
 /// the content resemblance of changed pages: [`super::templates::finish`]).
-const TEMPLATE_WRITES: [&str; 4] = [
+pub(super) const TEMPLATE_WRITES: [&str; 4] = [
     <crate::index::columns::templates::Templates as Column>::NAME,
     <crate::index::columns::template_values::TemplateValues as Column>::NAME,
     <crate::index::columns::sweep_pages::SweepPages as Column>::NAME,
     <Captures as Column>::NAME,
 ];
-
-fn poisoned<T>(_: T) -> IndexError {
-    IndexError::Invalid("a thread panicked holding the paused compactions".into())
-}
 
 impl Writer<'_> {
     pub(super) fn index_params_sketch(&self) -> crate::sketch::SketchParams {

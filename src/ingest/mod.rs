@@ -74,11 +74,11 @@ use crate::index::postings::{self, Fresh, OverCap};
 use crate::index::sketch_cache::SketchCache;
 use crate::index::snapshots;
 use crate::index::texts::{self, TextEncoder};
-use crate::index::{cf, unionfind, Counters, Index, IndexError, Result};
+use crate::index::{unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
 use batch::{BatchSketches, Flight, Item, Planned, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH};
-use commit::{pause_compactions, resume_compactions, settle_compactions};
+use commit::{settle_compactions, TEMPLATE_WRITES};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 pub use summary::{FileError, IngestSummary, Progress, WriterTimes};
@@ -529,7 +529,7 @@ fn ingest_files<'scope>(
     let over_cap = OverCap::default();
     // Merges the previous ingest's last writes made due start now, beside this one (it
     // may have run in this process, on this same `Index`).
-    resume_compactions(index)?;
+    index.resume_compactions()?;
     index.drop_new_keys_from(index.counters().next_doc)?;
     // With edges on content, the docs a killed run left waiting for their pairs (the
     // newest; all of this sweep: [`run`] pairs another sweep's first).
@@ -772,7 +772,7 @@ fn ingest_files<'scope>(
     // leave CPU to spare — not now, when this ingest would wait for them alone, or have
     // them cut off at close (measured at 100k pages: a merge of the newest posting runs,
     // or of `captures` and `doc_captures` once their fourth level-0 file lands, 1.5–4 s).
-    pause_compactions(index, opts.store_texts as u64)?;
+    index.pause_compactions(&TEMPLATE_WRITES, opts.store_texts as u64)?;
     // Three things left, none reading what another writes, side by side: the sweep's
     // templates (now that all its pages are in) and the content resemblance of its
     // changed pages, on every core a host at a time; the last spill of the postings; and

@@ -161,7 +161,7 @@ fn base_options(cx: &Tuning) -> (Options, BlockBasedOptions) {
 const BLOCK_SIZE: usize = 16 << 10;
 
 /// Level-0 files that start a compaction of a family (RocksDB's default; the end of an
-/// ingest counts against it, `ingest::commit::pause_compactions`).
+/// ingest counts against it, `Index::pause_compactions`).
 pub(crate) const L0_COMPACTION_TRIGGER: u64 = 4;
 
 /// For families read by point lookups, most of them misses for new content: full-key
