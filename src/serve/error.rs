@@ -147,6 +147,25 @@ impl From<IndexError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// The JSON body of the answer (for a response written by hand, too:
+    /// `super::gate`).
+    pub fn json(&self) -> String {
+        let kind = if self.status.is_client_error() {
+            "invalid_request"
+        } else {
+            "internal"
+        };
+        serde_json::json!({
+            "message": self.message,
+            "code": self.code,
+            "type": kind,
+            "parameter": self.parameter,
+        })
+        .to_string()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if self.plain {
@@ -157,21 +176,10 @@ impl IntoResponse for ApiError {
             )
                 .into_response();
         }
-        let kind = if self.status.is_client_error() {
-            "invalid_request"
-        } else {
-            "internal"
-        };
-        let body = serde_json::json!({
-            "message": self.message,
-            "code": self.code,
-            "type": kind,
-            "parameter": self.parameter,
-        });
         (
             self.status,
             [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-            body.to_string(),
+            self.json(),
         )
             .into_response()
     }

@@ -24,6 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
+use super::error::ApiError;
 use crate::access::TrustedProxies;
 
 /// Counts the connections held; [`Gate::admit`] lets one more in or says which cap it
@@ -206,13 +207,11 @@ fn client_of(peer: IpAddr) -> IpAddr {
 /// which can destroy the answer before the client reads it. A client that sends its
 /// request later than that may see the reset instead of the answer.
 async fn answer_503(mut stream: TcpStream, message: String) {
-    let body = serde_json::json!({
-        "message": message,
-        "code": "too_many_connections",
-        "type": "internal",
-        "parameter": null,
-    })
-    .to_string();
+    let body = ApiError {
+        code: "too_many_connections",
+        ..ApiError::unavailable(message)
+    }
+    .json();
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ndate: {}\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT"),

@@ -47,10 +47,10 @@ pub struct Served {
 impl Served {
     /// The sweeps `reader` may be told of (read at open, for every reader: no index
     /// read).
-    pub fn shown_sweeps<'s>(
+    pub fn shown_sweeps<'s: 'r, 'r>(
         &'s self,
-        reader: &'s Reader,
-    ) -> impl Iterator<Item = &'s (u32, SweepInfo)> + 's {
+        reader: &'r Reader,
+    ) -> impl Iterator<Item = &'s (u32, SweepInfo)> + 'r {
         (self.sweeps.iter()).filter(|(_, w)| reader.time_shown(&w.date))
     }
 
@@ -188,7 +188,7 @@ impl<'a> Request<'a> {
 
     /// The snapshot's sweeps the reader may be told of (read at open, for every reader).
     pub fn shown_sweeps(&self) -> impl Iterator<Item = &'a (u32, SweepInfo)> + '_ {
-        (self.served.sweeps.iter()).filter(|(_, w)| self.reader.time_shown(&w.date))
+        self.served.shown_sweeps(&self.reader)
     }
 
     /// A searcher over the snapshot, for the reader.
