@@ -165,6 +165,16 @@ impl Reader {
         self.access_of(key, ts) != Access::Exclude
     }
 
+    /// Whether every capture whose SURT key starts with `prefix` (a host's) is hidden
+    /// from this reader by its rules, whatever its date.
+    pub fn hides_all_under(&self, prefix: &str) -> bool {
+        self.0.as_ref().is_some_and(|v| {
+            let p = &v.view.policy;
+            p.rules
+                .excludes_all_under(prefix, v.view.user.as_deref(), p.default)
+        })
+    }
+
     /// Whether this reader may be told of the URL at all: false when a rule excludes it
     /// (a redirect's target, for one).
     pub fn url_shown(&self, url: &str) -> bool {

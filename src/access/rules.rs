@@ -119,13 +119,6 @@ impl Acl {
     /// The rule that applies to a capture of SURT key `key` for `user` (none: the
     /// default applies).
     pub fn rule_for(&self, key: &str, user: Option<&str>) -> Option<&Rule> {
-        // Of one key's rules: the user's, else the one without a user.
-        fn pick<'r>(rules: &'r [Rule], user: Option<&str>) -> Option<&'r Rule> {
-            (rules
-                .iter()
-                .find(|r| user.is_some() && r.user.as_deref() == user))
-            .or_else(|| rules.iter().find(|r| r.user.is_none()))
-        }
         if let Some(r) = self.exact.get(key).and_then(|r| pick(r, user)) {
             return Some(r);
         }
@@ -182,6 +175,38 @@ impl Acl {
         }
         self.rules.get("*,").and_then(|r| pick(r, user))
     }
+
+    /// Whether every capture whose SURT key starts with `prefix` is excluded for
+    /// `user` by a rule (or by `default` where no rule applies): the rule for the
+    /// prefix excludes, and no longer rule under it lets anything through.
+    pub fn excludes_all_under(
+        &self,
+        prefix: &str,
+        user: Option<&str>,
+        default: Option<Access>,
+    ) -> bool {
+        let excluded = |r: Option<&Rule>| r.map(|r| r.access).or(default) == Some(Access::Exclude);
+        let under_excluded =
+            |rules: &[Rule]| pick(rules, user).is_none_or(|r| r.access == Access::Exclude);
+        excluded(self.rule_for(prefix, user))
+            && (self.rules.range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            )))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .all(|(_, rules)| under_excluded(rules))
+            && (self.exact.iter())
+                .filter(|(k, _)| k.starts_with(prefix))
+                .all(|(_, rules)| under_excluded(rules))
+    }
+}
+
+/// Of one key's rules: the user's, else the one without a user.
+fn pick<'r>(rules: &'r [Rule], user: Option<&str>) -> Option<&'r Rule> {
+    (rules
+        .iter()
+        .find(|r| user.is_some() && r.user.as_deref() == user))
+    .or_else(|| rules.iter().find(|r| r.user.is_none()))
 }
 
 /// The rule files of `paths`: each file as given, each folder's `.aclj` files by name.
@@ -251,6 +276,34 @@ mod tests {
 
     fn access(a: &Acl, key: &str, user: Option<&str>) -> Option<&'static str> {
         a.rule_for(key, user).map(|r| r.access.name())
+    }
+
+    #[test]
+    fn everything_under_a_prefix_is_excluded_only_when_no_rule_under_it_lets_through() {
+        let a = acl(concat!(
+            "com,example)/ - {\"access\": \"exclude\"}\n",
+            "com,example)/open - {\"access\": \"allow\", \"user\": \"staff\"}\n",
+            "org,wiki)/ - {\"access\": \"exclude\"}\n",
+            "org,wiki)/a/b### - {\"access\": \"block\"}\n",
+            "net,other)/ - {\"access\": \"exclude\"}\n",
+            "net,other)/x - {\"access\": \"exclude\", \"user\": \"staff\"}\n",
+        ));
+        let all = |p: &str, user: Option<&str>, default: Option<Access>| {
+            a.excludes_all_under(p, user, default)
+        };
+        // Staff's allow under it lets staff through, not others.
+        assert!(all("com,example)/", None, None));
+        assert!(!all("com,example)/", Some("staff"), None));
+        // The host without its `/`: no rule covers it (only the default would).
+        assert!(!all("com,example)", None, None));
+        assert!(all("com,example)", None, Some(Access::Exclude)));
+        // An exact rule that blocks (listed, not hidden) under the prefix.
+        assert!(!all("org,wiki)/", None, None));
+        assert!(all("org,wiki)/c", None, None));
+        // Another user's exclusion under it changes nothing.
+        assert!(all("net,other)/", None, None));
+        assert!(all("net,other)/", Some("staff"), None));
+        assert!(!all("io,free)/", None, None));
     }
 
     #[test]

@@ -337,7 +337,12 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     if a.json {
         serde_json::to_writer_pretty(
             &mut out,
-            &sweeps_json(&index, &tidemark::access::Reader::everything())?,
+            &sweeps_json(
+                &index,
+                &index
+                    .sweeps()
+                    .all(&tidemark::access::Reader::everything())?,
+            )?,
         )?;
         writeln!(out)?;
     } else {

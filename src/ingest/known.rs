@@ -10,7 +10,7 @@ use crate::index::codec::CaptureInfo;
 use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
-use crate::index::columns::host_sweeps::HostSweeps;
+use crate::index::columns::host_sweeps::{First, HostSweeps};
 use crate::index::columns::payloads::Payloads;
 use crate::index::columns::url_last::{self, Last, UrlLast};
 use crate::index::columns::{Batch, Column};
@@ -57,10 +57,21 @@ impl Writer<'_> {
         if self.sweep.date.is_empty() {
             self.sweep.date = ts.clone();
         }
+        let file_no = self.files[file].2.file_no;
+        let record = record_no.min(u32::MAX as u64) as u32;
         let host = host_of_surt(&key_surt);
         if !self.hosts_seen.contains(host) {
-            // Idempotent: a resumed run may write it again.
-            batch.put::<HostSweeps>(self.index, &(host.to_string(), self.sweep_id), &());
+            // The host's first capture in the sweep: a resumed run keeps an earlier run's.
+            let hk = (host.to_string(), self.sweep_id);
+            if self.index.host_sweeps().get(&hk)?.is_none() {
+                let first = First {
+                    file: file_no,
+                    record,
+                    timestamp: ts.clone(),
+                    surt: key_surt.clone(),
+                };
+                batch.put::<HostSweeps>(self.index, &hk, &Some(first));
+            }
             self.hosts_seen.insert(host.to_string());
         }
         let status = cap.status;
@@ -128,8 +139,8 @@ impl Writer<'_> {
             surt: key_surt,
             timestamp: ts,
             sweep: self.sweep_id,
-            file: self.files[file].2.file_no,
-            record: record_no.min(u32::MAX as u64) as u32,
+            file: file_no,
+            record,
         };
         // The capture key once: `doc_captures` takes its tail.
         let ck = Captures::key(&key);

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::index::codec::SweepInfo;
 use crate::index::{Index, Result};
 
 /// One sweep as `tidemark sweeps --json` prints it.
@@ -23,12 +24,12 @@ pub struct SweepRow {
 
 /// The sweeps as `tidemark sweeps --json` prints them: one object per sweep, by id,
 /// with its files' names in the order of their numbers.
-pub fn sweeps_json(index: &Index, reader: &crate::access::Reader) -> Result<serde_json::Value> {
+/// `sweeps`: the sweeps shown, as the reader sees them ([`crate::index::columns::sweeps::shown`]).
+pub fn sweeps_json(index: &Index, sweeps: &[(u32, SweepInfo)]) -> Result<serde_json::Value> {
     let mut names = index.files().names_by_sweep()?;
-    let rows: Vec<SweepRow> = index
-        .sweeps()
-        .all(reader)?
-        .into_iter()
+    let rows: Vec<SweepRow> = sweeps
+        .iter()
+        .cloned()
         .map(|(id, s)| SweepRow {
             id,
             files: names.remove(&id).unwrap_or_default(),

@@ -331,7 +331,7 @@ async fn changes(
 async fn sweeps(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
     state
         .with_index(|s| {
-            let mut v = sweeps_json(s.index(), &s.reader)?;
+            let mut v = sweeps_json(s.index(), &s.shown_sweeps()?)?;
             // Files by name, not by the server's paths; none to a reader under rules (a
             // file may hold only hidden captures: a crawl of an excluded host).
             for sweep in v.as_array_mut().into_iter().flatten() {
@@ -372,7 +372,7 @@ async fn stats(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiErr
             if s.reader.filtered() {
                 if let Some(o) = v.as_object_mut() {
                     o.remove("largest_clusters");
-                    o.insert("sweeps".into(), s.shown_sweeps().count().into());
+                    o.insert("sweeps".into(), s.shown_sweeps()?.len().into());
                 }
             }
             Ok(Json(v))

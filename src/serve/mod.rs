@@ -299,24 +299,23 @@ async fn healthz() -> &'static str {
     responses((status = 200, description = "`{ready: true, snapshot, sweeps, sweep, date}`: a published snapshot is open (the sweeps this user may be told of)"),
               (status = 503, description = "no published snapshot yet: an ingest publishes one when it completes (`{\"code\": \"unavailable\"}`)")))]
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    match state.current() {
-        Some(s) => {
-            // The sweeps this reader may be told of (an embargo may hide the newest).
-            let reader = state.reader();
-            let shown: Vec<_> = s.shown_sweeps(&reader).collect();
-            Json(serde_json::json!({
+    // The sweeps this reader may be told of (an embargo may hide the newest), dated as
+    // it may see them: a worker's work the first time a view asks.
+    let answer = state
+        .with_index(|s| {
+            let shown = s.shown_sweeps()?;
+            Ok(serde_json::json!({
                 "ready": true,
-                "snapshot": s.number,
+                "snapshot": s.snapshot(),
                 "sweeps": shown.len(),
                 "sweep": shown.last().map(|(_, w)| w.label.clone()),
                 "date": shown.last().map(|(_, w)| w.date.clone()),
             }))
-            .into_response()
-        }
-        None => ApiError::unavailable(
-            "no published sweep yet: an ingest publishes one when it completes".into(),
-        )
-        .into_response(),
+        })
+        .await;
+    match answer {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 

@@ -230,7 +230,9 @@ pub(crate) async fn lost_and_found(
     let collection = state.config.serve.collection.clone();
     let result = state
         .with_index(move |s| {
-            let sweeps: Vec<String> = s.shown_sweeps().map(|(_, w)| w.label.clone()).collect();
+            let sweeps: Vec<String> = (s.shown_sweeps()?.iter())
+                .map(|(_, w)| w.label.clone())
+                .collect();
             let (answer, error) = if asked.is_empty() {
                 (None, None)
             } else if asked.chars().count() > max {

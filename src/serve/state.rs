@@ -12,6 +12,7 @@ use crate::access::{Acl, Policy, Reader};
 use crate::config::Config;
 use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
+use crate::index::columns::sweeps::shown;
 use crate::index::snapshots::{self, Lease};
 use crate::index::unionfind::ClusterIds;
 use crate::index::{Index, IndexError};
@@ -25,8 +26,10 @@ pub struct Served {
     /// The index as published: read through a [`Request`], which only a worker slot
     /// makes ([`Request::new`]), or by a report's build ([`Served::index_for_build`]).
     index: Index,
-    /// Its sweeps, by id.
-    pub sweeps: Vec<(u32, SweepInfo)>,
+    /// Its sweeps, by id (as a reader who sees everything sees them).
+    sweeps: Arc<Vec<(u32, SweepInfo)>>,
+    /// The sweeps as each view's readers see them ([`Served::shown_sweeps`]).
+    shown: std::sync::Mutex<HashMap<String, Arc<Vec<(u32, SweepInfo)>>>>,
     /// (sweep id, file number) → the path the file was ingested from.
     pub files: HashMap<(u32, u32), PathBuf>,
     /// What every query over this snapshot shares, read once.
@@ -45,13 +48,29 @@ pub struct Served {
 }
 
 impl Served {
-    /// The sweeps `reader` may be told of (read at open, for every reader: no index
-    /// read).
-    pub fn shown_sweeps<'s: 'r, 'r>(
-        &'s self,
-        reader: &'r Reader,
-    ) -> impl Iterator<Item = &'s (u32, SweepInfo)> + 'r {
-        (self.sweeps.iter()).filter(|(_, w)| reader.time_shown(&w.date))
+    /// The sweeps `reader` may be told of, dated as it may see them
+    /// ([`crate::index::columns::sweeps::shown`]): all of them to a reader who sees
+    /// everything (read at open); to a reader under rules, worked out by the first
+    /// request of its view (the hosts' first captures, one pass over `host_sweeps`)
+    /// and kept for the snapshot's life.
+    pub fn shown_sweeps(&self, reader: &Reader) -> Result<Arc<Vec<(u32, SweepInfo)>>, IndexError> {
+        if !reader.filtered() {
+            return Ok(self.sweeps.clone());
+        }
+        let key = reader.scoped("sweeps");
+        let lock = || self.shown.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = lock().get(&key) {
+            return Ok(v.clone());
+        }
+        let firsts = self.index.host_sweeps().firsts()?;
+        let v = Arc::new(shown(&self.index, &self.sweeps, reader, &firsts)?);
+        let mut kept = lock();
+        // Views come and go with the hour (an embargo's bounds): start over past a few.
+        if kept.len() >= 64 {
+            kept.clear();
+        }
+        kept.insert(key, v.clone());
+        Ok(v)
     }
 
     /// The index, for a report's build: once per snapshot and view, one build at a
@@ -64,7 +83,7 @@ impl Served {
     fn open(lease: Lease, config: &Config) -> Result<Served, IndexError> {
         let index = Index::open_read_only(&lease.path, config)?;
         // Every sweep: each request's reader filters them ([`Request::shown_sweeps`]).
-        let sweeps = index.sweeps().all(&Reader::everything())?;
+        let sweeps = Arc::new(index.sweeps().all(&Reader::everything())?);
         let files = (index.files().names_by_number()?.into_iter())
             .map(|(k, name)| (k, PathBuf::from(name)))
             .collect();
@@ -76,6 +95,7 @@ impl Served {
             number: lease.number,
             index,
             sweeps,
+            shown: Default::default(),
             files,
             prepared,
             stats: std::sync::OnceLock::new(),
@@ -186,8 +206,13 @@ impl<'a> Request<'a> {
         &self.served.index
     }
 
-    /// The snapshot's sweeps the reader may be told of (read at open, for every reader).
-    pub fn shown_sweeps(&self) -> impl Iterator<Item = &'a (u32, SweepInfo)> + '_ {
+    /// The number of the snapshot it reads.
+    pub fn snapshot(&self) -> u64 {
+        self.served.number
+    }
+
+    /// The snapshot's sweeps the reader may be told of ([`Served::shown_sweeps`]).
+    pub fn shown_sweeps(&self) -> Result<Arc<Vec<(u32, SweepInfo)>>, IndexError> {
         self.served.shown_sweeps(&self.reader)
     }
 

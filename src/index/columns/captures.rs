@@ -181,6 +181,32 @@ impl Col<'_, Captures> {
         })
     }
 
+    /// The first capture of sweep `sweep` under key prefix `prefix` (a host SURT) that
+    /// reader `r` may see, in the sweep's input order: its file and record numbers and
+    /// timestamp. Reads the keys under the prefix, not their values.
+    pub fn first_seen_in_sweep(
+        &self,
+        r: &Reader,
+        prefix: &str,
+        sweep: u32,
+    ) -> Result<Option<(u32, u32, String)>> {
+        let mut best: Option<(u32, u32, String)> = None;
+        self.scan_raw(prefix.as_bytes(), None, false, |k, _| {
+            if !k.starts_with(prefix.as_bytes()) {
+                return Ok(false);
+            }
+            let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+            let (sw, file) = file_of_key(k);
+            let record = u32::from_be_bytes(k[k.len() - 4..].try_into().expect("4 bytes"));
+            let earlier = best.as_ref().is_none_or(|b| (file, record) < (b.0, b.1));
+            if sw == sweep && earlier && r.visible(s, t) {
+                best = Some((file, record, t.to_string()));
+            }
+            Ok(true)
+        })?;
+        Ok(best)
+    }
+
     /// Every key in key order (the values are not decoded).
     pub fn scan_keys(
         &self,
