@@ -38,6 +38,8 @@ pub struct Config {
 pub struct ServeConfig {
     /// Address to listen on (`--listen`).
     pub listen: String,
+    /// Address of `/metrics` when it is not to be on `listen` ("": on `listen`).
+    pub metrics_listen: String,
     /// Collection name of the CDX and replay endpoints (`--collection`).
     pub collection: String,
     /// Folders where WARC files are looked up by name when the path stored at ingest no

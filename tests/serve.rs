@@ -2625,3 +2625,147 @@ fn replay_sends_archived_headers_as_pywb_does_and_redirects_stay_in_the_archive(
     let want = format!("/{}/20260520120001id_/{url}", coll());
     assert_eq!(header(&hs, "location"), Some(want.as_str()), "{hs:?}");
 }
+
+/// `/metrics` read as Prometheus reads it (the `prometheus_client` package's OpenMetrics
+/// parser): (name, labels, value) of every sample.
+fn scrape(python: &str, text: &str) -> Vec<(String, BTreeMap<String, String>, f64)> {
+    let script = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = []
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        out.append([s.name, s.labels, s.value])
+print(json.dumps(out))
+"#;
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the parser refused /metrics:\n{text}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The value of the sample `name` whose labels include `with` (0 when there is none).
+fn sample(
+    samples: &[(String, BTreeMap<String, String>, f64)],
+    name: &str,
+    with: &[(&str, &str)],
+) -> f64 {
+    samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == name
+                && with
+                    .iter()
+                    .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+        })
+        .map(|s| s.2)
+        .sum()
+}
+
+#[test]
+fn metrics_count_the_requests_made_as_prometheus_reads_them() {
+    let Some(python) = common::server::python() else {
+        return;
+    };
+    let (_, db) = corpus();
+    let srv = Server::start(db, &[], &[]);
+    for _ in 0..3 {
+        srv.text("/healthz");
+    }
+    for _ in 0..2 {
+        srv.json("/api/sweeps");
+    }
+    assert_eq!(srv.get("/api/history").0, 400);
+    let (status, ct, body) = srv.get("/metrics");
+    assert_eq!(status, 200);
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    let first = scrape(&python, &String::from_utf8(body).unwrap());
+    let requests = "tidemark_http_requests_total";
+    assert_eq!(
+        sample(
+            &first,
+            requests,
+            &[("route", "/healthz"), ("status", "200")]
+        ),
+        3.0
+    );
+    assert_eq!(
+        sample(
+            &first,
+            requests,
+            &[("route", "/api/sweeps"), ("status", "200")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        sample(
+            &first,
+            requests,
+            &[("route", "/api/history"), ("status", "400")]
+        ),
+        1.0
+    );
+    let errors = "tidemark_http_errors_total";
+    assert_eq!(
+        sample(
+            &first,
+            errors,
+            &[("route", "/api/history"), ("code", "bad_parameter")]
+        ),
+        1.0
+    );
+    let latency = "tidemark_http_request_duration_seconds_count";
+    assert_eq!(sample(&first, latency, &[("route", "/api/sweeps")]), 2.0);
+    // Each index read waited (if only a moment) for a worker slot.
+    assert!(sample(&first, "tidemark_worker_slot_wait_seconds_count", &[]) >= 2.0);
+    assert_eq!(sample(&first, "tidemark_snapshot_sweeps", &[]), 3.0);
+    assert!(sample(&first, "tidemark_snapshot", &[]) >= 1.0);
+    // They move as requests come.
+    srv.json("/api/sweeps");
+    let again = scrape(&python, &srv.text("/metrics"));
+    assert_eq!(
+        sample(
+            &again,
+            requests,
+            &[("route", "/api/sweeps"), ("status", "200")]
+        ),
+        3.0
+    );
+    assert_eq!(
+        sample(
+            &again,
+            requests,
+            &[("route", "/metrics"), ("status", "200")]
+        ),
+        1.0
+    );
+
+    // With `serve.metrics_listen`, only there.
+    let cfg = db.parent().unwrap().join("metrics-apart.toml");
+    std::fs::write(&cfg, "[serve]\nmetrics_listen = \"127.0.0.1:0\"\n").unwrap();
+    let apart = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    assert_eq!(apart.get("/metrics").0, 404);
+    let log = apart.log();
+    let at = log
+        .lines()
+        .find_map(|l| l.strip_prefix("tidemark serve: /metrics on "))
+        .unwrap_or_else(|| panic!("no metrics address in the log:\n{log}"))
+        .trim()
+        .to_string();
+    let (status, _, text) = common::server::request(ureq::get(&format!("{at}/metrics")));
+    assert_eq!(status, 200);
+    let there = scrape(&python, &String::from_utf8(text).unwrap());
+    assert!(sample(&there, requests, &[("status", "404")]) >= 1.0);
+}

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The Python programs the tests drive (pywb, cdx_toolkit, an independent link-format
 # parser for the service; DuckDB for the Parquet export; PySpark, which bundles Spark,
-# for the map stage on Spark), in a virtual environment beside the shared target
-# directory: created once per machine, reused after. Sourced by tools/test.sh; exports
-# TIDEMARK_PYTHON for the tests.
+# for the map stage on Spark; prometheus_client, whose parser reads /metrics), in a
+# virtual environment beside the shared target directory: created once per machine,
+# reused after. Sourced by tools/test.sh; exports TIDEMARK_PYTHON for the tests.
 set -euo pipefail
 
 py_dir="${TIDEMARK_VENV:-$HOME/.cache/tidemark/venv}"
 # Pinned: pywb 2.9.1 is the version the acceptance test names.
-py_reqs="pywb==2.9.1 cdx_toolkit==0.9.39 LinkHeader==0.4.3 duckdb==2.0.0 pyspark==4.3.0"
+py_reqs="pywb==2.9.1 cdx_toolkit==0.9.39 LinkHeader==0.4.3 duckdb==2.0.0 pyspark==4.3.0 prometheus_client==0.26.0"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "tidemark setup: python3 not found; the service tests that drive pywb and cdx_toolkit will say SKIPPED" >&2
     return 0 2>/dev/null || exit 0

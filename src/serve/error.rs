@@ -168,19 +168,22 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.plain {
-            return (
+        let mut resp = if self.plain {
+            (
                 self.status,
                 [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
                 format!("{}\n", self.message),
             )
-                .into_response();
-        }
-        (
-            self.status,
-            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-            self.json(),
-        )
-            .into_response()
+                .into_response()
+        } else {
+            (
+                self.status,
+                [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+                self.json(),
+            )
+                .into_response()
+        };
+        super::metrics::mark(&mut resp, &self);
+        resp
     }
 }

@@ -23,6 +23,7 @@ mod error;
 mod gate;
 pub mod links;
 pub mod memento;
+mod metrics;
 pub mod page;
 mod params;
 mod replay;
@@ -85,7 +86,8 @@ pub struct ServeOptions {
         page::report_page,
         api::openapi,
         healthz,
-        readyz
+        readyz,
+        metrics::metrics
     ),
     modifiers(&CommonAnswers)
 )]
@@ -102,7 +104,10 @@ impl utoipa::Modify for CommonAnswers {
         let answer = |d: &str| ResponseBuilder::new().description(d).build();
         for (path, item) in doc.paths.paths.iter_mut() {
             // What the service says of itself reads no index.
-            let of_index = !matches!(path.as_str(), "/healthz" | "/readyz" | "/api/openapi.json");
+            let of_index = !matches!(
+                path.as_str(),
+                "/healthz" | "/readyz" | "/api/openapi.json" | "/metrics"
+            );
             let post = item.post.is_some();
             for (op, with_body) in [
                 (&mut item.get, false),
@@ -141,6 +146,19 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.config.serve.listen))?;
     let addr = listener.local_addr()?;
     let follower = tokio::spawn(state::follow(state.clone()));
+    let metrics_server = match opts.config.serve.metrics_listen.as_str() {
+        "" => None,
+        at => {
+            let l = tokio::net::TcpListener::bind(at).await.map_err(|e| {
+                anyhow::anyhow!("cannot listen on {at} (serve.metrics_listen): {e}")
+            })?;
+            eprintln!("tidemark serve: /metrics on http://{}", l.local_addr()?);
+            let only = Router::new()
+                .route("/metrics", get(metrics::metrics))
+                .with_state(state.clone());
+            Some(tokio::spawn(async move { axum::serve(l, only).await }))
+        }
+    };
     on_listen(addr);
     let timeout = Duration::from_secs(opts.config.serve.request_timeout_s);
     let limits = &opts.config.serve;
@@ -168,6 +186,7 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         let ticket = match gate.admit(peer.ip()) {
             Ok(t) => t,
             Err(over) => {
+                state.metrics.connection_refused();
                 gate.refuse(stream, peer.ip(), over);
                 continue;
             }
@@ -210,6 +229,9 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         _ = tokio::time::sleep(timeout) => eprintln!("tidemark serve: requests still under way after {}s were cut off", timeout.as_secs()),
     }
     follower.abort();
+    if let Some(m) = metrics_server {
+        m.abort();
+    }
     eprintln!("tidemark serve: stopped");
     Ok(())
 }
@@ -222,9 +244,13 @@ pub fn router_for(db: PathBuf, config: Config) -> anyhow::Result<Router> {
 fn router(state: Arc<AppState>) -> Router {
     let limits = &state.config.serve;
     let body = limits.max_body_bytes;
-    Router::new()
+    let mut routes = Router::new()
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(readyz));
+    if limits.metrics_listen.is_empty() {
+        routes = routes.route("/metrics", get(metrics::metrics));
+    }
+    routes
         .merge(api::routes())
         .merge(wayback::routes())
         .merge(memento::routes())
@@ -243,6 +269,10 @@ fn router(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             deadline,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::count,
         ))
         .with_state(state)
 }

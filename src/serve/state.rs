@@ -23,6 +23,8 @@ use crate::query::{CaptureRow, Prepared, Searcher};
 pub struct Served {
     /// The snapshot's number.
     pub number: u64,
+    /// When it was published (its folder's time).
+    pub published: std::time::SystemTime,
     /// The index as published: read through a [`Request`], which only a worker slot
     /// makes ([`Request::new`]), or by a report's build ([`Served::index_for_build`]).
     index: Index,
@@ -73,6 +75,11 @@ impl Served {
         Ok(v)
     }
 
+    /// How many sweeps it holds.
+    pub fn sweep_count(&self) -> usize {
+        self.sweeps.len()
+    }
+
     /// The index, for a report's build: once per snapshot and view, one build at a
     /// time for the whole server, on a thread of its own outside the workers
     /// ([`super::reports`]). Requests read it through [`Request::index`].
@@ -91,8 +98,12 @@ impl Served {
         // The postings' runs are opened (and their checksums checked) here, before the
         // snapshot is served, not by the first request that looks a posting up.
         index.postings_store()?;
+        let published = std::fs::metadata(&lease.path)
+            .and_then(|m| m.modified())
+            .unwrap_or_else(|_| std::time::SystemTime::now());
         Ok(Served {
             number: lease.number,
+            published,
             index,
             sweeps,
             shown: Default::default(),
@@ -248,6 +259,8 @@ pub struct AppState {
     acl_stamp: std::sync::Mutex<Vec<(PathBuf, Option<std::time::SystemTime>, u64)>>,
     /// Who may name a user (`serve.trusted_proxies`).
     pub trusted_proxies: crate::access::TrustedProxies,
+    /// What `/metrics` tells.
+    pub metrics: super::metrics::Metrics,
 }
 
 tokio::task_local! {
@@ -302,6 +315,7 @@ impl AppState {
             slow_answers,
             policy: RwLock::new(Arc::new(policy)),
             acl_stamp: std::sync::Mutex::new(acl_stamp),
+            metrics: Default::default(),
         };
         state.refresh()?;
         Ok(state)
@@ -405,7 +419,9 @@ impl AppState {
         let budget = self.budget();
         let reader = self.reader();
         let cancel = budget.canceller();
+        let waited = std::time::Instant::now();
         let permit = self.permit().await?;
+        self.metrics.slot_waited(waited.elapsed());
         let served = served.or_else(|| self.current()).ok_or_else(|| {
             ApiError::unavailable(
                 "no published sweep yet: an ingest publishes one when it completes".into(),

@@ -1,0 +1,217 @@
+//! `/metrics`: what an operator's Prometheus scrapes, in the OpenMetrics text format
+//! (the `prometheus-client` crate's registry and encoder): requests and their latency
+//! per route and status, the error codes answered, the waits for a worker slot, and the
+//! published snapshot being served. Routes are named by their pattern (`/api/history`,
+//! `/{coll}/{*rest}`), never by the URL asked, so the series stay few whatever clients ask.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::error::ApiError;
+use super::state::AppState;
+
+/// A request's route and its answer's status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteStatus {
+    route: String,
+    status: String,
+}
+
+/// A route.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Route {
+    route: String,
+}
+
+/// An error answer's code (`ApiError::code`: `over_budget`, `timeout`, …) and route.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refusal {
+    route: String,
+    code: String,
+}
+
+/// The code of an error answer, put on the response by [`ApiError`] for [`count`].
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorCode(pub &'static str);
+
+/// Latency buckets in seconds: 1 ms to 30 s (a request's timeout is 30 s by default).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The service's metrics.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RouteStatus, Counter>,
+    latency: Family<Route, Histogram>,
+    errors: Family<Refusal, Counter>,
+    slot_wait: Histogram,
+    refused: Counter,
+    snapshot: Gauge,
+    sweeps: Gauge,
+    snapshot_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::with_prefix("tidemark");
+        let requests = Family::<RouteStatus, Counter>::default();
+        registry.register(
+            "http_requests",
+            "Requests answered, by route pattern and status",
+            requests.clone(),
+        );
+        let latency = Family::<Route, Histogram>::new_with_constructor(|| {
+            Histogram::new(LATENCY_BUCKETS.iter().copied())
+        });
+        registry.register(
+            "http_request_duration_seconds",
+            "Time from a request's arrival to its answer's head, by route pattern",
+            latency.clone(),
+        );
+        let errors = Family::<Refusal, Counter>::default();
+        registry.register(
+            "http_errors",
+            "Error answers by code (over_budget, timeout, unavailable, bad_parameter, …) and route",
+            errors.clone(),
+        );
+        let slot_wait = Histogram::new(LATENCY_BUCKETS.iter().copied());
+        registry.register(
+            "worker_slot_wait_seconds",
+            "Time a request waited for a worker slot (serve.workers) before reading the index",
+            slot_wait.clone(),
+        );
+        let refused = Counter::default();
+        registry.register(
+            "connections_refused",
+            "Connections answered 503 too_many_connections (serve.max_connections, max_connections_per_client) without their request read",
+            refused.clone(),
+        );
+        let snapshot = Gauge::default();
+        registry.register(
+            "snapshot",
+            "Number of the published snapshot being served (0: none yet)",
+            snapshot.clone(),
+        );
+        let sweeps = Gauge::default();
+        registry.register(
+            "snapshot_sweeps",
+            "Sweeps in the snapshot being served",
+            sweeps.clone(),
+        );
+        let snapshot_age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "snapshot_age_seconds",
+            "Seconds since the snapshot being served was published",
+            snapshot_age.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            errors,
+            slot_wait,
+            refused,
+            snapshot,
+            sweeps,
+            snapshot_age,
+        }
+    }
+}
+
+impl Metrics {
+    /// Notes a wait for a worker slot.
+    pub fn slot_waited(&self, d: Duration) {
+        self.slot_wait.observe(d.as_secs_f64());
+    }
+
+    /// Notes a connection refused over the caps.
+    pub fn connection_refused(&self) {
+        self.refused.inc();
+    }
+
+    /// The text a scrape gets, with the snapshot's figures as of now.
+    fn render(&self, state: &AppState) -> String {
+        match state.current() {
+            Some(s) => {
+                self.snapshot.set(s.number as i64);
+                self.sweeps.set(s.sweep_count() as i64);
+                let age = SystemTime::now()
+                    .duration_since(s.published)
+                    .unwrap_or_default();
+                self.snapshot_age.set(age.as_secs_f64());
+            }
+            None => {
+                self.snapshot.set(0);
+                self.sweeps.set(0);
+                self.snapshot_age.set(0.0);
+            }
+        }
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Counts each request by its route pattern and status, and times it (outside every
+/// other layer: a timeout's `408` and a refusal count too).
+pub async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".into());
+    let resp = next.run(req).await;
+    let m = &state.metrics;
+    let status = resp.status().as_u16().to_string();
+    m.requests
+        .get_or_create(&RouteStatus {
+            route: route.clone(),
+            status,
+        })
+        .inc();
+    if let Some(ErrorCode(code)) = resp.extensions().get::<ErrorCode>() {
+        m.errors
+            .get_or_create(&Refusal {
+                route: route.clone(),
+                code: code.to_string(),
+            })
+            .inc();
+    }
+    m.latency
+        .get_or_create(&Route { route })
+        .observe(started.elapsed().as_secs_f64());
+    resp
+}
+
+/// The metrics, in the OpenMetrics text format (Prometheus reads it).
+#[utoipa::path(get, path = "/metrics", tag = "service",
+    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`. Served on `serve.metrics_listen` instead when that is set")))]
+pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(&state),
+    )
+        .into_response()
+}
+
+/// An error answer carries its code for [`count`].
+pub fn mark(resp: &mut Response, e: &ApiError) {
+    resp.extensions_mut().insert(ErrorCode(e.code));
+}
