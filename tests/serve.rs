@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::server::{enc, free_port, no_follow, python, request, Pywb, Server};
+use common::server::{enc, free_port, no_follow, python, python_json, request, Pywb, Server};
 use common::{generate, ingest_generated, sweep_files, tidemark, tidemark_ok};
 use serde_json::Value;
 
@@ -1291,25 +1291,7 @@ links = link_header.parse(sys.stdin.read().replace("\n", ""))
 out = [{"href": l.href, "rel": dict(l.attr_pairs).get("rel"), "datetime": dict(l.attr_pairs).get("datetime")} for l in links.links]
 print(json.dumps(out))
 "#;
-        let mut child = Command::new(&py)
-            .args(["-c", script])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(tm.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let links: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let links: Vec<Value> = serde_json::from_value(python_json(&py, script, &tm)).unwrap();
         let mementos: Vec<&Value> = links
             .iter()
             .filter(|l| l["rel"].as_str().unwrap_or("").contains("memento"))
@@ -2638,22 +2620,7 @@ for fam in text_string_to_metric_families(sys.stdin.read()):
         out.append([s.name, s.labels, s.value])
 print(json.dumps(out))
 "#;
-    let mut child = std::process::Command::new(python)
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "the parser refused /metrics:\n{text}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_value(python_json(python, script, text)).unwrap()
 }
 
 /// The value of the sample `name` whose labels include `with` (0 when there is none).

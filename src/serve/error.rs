@@ -183,7 +183,9 @@ impl IntoResponse for ApiError {
             )
                 .into_response()
         };
-        super::metrics::mark(&mut resp, &self);
+        // For `/metrics`' count of error answers by code.
+        resp.extensions_mut()
+            .insert(super::metrics::ErrorCode(self.code));
         resp
     }
 }

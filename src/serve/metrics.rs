@@ -8,18 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-
-use super::error::ApiError;
-use super::state::AppState;
 
 /// A request's route and its answer's status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -41,7 +37,7 @@ struct Refusal {
     code: String,
 }
 
-/// The code of an error answer, put on the response by [`ApiError`] for [`count`].
+/// The code of an error answer, put on the response by `ApiError` for [`count`].
 #[derive(Clone, Copy, Debug)]
 pub struct ErrorCode(pub &'static str);
 
@@ -141,23 +137,21 @@ impl Metrics {
         self.refused.inc();
     }
 
-    /// The text a scrape gets, with the snapshot's figures as of now.
-    fn render(&self, state: &AppState) -> String {
-        match state.current() {
-            Some(s) => {
-                self.snapshot.set(s.number as i64);
-                self.sweeps.set(s.sweep_count() as i64);
+    /// The text a scrape gets; `snapshot`: the one served (its number, sweeps and when
+    /// it was published), if any.
+    pub fn render(&self, snapshot: Option<(u64, usize, SystemTime)>) -> String {
+        let (number, sweeps, age) = match snapshot {
+            Some((n, s, published)) => {
                 let age = SystemTime::now()
-                    .duration_since(s.published)
+                    .duration_since(published)
                     .unwrap_or_default();
-                self.snapshot_age.set(age.as_secs_f64());
+                (n as i64, s as i64, age.as_secs_f64())
             }
-            None => {
-                self.snapshot.set(0);
-                self.sweeps.set(0);
-                self.snapshot_age.set(0.0);
-            }
-        }
+            None => (0, 0, 0.0),
+        };
+        self.snapshot.set(number);
+        self.sweeps.set(sweeps);
+        self.snapshot_age.set(age);
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -167,7 +161,7 @@ impl Metrics {
 
 /// Counts each request by its route pattern and status, and times it (outside every
 /// other layer: a timeout's `408` and a refusal count too).
-pub async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+pub async fn count(State(m): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req
         .extensions()
@@ -175,7 +169,6 @@ pub async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next)
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".into());
     let resp = next.run(req).await;
-    let m = &state.metrics;
     let status = resp.status().as_u16().to_string();
     m.requests
         .get_or_create(&RouteStatus {
@@ -195,23 +188,4 @@ pub async fn count(State(state): State<Arc<AppState>>, req: Request, next: Next)
         .get_or_create(&Route { route })
         .observe(started.elapsed().as_secs_f64());
     resp
-}
-
-/// The metrics, in the OpenMetrics text format (Prometheus reads it).
-#[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`. Served on `serve.metrics_listen` instead when that is set")))]
-pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(&state),
-    )
-        .into_response()
-}
-
-/// An error answer carries its code for [`count`].
-pub fn mark(resp: &mut Response, e: &ApiError) {
-    resp.extensions_mut().insert(ErrorCode(e.code));
 }

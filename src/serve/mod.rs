@@ -87,7 +87,7 @@ pub struct ServeOptions {
         api::openapi,
         healthz,
         readyz,
-        metrics::metrics
+        metrics_text
     ),
     modifiers(&CommonAnswers)
 )]
@@ -154,7 +154,7 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
             })?;
             eprintln!("tidemark serve: /metrics on http://{}", l.local_addr()?);
             let only = Router::new()
-                .route("/metrics", get(metrics::metrics))
+                .route("/metrics", get(metrics_text))
                 .with_state(state.clone());
             Some(tokio::spawn(async move { axum::serve(l, only).await }))
         }
@@ -248,7 +248,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
     if limits.metrics_listen.is_empty() {
-        routes = routes.route("/metrics", get(metrics::metrics));
+        routes = routes.route("/metrics", get(metrics_text));
     }
     routes
         .merge(api::routes())
@@ -271,7 +271,7 @@ fn router(state: Arc<AppState>) -> Router {
             deadline,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.metrics.clone(),
             metrics::count,
         ))
         .with_state(state)
@@ -316,6 +316,21 @@ async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) 
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty());
     state::REQUEST_USER.scope(user, next.run(req)).await
+}
+
+/// The metrics, in the OpenMetrics text format (Prometheus reads it).
+#[utoipa::path(get, path = "/metrics", tag = "service",
+    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`. Served on `serve.metrics_listen` instead when that is set")))]
+async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
+    let snapshot = (state.current()).map(|s| (s.number, s.sweep_count(), s.published));
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(snapshot),
+    )
+        .into_response()
 }
 
 #[utoipa::path(get, path = "/healthz", tag = "service",

@@ -260,7 +260,7 @@ pub struct AppState {
     /// Who may name a user (`serve.trusted_proxies`).
     pub trusted_proxies: crate::access::TrustedProxies,
     /// What `/metrics` tells.
-    pub metrics: super::metrics::Metrics,
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 tokio::task_local! {

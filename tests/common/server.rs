@@ -141,6 +141,32 @@ pub fn enc(s: &str) -> String {
     out
 }
 
+/// What a Python `script` prints (JSON) given `input` on its standard input; its
+/// failure fails the test, with what it said.
+pub fn python_json(python: &str, script: &str, input: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = std::process::Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n(input:\n{input})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The Python of the test environment (`tools/pyenv.sh`), or a loud skip.
 pub fn python() -> Option<String> {
     match std::env::var("TIDEMARK_PYTHON") {
