@@ -21,6 +21,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.commit(path)
 }
 
+/// Writes `bytes` to `path` whole (a reader sees the old file or the new one), but not
+/// durably: for files that only say what is under way (an ingest's progress), where a
+/// sync a second would cost more than losing the file in a power cut.
+pub fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = Temp::beside(path);
+    std::fs::write(tmp.path(), bytes)?;
+    std::fs::rename(tmp.path(), path)?;
+    std::mem::forget(tmp);
+    Ok(())
+}
+
 /// Syncs a folder, so that the names created, renamed or removed in it are on disk. A
 /// file system that cannot sync a folder (some network and FUSE mounts answer EINVAL)
 /// is not an error: there is nothing more to do on it.

@@ -1849,9 +1849,25 @@ fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
         .unwrap();
     let mut seen = Vec::new();
     let mut during = 0;
+    // `/metrics` during the ingest: (rounds it told of a running ingest, the most
+    // records it said were committed).
+    let py = python();
+    let mut told = (0, 0.0f64);
     let started = Instant::now();
     loop {
         let running = child.try_wait().unwrap().is_none();
+        if let (Some(py), true) = (&py, running) {
+            let m = scrape(py, &srv.text("/metrics"));
+            if sample(&m, "tidemark_ingest_running", &[]) == 1.0 {
+                told.0 += 1;
+                told.1 = told.1.max(sample(&m, "tidemark_ingest_records", &[]));
+                let steps: f64 = ["reading", "pairing", "finishing"]
+                    .iter()
+                    .map(|st| sample(&m, "tidemark_ingest_step", &[("step", st)]))
+                    .sum();
+                assert_eq!(steps, 1.0, "one step at a time");
+            }
+        }
         for (i, u) in urls.iter().enumerate() {
             seen.push((i, ask(u)));
         }
@@ -1894,6 +1910,29 @@ fn serving_follows_an_ingest_and_never_mixes_two_sweeps() {
         "sweep 2 changed nothing the client asked about"
     );
     assert!(during > 0, "no request was answered while the ingest ran");
+    if let Some(py) = &py {
+        eprintln!(
+            "/metrics told of the ingest in {} rounds, {} records at most",
+            told.0, told.1
+        );
+        // The ingest writes its progress at its first report: by the second round
+        // (a round is 40 requests) it has (seen in every run so far: the first round's
+        // scrape may come before it).
+        if during >= 2 {
+            assert!(
+                told.0 > 0,
+                "/metrics never told of the ingest ({during} rounds during it)"
+            );
+            assert!(told.1 > 0.0, "/metrics told of no record committed");
+        }
+        let m = scrape(py, &srv.text("/metrics"));
+        assert_eq!(sample(&m, "tidemark_ingest_running", &[]), 0.0);
+        assert_eq!(sample(&m, "tidemark_snapshot_sweeps", &[]), 2.0);
+        assert!(
+            !db.join("ingest-progress.json").exists(),
+            "the progress file outlived its ingest"
+        );
+    }
     eprintln!(
         "{} rounds during the ingest, {} answers, {changed} of {} URLs changed",
         during,

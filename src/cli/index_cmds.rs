@@ -130,7 +130,11 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     let bar = byte_bar(a.json);
     let started = std::time::Instant::now();
     let run = if a.sketches { ingest_shards } else { ingest };
+    // For a server over the same index (`/metrics`); removed when the ingest ends.
+    let mut progress_file =
+        tidemark::ingest::progress_file::ProgressFile::new(index.path(), &a.sweep);
     let summary = run(&index, &files, &opts, |p: tidemark::ingest::Progress| {
+        progress_file.note(&p);
         if let Some(b) = &bar {
             let secs = started.elapsed().as_secs_f64().max(1e-3);
             match p.pairs {
@@ -169,6 +173,7 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
             }
         }
     })?;
+    drop(progress_file);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

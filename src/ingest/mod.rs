@@ -55,6 +55,7 @@ pub mod pair_files;
 pub mod pairs;
 pub mod pairs_job;
 mod posting_adds;
+pub mod progress_file;
 pub mod recluster;
 mod sequence;
 mod source;

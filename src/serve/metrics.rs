@@ -1,7 +1,8 @@
 //! `/metrics`: what an operator's Prometheus scrapes, in the OpenMetrics text format
 //! (the `prometheus-client` crate's registry and encoder): requests and their latency
-//! per route and status, the error codes answered, the waits for a worker slot, and the
-//! published snapshot being served. Routes are named by their pattern (`/api/history`,
+//! per route and status, the error codes answered, the waits for a worker slot, the
+//! published snapshot being served, and an ingest running into the same index (from its
+//! progress file, [`crate::ingest::progress_file`]). Routes are named by their pattern (`/api/history`,
 //! `/{coll}/{*rest}`), never by the URL asked, so the series stay few whatever clients ask.
 
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::ingest::progress_file::IngestProgress;
 
 /// A request's route and its answer's status.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -57,6 +60,107 @@ pub struct Metrics {
     snapshot: Gauge,
     sweeps: Gauge,
     snapshot_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    ingest: IngestGauges,
+}
+
+/// An ingest into the same index, from its progress file.
+#[derive(Default)]
+struct IngestGauges {
+    running: Gauge,
+    step: Family<Step, Gauge>,
+    seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    records: Gauge,
+    input_bytes: Gauge,
+    input_total: Gauge,
+    docs_paired: Gauge,
+    docs_waiting: Gauge,
+}
+
+/// An ingest's step.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Step {
+    step: String,
+}
+
+impl IngestGauges {
+    fn register(&self, r: &mut Registry) {
+        let mut add = |name: &str, help: &str, m: Gauge| r.register(name, help, m);
+        add(
+            "ingest_running",
+            "1 while an ingest into this index runs (its progress file names a live process)",
+            self.running.clone(),
+        );
+        add(
+            "ingest_records",
+            "Records the running ingest has committed",
+            self.records.clone(),
+        );
+        add(
+            "ingest_input_bytes",
+            "Compressed input bytes the running ingest has consumed",
+            self.input_bytes.clone(),
+        );
+        add(
+            "ingest_input_total_bytes",
+            "Compressed input bytes the running ingest will read",
+            self.input_total.clone(),
+        );
+        add(
+            "ingest_docs_paired",
+            "New docs the running ingest has paired (edges on content, once its sweep is read)",
+            self.docs_paired.clone(),
+        );
+        add(
+            "ingest_docs_waiting",
+            "New docs the running ingest pairs in all",
+            self.docs_waiting.clone(),
+        );
+        r.register(
+            "ingest_step",
+            "The running ingest's step (reading, pairing, finishing): 1",
+            self.step.clone(),
+        );
+        r.register(
+            "ingest_seconds",
+            "Seconds since the running ingest started",
+            self.seconds.clone(),
+        );
+    }
+
+    fn set(&self, p: Option<&IngestProgress>) {
+        self.step.clear();
+        let Some(p) = p else {
+            for g in [
+                &self.running,
+                &self.records,
+                &self.input_bytes,
+                &self.input_total,
+                &self.docs_paired,
+                &self.docs_waiting,
+            ] {
+                g.set(0);
+            }
+            self.seconds.set(0.0);
+            return;
+        };
+        let n = |v: u64| v.min(i64::MAX as u64) as i64;
+        self.running.set(1);
+        self.records.set(n(p.records.max(p.read)));
+        self.input_bytes.set(n(p.input_bytes));
+        self.input_total.set(n(p.input_total));
+        self.docs_paired.set(n(p.docs_paired));
+        self.docs_waiting.set(n(p.docs_waiting));
+        let now = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        self.seconds.set((now - p.started).max(0.0));
+        self.step
+            .get_or_create(&Step {
+                step: p.step.clone(),
+            })
+            .set(1);
+    }
 }
 
 impl Default for Metrics {
@@ -112,7 +216,10 @@ impl Default for Metrics {
             "Seconds since the snapshot being served was published",
             snapshot_age.clone(),
         );
+        let ingest = IngestGauges::default();
+        ingest.register(&mut registry);
         Metrics {
+            ingest,
             registry,
             requests,
             latency,
@@ -138,8 +245,13 @@ impl Metrics {
     }
 
     /// The text a scrape gets; `snapshot`: the one served (its number, sweeps and when
-    /// it was published), if any.
-    pub fn render(&self, snapshot: Option<(u64, usize, SystemTime)>) -> String {
+    /// it was published), if any; `ingest`: an ingest running into the index, if any.
+    pub fn render(
+        &self,
+        snapshot: Option<(u64, usize, SystemTime)>,
+        ingest: Option<&IngestProgress>,
+    ) -> String {
+        self.ingest.set(ingest);
         let (number, sweeps, age) = match snapshot {
             Some((n, s, published)) => {
                 let age = SystemTime::now()
