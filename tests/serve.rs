@@ -2774,4 +2774,12 @@ fn metrics_count_the_requests_made_as_prometheus_reads_them() {
     assert_eq!(status, 200);
     let there = scrape(&python, &String::from_utf8(text).unwrap());
     assert!(sample(&there, requests, &[("status", "404")]) >= 1.0);
+
+    // Under an embargo (or rules) the whole index's figures stay off the public address.
+    let cfg = db.parent().unwrap().join("metrics-embargo.toml");
+    std::fs::write(&cfg, "[serve.embargo]\nafter = \"20000101000000\"\n").unwrap();
+    let hiding = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let (status, _, body) = hiding.get("/metrics");
+    assert_eq!(status, 404);
+    assert!(String::from_utf8_lossy(&body).contains("serve.metrics_listen"));
 }

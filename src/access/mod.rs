@@ -165,6 +165,12 @@ impl Reader {
         self.access_of(key, ts) != Access::Exclude
     }
 
+    /// Whether a rule (or the default access) hides the captures of SURT key `key`,
+    /// whatever their date.
+    pub fn rule_hides(&self, key: &str) -> bool {
+        (self.0.as_ref()).is_some_and(|v| v.view.rule_access(key) == Access::Exclude)
+    }
+
     /// Whether every capture whose SURT key starts with `prefix` (a host's) is hidden
     /// from this reader by its rules, whatever its date.
     pub fn hides_all_under(&self, prefix: &str) -> bool {

@@ -122,6 +122,11 @@ impl Acl {
         if let Some(r) = self.exact.get(key).and_then(|r| pick(r, user)) {
             return Some(r);
         }
+        self.prefix_rule_for(key, user)
+    }
+
+    /// The longest prefix rule of `key` for `user` (exact rules aside).
+    fn prefix_rule_for(&self, key: &str, user: Option<&str>) -> Option<&Rule> {
         // The longest prefix: the greatest rule key at or below `bound` is the longest
         // prefix of `key` when it is a prefix at all; when it is not, no prefix of `key`
         // is longer than the part the two share, so the search goes on below that.
@@ -188,7 +193,9 @@ impl Acl {
         let excluded = |r: Option<&Rule>| r.map(|r| r.access).or(default) == Some(Access::Exclude);
         let under_excluded =
             |rules: &[Rule]| pick(rules, user).is_none_or(|r| r.access == Access::Exclude);
-        excluded(self.rule_for(prefix, user))
+        // The prefix rule over it: an exact rule on the prefix itself names one URL,
+        // and is checked below with the rules under it.
+        excluded(self.prefix_rule_for(prefix, user))
             && (self.rules.range::<str, _>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
@@ -304,6 +311,10 @@ mod tests {
         assert!(all("net,other)/", None, None));
         assert!(all("net,other)/", Some("staff"), None));
         assert!(!all("io,free)/", None, None));
+        // An exact rule on the prefix itself hides that one URL, not all under it.
+        let home = acl("com,example)/### - {\"access\": \"exclude\"}\n");
+        assert!(!home.excludes_all_under("com,example)/", None, None));
+        assert!(home.excludes_all_under("com,example)/", None, Some(Access::Exclude)));
     }
 
     #[test]

@@ -103,11 +103,9 @@ impl utoipa::Modify for CommonAnswers {
         use utoipa::openapi::ResponseBuilder;
         let answer = |d: &str| ResponseBuilder::new().description(d).build();
         for (path, item) in doc.paths.paths.iter_mut() {
-            // What the service says of itself reads no index.
-            let of_index = !matches!(
-                path.as_str(),
-                "/healthz" | "/readyz" | "/api/openapi.json" | "/metrics"
-            );
+            // What the service says of itself reads no index (`/readyz` does: the sweeps
+            // a reader may be told of).
+            let of_index = !matches!(path.as_str(), "/healthz" | "/api/openapi.json" | "/metrics");
             let post = item.post.is_some();
             for (op, with_body) in [
                 (&mut item.get, false),
@@ -248,7 +246,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
     if limits.metrics_listen.is_empty() {
-        routes = routes.route("/metrics", get(metrics_text));
+        routes = routes.route("/metrics", get(metrics_public));
     }
     routes
         .merge(api::routes())
@@ -318,9 +316,23 @@ async fn acl_user(State(state): State<Arc<AppState>>, req: Request, next: Next) 
     state::REQUEST_USER.scope(user, next.run(req)).await
 }
 
+/// `/metrics` on the service's own address: the metrics while nothing is hidden; under
+/// access rules or an embargo, a pointer to `serve.metrics_listen` (the snapshot's
+/// sweeps and age, and an ingest's progress, are of the whole index).
+async fn metrics_public(State(state): State<Arc<AppState>>) -> Response {
+    if !state.policy().is_open() {
+        return ApiError::not_found(
+            "/metrics",
+            "under access rules or an embargo, /metrics is served on serve.metrics_listen only (its figures are of the whole index)".into(),
+        )
+        .into_response();
+    }
+    metrics_text(State(state)).await
+}
+
 /// The metrics, in the OpenMetrics text format (Prometheus reads it).
 #[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`; while an ingest runs into the index, `tidemark_ingest_running`, `tidemark_ingest_step{step}`, `tidemark_ingest_records`, `tidemark_ingest_input_bytes`, `tidemark_ingest_input_total_bytes`, `tidemark_ingest_docs_paired`, `tidemark_ingest_docs_waiting`, `tidemark_ingest_seconds`. Served on `serve.metrics_listen` instead when that is set")))]
+    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`; while an ingest runs into the index, `tidemark_ingest_running`, `tidemark_ingest_step{step}`, `tidemark_ingest_records`, `tidemark_ingest_input_bytes`, `tidemark_ingest_input_total_bytes`, `tidemark_ingest_docs_paired`, `tidemark_ingest_docs_waiting`, `tidemark_ingest_seconds`. Served on `serve.metrics_listen` instead when that is set, and only there under access rules or an embargo (404 here)")))]
 async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
     let snapshot = (state.current()).map(|s| (s.number, s.sweep_count(), s.published));
     let ingest = crate::ingest::progress_file::read(&state.db).filter(|p| p.running());

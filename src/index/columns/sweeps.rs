@@ -63,9 +63,10 @@ impl Col<'_, Sweeps> {
 /// first of those, as an index without the hidden captures would date it: a host's
 /// first capture stands for its captures of the sweep when it is visible; a host the
 /// rules hide whole is passed over; only a host partly hidden is read (its capture keys)
-/// for its first visible capture. A sweep whose date the embargo hides is not told of,
-/// as before (its first capture's date stands for it). In an index written before the
-/// hosts' first captures were kept, the sweep's own date stands.
+/// for its first visible capture. A sweep whose date the embargo hides is not told of
+/// (its first capture's date stands for it, unless a rule hides that capture). In an
+/// index written before the hosts' first captures were kept, the sweep's own date
+/// stands.
 pub fn shown(
     index: &Index,
     every: &[(u32, SweepInfo)],
@@ -74,15 +75,20 @@ pub fn shown(
 ) -> Result<Vec<(u32, SweepInfo)>> {
     let mut out = Vec::new();
     for (id, s) in every {
-        if !r.time_shown(&s.date) {
-            continue;
-        }
-        let Some(Some(hosts)) = firsts.get(id) else {
-            out.push((*id, s.clone()));
-            continue;
+        let hosts = match firsts.get(id) {
+            Some(Some(h)) if r.filtered() && !h.is_empty() => h,
+            _ => {
+                if r.time_shown(&s.date) {
+                    out.push((*id, s.clone()));
+                }
+                continue;
+            }
         };
-        if !r.filtered() || hosts.is_empty() {
-            out.push((*id, s.clone()));
+        // The embargo judges the sweep by its date, unless that is the date of a
+        // capture a rule hides: then by the first capture the reader may see.
+        let first = &hosts[0].1;
+        let own = s.date != first.timestamp || !r.rule_hides(&first.surt);
+        if own && !r.time_shown(&s.date) {
             continue;
         }
         let Some(seen) = first_seen(index, r, *id, hosts)? else {
