@@ -17,6 +17,7 @@
 //! | queries: whereis, history, similar, cluster | [`query`] | [`query::Searcher`], [`query::whereis::whereis`] |
 //! | change-over-time reports | [`report`] | [`report::report`], [`report::Report`] |
 //! | the HTTP service (CDX, Memento, JSON API, lost-and-found page) | [`serve`] | [`serve::serve`] |
+//! | backups of the published index, and restore | [`backup`] | [`backup::backup`], [`backup::restore`] |
 //! | configuration | [`config`] | [`config::Config`] |
 //! | synthetic sweeps with ground truth | [`synth`] | [`synth::GenOptions`] |
 //!
@@ -25,6 +26,7 @@
 #![warn(missing_docs)]
 
 pub mod access;
+pub mod backup;
 pub mod canon;
 pub mod capture;
 pub mod compact;

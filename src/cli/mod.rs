@@ -2,6 +2,7 @@
 //! operation (everything readable was still reported); 2 bad arguments or configuration.
 
 mod acl_cmd;
+mod backup_cmd;
 mod demo;
 mod index_cmds;
 mod inputs;
@@ -118,6 +119,13 @@ pub enum Command {
     /// applies (`serve --acl` applies them to every answer).
     #[command(subcommand)]
     Acl(acl_cmd::Command),
+    /// Back up the index's newest published snapshot into a folder (consistent while an
+    /// ingest runs; hard links where it can; a second backup copies only new files);
+    /// with --verify, check every file of the backups against its checksum.
+    Backup(backup_cmd::BackupArgs),
+    /// Restore a backup (`backup --to DIR`) into a new index at --db, checking every
+    /// file's checksum as it is copied; the restored index is published for `serve`.
+    Restore(backup_cmd::RestoreArgs),
     /// Generate a small synthetic web of several sweeps (with ground truth) and read it:
     /// the embedded default run.
     Demo(demo::Args),
@@ -178,6 +186,8 @@ pub fn run() -> ExitCode {
         Command::Report(a) => report_cmd::run(&globals, a),
         Command::Serve(a) => serve_cmd::run(&globals, a),
         Command::Acl(c) => acl_cmd::run(c),
+        Command::Backup(a) => backup_cmd::run_backup(&globals, a),
+        Command::Restore(a) => backup_cmd::run_restore(&globals, a),
         Command::Demo(a) => demo::run(&globals, a),
         Command::Reference(a) => reference::run(a),
     };

@@ -22,7 +22,7 @@ use super::{Index, IndexError, Result};
 /// Folder of the snapshots, inside the index directory.
 pub const SNAPSHOTS: &str = "snapshots";
 /// The lock file inside a snapshot.
-const LEASE: &str = "SERVING.lock";
+pub(crate) const LEASE: &str = "SERVING.lock";
 
 /// Snapshots of the index at `db`, oldest first: (number, path).
 pub fn list(db: &Path) -> Vec<(u64, PathBuf)> {
