@@ -13,4 +13,14 @@ cargo build --release --quiet --bin tidemark-gen
 TIDEMARK_LLVM_SWEEPS="$HOME/.cache/tidemark/llvm-sweeps"
 bash tools/llvm_sweeps.sh "$TIDEMARK_LLVM_SWEEPS" "$CARGO_TARGET_DIR/release/tidemark-gen"
 export TIDEMARK_LLVM_SWEEPS
+# The install documented for users (docs/src/deploy.md), from the same build; and the
+# minimum Rust version of Cargo.toml: no standard-library API newer than it
+# (clippy's incompatible_msrv; an older toolchain cannot be fetched on these machines).
+cargo install --locked --quiet --path . --root "$CARGO_TARGET_DIR/install" --bin tidemark
+"$CARGO_TARGET_DIR/install/bin/tidemark" --version
+if ! cargo clippy --version > /dev/null 2>&1; then
+    echo "tidemark test: cargo clippy is missing (rustup component add clippy)" >&2
+    exit 1
+fi
+cargo clippy --release --all-targets --quiet -- -A clippy::all -D clippy::incompatible_msrv
 cargo test --release "$@"
