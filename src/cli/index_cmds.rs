@@ -1,4 +1,4 @@
-//! `tidemark ingest`, `export`, `sweeps`, `stats`, `recluster`.
+//! `tidemark ingest`, `export`, `sweeps`, `stats`, `recluster`, `upgrade`.
 
 use std::io::{IsTerminal, Write};
 
@@ -333,6 +333,35 @@ pub fn run_export(g: &Globals, a: ExportArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
+pub fn run_upgrade(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
+    let db = &g.config.index.path;
+    let u = tidemark::index::upgrade::upgrade(db, &g.config)?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &u)?;
+        writeln!(out)?;
+    } else if u.steps.is_empty() {
+        writeln!(
+            out,
+            "the index at {} has schema version {}, this build's: nothing to do",
+            db.display(),
+            u.to
+        )?;
+    } else {
+        writeln!(
+            out,
+            "upgraded the index at {} from schema version {} to {}:",
+            db.display(),
+            u.from,
+            u.to
+        )?;
+        for s in &u.steps {
+            writeln!(out, "  {s}")?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
 pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
     let index = open_for_reading(g)?;
     let sweeps = index
@@ -340,15 +369,7 @@ pub fn run_sweeps(g: &Globals, a: JsonArg) -> anyhow::Result<u8> {
         .all(&tidemark::access::Reader::everything())?;
     let mut out = stdout();
     if a.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &sweeps_json(
-                &index,
-                &index
-                    .sweeps()
-                    .all(&tidemark::access::Reader::everything())?,
-            )?,
-        )?;
+        serde_json::to_writer_pretty(&mut out, &sweeps_json(&index, &sweeps)?)?;
         writeln!(out)?;
     } else {
         writeln!(

@@ -87,6 +87,9 @@ pub enum Command {
     Sweeps(index_cmds::JsonArg),
     /// Docs, captures, URLs, clusters, largest clusters, size on disk per column family.
     Stats(index_cmds::JsonArg),
+    /// Bring an index written by an earlier release to this build's schema in place
+    /// (no WARC file read again; resumable), or say which families need the WARC files.
+    Upgrade(index_cmds::JsonArg),
     /// Rebuild clusters from stored edges at another threshold, without reading WARCs.
     Recluster(index_cmds::ReclusterArgs),
     /// Where a page is now: alive, moved (to its newest URL, by redirects or by content),
@@ -179,6 +182,7 @@ pub fn run() -> ExitCode {
         Command::Sweeps(a) => index_cmds::run_sweeps(&globals, a),
         Command::Stats(a) => index_cmds::run_stats(&globals, a),
         Command::Recluster(a) => index_cmds::run_recluster(&globals, a),
+        Command::Upgrade(a) => index_cmds::run_upgrade(&globals, a),
         Command::Whereis(a) => query_cmds::run_whereis(&globals, a),
         Command::History(a) => query_cmds::run_history(&globals, a),
         Command::Similar(a) => query_cmds::run_similar(&globals, a),

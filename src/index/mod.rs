@@ -16,6 +16,7 @@ pub mod sketch_cache;
 pub mod snapshots;
 pub mod texts;
 pub mod unionfind;
+pub mod upgrade;
 
 use std::path::{Path, PathBuf};
 
@@ -166,7 +167,7 @@ pub enum IndexError {
     #[error("no tidemark index at {0} (create one with `tidemark ingest --db {0} …`)")]
     Missing(PathBuf),
     /// Another schema version.
-    #[error("the index at {path} has schema version {found}; this tidemark reads version {SCHEMA_VERSION}: use the tidemark that built it, or ingest into a new --db")]
+    #[error("the index at {} has schema version {found}; this tidemark reads version {SCHEMA_VERSION}: {}", path.display(), upgrade::advice(*found, path))]
     Version {
         /// Index path.
         path: PathBuf,
@@ -306,7 +307,25 @@ impl Index {
         Index::open_impl(path, config, false, true)
     }
 
+    /// Opens the index for writing also when its schema is an earlier one that
+    /// [`upgrade::upgrade`] migrates from (then nothing but the migrations may read it).
+    pub(crate) fn open_for_upgrade(path: &Path, config: &Config) -> Result<Index> {
+        Index::open_checked(path, config, false, false, upgrade::can_upgrade)
+    }
+
     fn open_impl(path: &Path, config: &Config, create: bool, read_only: bool) -> Result<Index> {
+        Index::open_checked(path, config, create, read_only, |_| false)
+    }
+
+    /// [`Index::open_impl`], accepting an index of another schema version when
+    /// `other_version` says so (as it is: no parameters, counters or repairs read).
+    fn open_checked(
+        path: &Path,
+        config: &Config,
+        create: bool,
+        read_only: bool,
+        other_version: fn(u32) -> bool,
+    ) -> Result<Index> {
         let exists = path.join("CURRENT").exists();
         if !exists && !create {
             return Err(IndexError::Missing(path.to_path_buf()));
@@ -424,6 +443,9 @@ impl Index {
             }
             Some(Err(_)) => return Err(IndexError::NotOurs(path.to_path_buf())),
             Some(Ok(found)) => {
+                if found != SCHEMA_VERSION && other_version(found) {
+                    return Ok(index);
+                }
                 if found != SCHEMA_VERSION {
                     return Err(IndexError::Version {
                         path: path.to_path_buf(),

@@ -1,0 +1,113 @@
+//! `tidemark upgrade` and the indexes of released schemas kept in `tests/fixtures/`:
+//! each is opened by this build, upgraded, and reads as a fresh ingest of the same WARC
+//! files does. A change of the index's format without its migration fails here.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{corpus, tidemark, tidemark_ok};
+
+/// The fixtures: (file, schema, sweeps as (label, WARC files of the shared corpus)).
+const FIXTURES: &[(&str, u32, &[(&str, &[&str])])] = &[(
+    "index-0.2.0.tar.zst",
+    16,
+    &[
+        (
+            "2014-03-25a",
+            &["ukwa-discovery__BL-20140325121225068-00000-32090~opera~8443.warc.gz"],
+        ),
+        (
+            "2014-03-25b",
+            &["ukwa-discovery__BL-20140325122341434-00000-32090~opera~8443.warc.gz"],
+        ),
+    ],
+)];
+
+/// Unpacks a fixture (a zstd-compressed tar of an `index/` folder) into `dir`.
+fn unpack(fixture: &Path, dir: &Path) {
+    let bytes = zstd::decode_all(std::fs::File::open(fixture).unwrap()).unwrap();
+    let mut tar = Command::new("tar")
+        .args(["-x", "-C"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("tar");
+    tar.stdin.take().unwrap().write_all(&bytes).unwrap();
+    assert!(tar.wait().unwrap().success());
+}
+
+/// What a user reads of two indexes is the same: both exports, the report, and the
+/// sweeps (their files by name: the fixture was made where the corpus had another path).
+fn same_reading(a: &Path, b: &Path, what: &str) {
+    let read = |db: &Path, args: &[&str]| {
+        let mut all = vec!["--db", db.to_str().unwrap()];
+        all.extend_from_slice(args);
+        tidemark_ok(&all).stdout
+    };
+    for args in [
+        &["export", "--format", "cdxj"][..],
+        &["export", "--format", "jsonl"],
+        &["report", "--format", "json"],
+    ] {
+        let x = read(a, args);
+        assert!(!x.is_empty(), "{what}: {args:?} is empty");
+        assert!(x == read(b, args), "{what}: {args:?} differ");
+    }
+    let sweeps = |db: &Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&read(db, &["sweeps", "--json"])).unwrap();
+        for s in v.as_array_mut().unwrap() {
+            for f in s["files"].as_array_mut().unwrap() {
+                let name = Path::new(f.as_str().unwrap()).file_name().unwrap();
+                *f = name.to_string_lossy().into();
+            }
+        }
+        v
+    };
+    assert_eq!(sweeps(a), sweeps(b), "{what}: the sweeps differ");
+}
+
+#[test]
+fn every_released_index_upgrades_to_what_a_fresh_ingest_reads() {
+    let Some(warcs) = corpus() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for (file, schema, sweeps) in FIXTURES {
+        let dir = tempfile::tempdir().unwrap();
+        unpack(&root.join(file), dir.path());
+        let old = dir.path().join("index");
+        let db = old.to_str().unwrap();
+        let u: serde_json::Value =
+            serde_json::from_slice(&tidemark_ok(&["--db", db, "upgrade", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(u["from"], *schema, "{file}: {u}");
+        // Again: nothing left to do.
+        let again: serde_json::Value =
+            serde_json::from_slice(&tidemark_ok(&["--db", db, "upgrade", "--json"]).stdout)
+                .unwrap();
+        assert_eq!(again["from"], again["to"], "{file}: {again}");
+        assert_eq!(again["steps"], serde_json::json!([]), "{file}");
+
+        let fresh = dir.path().join("fresh");
+        for (label, files) in *sweeps {
+            let mut args = vec!["--db", fresh.to_str().unwrap(), "ingest", "--sweep", label];
+            let paths: Vec<String> = files
+                .iter()
+                .map(|f| warcs.join(f).display().to_string())
+                .collect();
+            args.extend(paths.iter().map(|p| p.as_str()));
+            tidemark_ok(&args);
+        }
+        same_reading(&old, &fresh, file);
+    }
+}
+
+#[test]
+fn upgrade_without_an_index_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = tidemark(&["--db", dir.path().join("none").to_str().unwrap(), "upgrade"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no tidemark index"));
+}
