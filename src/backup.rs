@@ -81,24 +81,24 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BackupError + '_ {
 
 /// One file of a backup, as its checksums list it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
+pub(crate) struct Entry {
     /// Path inside the backup, `/`-separated.
-    path: String,
-    size: u64,
+    pub(crate) path: String,
+    pub(crate) size: u64,
     /// XXH3-128 of the whole file.
-    hash: u128,
+    pub(crate) hash: u128,
     /// XXH3-128 of its first and last [`EDGE`] bytes.
-    edge: u128,
+    pub(crate) edge: u128,
 }
 
 /// A backup's checksums file.
-struct Checksums {
-    snapshot: u64,
-    files: Vec<Entry>,
+pub(crate) struct Checksums {
+    pub(crate) snapshot: u64,
+    pub(crate) files: Vec<Entry>,
 }
 
 impl Checksums {
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut body = format!("{HEADER}\nsnapshot {}\n", self.snapshot);
         for e in &self.files {
             body.push_str(&format!(
@@ -110,7 +110,7 @@ impl Checksums {
         body + &format!("crc {crc:08x}\n")
     }
 
-    fn read(backup: &Path) -> Result<Checksums> {
+    pub(crate) fn read(backup: &Path) -> Result<Checksums> {
         let path = backup.join(CHECKSUMS);
         let text = std::fs::read_to_string(&path).map_err(io(&path))?;
         let bad =
@@ -373,12 +373,12 @@ fn prune(to: &Path, keep: Option<usize>) -> Result<Vec<u64>> {
 }
 
 /// RocksDB's table and blob files and the posting runs: written once, never changed.
-fn never_changes(rel: &str) -> bool {
+pub(crate) fn never_changes(rel: &str) -> bool {
     [".sst", ".blob", ".run"].iter().any(|x| rel.ends_with(x))
 }
 
 /// A snapshot's files, sorted: (path inside it, size). Its lease file is not one.
-fn files_of(snapshot: &Path) -> Result<Vec<(String, u64)>> {
+pub(crate) fn files_of(snapshot: &Path) -> Result<Vec<(String, u64)>> {
     let mut out = Vec::new();
     let mut dirs = vec![(snapshot.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = dirs.pop() {
@@ -415,7 +415,7 @@ fn edge_hash(path: &Path, size: u64) -> Result<u128> {
 
 /// Reads a file of `size` bytes whole: its XXH3-128 and edge hash; with `copy_to`,
 /// writes it there as well (a new file, synced).
-fn hash_file(path: &Path, size: u64, copy_to: Option<&Path>) -> Result<(u128, u128)> {
+pub(crate) fn hash_file(path: &Path, size: u64, copy_to: Option<&Path>) -> Result<(u128, u128)> {
     let mut f = File::open(path).map_err(io(path))?;
     let mut out = match copy_to {
         Some(to) => Some(

@@ -76,6 +76,12 @@ pub struct ServeConfig {
     /// Scheme, host and path prefix of absolute links (`https://archive.example.org`);
     /// empty: `http://` and the request's `Host` header.
     pub public_url: String,
+    /// A primary's address whose published snapshots this server copies and serves
+    /// (`serve --follow`); empty: it serves its own index.
+    pub follow: String,
+    /// The token a follower presents to copy this server's snapshots (and presents to
+    /// its primary); empty: no replication. `TIDEMARK_REPLICATION_TOKEN` overrides it.
+    pub replication_token: String,
     /// pywb `.aclj` files or folders of them (`serve --acl`), reloaded when they change.
     pub acl_paths: Vec<PathBuf>,
     /// Access of a URL no rule names: `allow`, `block` or `exclude`.

@@ -24,6 +24,12 @@ pub struct Args {
     /// serve.acl_paths). Reloaded when they change; a bad line is an error naming it.
     #[arg(long, value_name = "FILE")]
     pub acl: Vec<PathBuf>,
+    /// Follow a primary (its address, e.g. http://10.0.0.5:8080): copy each snapshot it
+    /// publishes into --db (a folder of its own, not an index), check every file, and
+    /// serve it under this server's access rules. Needs the primary's
+    /// serve.replication_token (or TIDEMARK_REPLICATION_TOKEN).
+    #[arg(long, value_name = "URL")]
+    pub follow: Option<String>,
     /// Print the address as one JSON line, {"listen": "127.0.0.1:PORT"}.
     #[arg(long)]
     pub json: bool,
@@ -50,6 +56,27 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     for d in &a.archive {
         if !d.is_dir() {
             eprintln!("tidemark serve: --archive {}: no such folder", d.display());
+            return Ok(EXIT_USAGE);
+        }
+    }
+    if let Some(url) = a.follow {
+        config.serve.follow = url;
+    }
+    if let Ok(token) = std::env::var("TIDEMARK_REPLICATION_TOKEN") {
+        config.serve.replication_token = token;
+    }
+    let follow = &config.serve.follow;
+    if !follow.is_empty() {
+        if !(follow.starts_with("http://") && follow.len() > 7) {
+            eprintln!(
+                "tidemark serve: --follow must be the primary's http:// address, like http://10.0.0.5:8080, not {follow:?}"
+            );
+            return Ok(EXIT_USAGE);
+        }
+        if config.serve.replication_token.is_empty() {
+            eprintln!(
+                "tidemark serve: --follow needs the primary's serve.replication_token (or TIDEMARK_REPLICATION_TOKEN)"
+            );
             return Ok(EXIT_USAGE);
         }
     }

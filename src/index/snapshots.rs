@@ -56,15 +56,23 @@ pub fn publish(index: &Index) -> Result<PathBuf> {
         }
     }
     let next = list(index.path()).last().map(|(n, _)| n + 1).unwrap_or(1);
-    let path = dir.join(format!("{next:010}"));
     // Built aside and renamed whole: a server never opens a snapshot without its
     // postings (hard links to the runs, which never change).
     let building = dir.join(format!("{next:010}.tmp"));
     index.checkpoint(&building)?;
-    lease_file(&building, true).map_err(|e| io_err(&building, e))?;
-    std::fs::rename(&building, &path).map_err(|e| io_err(&path, e))?;
-    for (n, old) in list(index.path()) {
-        if n >= next {
+    install(index.path(), &building, next)
+}
+
+/// Makes `building` (a whole snapshot, in `DIR/snapshots`) snapshot `number` of the
+/// index at `db`: its lock file created, renamed into place, and the older snapshots
+/// that no server holds deleted. Also how a follower lays down a snapshot it copied.
+pub fn install(db: &Path, building: &Path, number: u64) -> Result<PathBuf> {
+    let path = db.join(SNAPSHOTS).join(format!("{number:010}"));
+    lease_file(building, true).map_err(|e| io_err(building, e))?;
+    std::fs::rename(building, &path).map_err(|e| io_err(&path, e))?;
+    let _ = crate::durable::sync_dir(&db.join(SNAPSHOTS));
+    for (n, old) in list(db) {
+        if n >= number {
             continue;
         }
         let Ok(lease) = lease_file(&old, true) else {

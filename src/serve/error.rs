@@ -71,6 +71,17 @@ impl ApiError {
         }
     }
 
+    /// A request without the credentials it needs.
+    pub fn unauthorized(message: String) -> ApiError {
+        ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            parameter: None,
+            message,
+            plain: false,
+        }
+    }
+
     /// Something that is not there.
     pub fn not_found(what: &str, message: String) -> ApiError {
         ApiError {

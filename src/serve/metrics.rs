@@ -61,6 +61,7 @@ pub struct Metrics {
     sweeps: Gauge,
     snapshot_age: Gauge<f64, std::sync::atomic::AtomicU64>,
     ingest: IngestGauges,
+    follower_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 /// An ingest into the same index, from its progress file.
@@ -163,6 +164,35 @@ impl IngestGauges {
     }
 }
 
+impl Metrics {
+    /// The metrics, a follower's among them (`follower`: updated by the follower).
+    pub fn new(follower: &super::replica::FollowerStatus) -> Metrics {
+        let mut m = Metrics::default();
+        let r = &mut m.registry;
+        r.register(
+            "follower_primary_snapshot",
+            "As a follower (serve --follow): the newest snapshot the primary serves (0: none seen)",
+            follower.primary_snapshot.clone(),
+        );
+        r.register(
+            "follower_lag_seconds",
+            "As a follower: seconds since the primary was first seen serving a snapshot this server has not installed (0: up to date)",
+            m.follower_lag.clone(),
+        );
+        r.register(
+            "follower_errors",
+            "As a follower: polls or copies that failed (the primary down, a file that did not match its checksum)",
+            follower.errors.clone(),
+        );
+        r.register(
+            "follower_copied_bytes",
+            "As a follower: bytes downloaded from the primary (files it already held are linked, not counted)",
+            follower.bytes_copied.clone(),
+        );
+        m
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Metrics {
         let mut registry = Registry::with_prefix("tidemark");
@@ -229,6 +259,7 @@ impl Default for Metrics {
             snapshot,
             sweeps,
             snapshot_age,
+            follower_lag: Default::default(),
         }
     }
 }
@@ -250,8 +281,10 @@ impl Metrics {
         &self,
         snapshot: Option<(u64, usize, SystemTime)>,
         ingest: Option<&IngestProgress>,
+        follower_lag: f64,
     ) -> String {
         self.ingest.set(ingest);
+        self.follower_lag.set(follower_lag);
         let (number, sweeps, age) = match snapshot {
             Some((n, s, published)) => {
                 let age = SystemTime::now()

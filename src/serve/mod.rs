@@ -27,6 +27,8 @@ mod metrics;
 pub mod page;
 mod params;
 mod replay;
+mod replica;
+mod replication;
 mod reports;
 mod state;
 mod stream;
@@ -87,7 +89,9 @@ pub struct ServeOptions {
         api::openapi,
         healthz,
         readyz,
-        metrics_text
+        metrics_text,
+        replication::listing,
+        replication::file
     ),
     modifiers(&CommonAnswers)
 )]
@@ -105,7 +109,8 @@ impl utoipa::Modify for CommonAnswers {
         for (path, item) in doc.paths.paths.iter_mut() {
             // What the service says of itself reads no index (`/readyz` does: the sweeps
             // a reader may be told of).
-            let of_index = !matches!(path.as_str(), "/healthz" | "/api/openapi.json" | "/metrics");
+            let of_index = !matches!(path.as_str(), "/healthz" | "/api/openapi.json" | "/metrics")
+                && !path.starts_with("/replication/");
             let post = item.post.is_some();
             for (op, with_body) in [
                 (&mut item.get, false),
@@ -144,6 +149,16 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.config.serve.listen))?;
     let addr = listener.local_addr()?;
     let follower = tokio::spawn(state::follow(state.clone()));
+    if !opts.config.serve.follow.is_empty() {
+        let (db, primary) = (opts.db.clone(), opts.config.serve.follow.clone());
+        let token = opts.config.serve.replication_token.clone();
+        let every = Duration::from_millis(opts.config.serve.poll_ms);
+        let status = state.follower.clone();
+        eprintln!("tidemark serve: following {primary} into {}", db.display());
+        std::thread::Builder::new()
+            .name("tidemark-follow".into())
+            .spawn(move || replica::follow(db, primary, token, every, status))?;
+    }
     let metrics_server = match opts.config.serve.metrics_listen.as_str() {
         "" => None,
         at => {
@@ -248,6 +263,9 @@ fn router(state: Arc<AppState>) -> Router {
     if limits.metrics_listen.is_empty() {
         routes = routes.route("/metrics", get(metrics_public));
     }
+    if !limits.replication_token.is_empty() {
+        routes = routes.merge(replication::routes());
+    }
     routes
         .merge(api::routes())
         .merge(wayback::routes())
@@ -341,7 +359,9 @@ async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
             axum::http::header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(snapshot, ingest.as_ref()),
+        state
+            .metrics
+            .render(snapshot, ingest.as_ref(), state.follower.lag_seconds()),
     )
         .into_response()
 }
@@ -443,6 +463,7 @@ mod tests {
             include_str!("memento.rs"),
             include_str!("page.rs"),
             include_str!("wayback.rs"),
+            include_str!("replication.rs"),
         ];
         let mut out = Vec::new();
         for text in files {

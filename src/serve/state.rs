@@ -50,6 +50,11 @@ pub struct Served {
 }
 
 impl Served {
+    /// The snapshot's folder.
+    pub fn path(&self) -> &std::path::Path {
+        &self._lease.path
+    }
+
     /// The sweeps `reader` may be told of, dated as it may see them
     /// ([`crate::index::columns::sweeps::shown`]): all of them to a reader who sees
     /// everything (read at open); to a reader under rules, worked out by the first
@@ -265,6 +270,10 @@ pub struct AppState {
     pub trusted_proxies: crate::access::TrustedProxies,
     /// What `/metrics` tells.
     pub metrics: Arc<super::metrics::Metrics>,
+    /// The checksums of the files a follower copies, as this server lists them.
+    pub hashes: super::replica::Hashes,
+    /// How far this server, as a follower, is behind its primary.
+    pub follower: Arc<super::replica::FollowerStatus>,
 }
 
 tokio::task_local! {
@@ -280,10 +289,22 @@ impl AppState {
     /// snapshots existed) is published now, unless an ingest holds it: then the server
     /// starts unready and picks up the snapshot that ingest publishes.
     pub fn new(db: PathBuf, config: Config) -> anyhow::Result<AppState> {
-        if !db.join("CURRENT").exists() {
+        let following = !config.serve.follow.is_empty();
+        if following {
+            // A follower's folder holds only the snapshots it copied: never an index
+            // of its own, which it would otherwise serve.
+            if db.join("CURRENT").exists() {
+                anyhow::bail!(
+                    "{} is an index: a follower (serve --follow) keeps its copies in a folder of its own",
+                    db.display()
+                );
+            }
+            crate::durable::create_dir_all(&db)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", db.display()))?;
+        } else if !db.join("CURRENT").exists() {
             return Err(IndexError::Missing(db).into());
         }
-        if snapshots::list(&db).is_empty() {
+        if !following && snapshots::list(&db).is_empty() {
             match Index::open(&db, &config, false) {
                 Ok(index) => {
                     snapshots::publish(&index)?;
@@ -310,6 +331,7 @@ impl AppState {
             .trusted_proxies()
             .map_err(|e| anyhow::anyhow!(e))?;
         let slow_answers = Arc::new(Semaphore::new(config.serve.max_slow_answers));
+        let follower = Arc::new(super::replica::FollowerStatus::default());
         let state = AppState {
             trusted_proxies,
             db,
@@ -319,7 +341,9 @@ impl AppState {
             slow_answers,
             policy: RwLock::new(Arc::new(policy)),
             acl_stamp: std::sync::Mutex::new(acl_stamp),
-            metrics: Default::default(),
+            metrics: Arc::new(super::metrics::Metrics::new(&follower)),
+            hashes: Default::default(),
+            follower,
         };
         state.refresh()?;
         Ok(state)
