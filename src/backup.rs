@@ -1,14 +1,17 @@
 //! Backups of an index: copies of its newest published snapshot, taken while an ingest
 //! runs, checked file by file, restored into a new index.
 //!
-//! A backup folder holds one backup per snapshot backed up:
+//! A backup folder holds the backups taken into it, numbered in the order they were
+//! taken (not by snapshot: a restored or rebuilt index numbers its snapshots from 1):
 //!
 //! ```text
-//! DIR/0000000007/           the files of published snapshot 7 (RocksDB's SST files,
-//!                           MANIFEST, CURRENT, OPTIONS; postings/)
-//! DIR/0000000007/CHECKSUMS  every file's size and XXH3-128, written last: a folder
-//!                           without it is an unfinished backup, removed by the next one
-//! DIR/BACKUP.lock           one backup into the folder at a time
+//! DIR/0000000007/           backup 7: the files of a published snapshot (RocksDB's SST
+//!                           files, MANIFEST, CURRENT, OPTIONS; postings/)
+//! DIR/0000000007/CHECKSUMS  the snapshot's number, every file's size and XXH3-128,
+//!                           written last: a backup without it is not complete
+//! DIR/0000000008.tmp        a backup under way (or killed: removed by the next one)
+//! DIR/BACKUP.lock           one backup into the folder at a time (restore and verify
+//!                           hold it shared, so that no pruning backup removes theirs)
 //! ```
 //!
 //! A published snapshot never changes and is held (its lease) while it is copied, so a
@@ -61,6 +64,9 @@ pub enum BackupError {
     /// A restore would write over something.
     #[error("{} exists and is not empty: restore into a new folder", .0.display())]
     NotEmpty(PathBuf),
+    /// A backup asked for by number that the folder does not hold.
+    #[error("{0}")]
+    Unknown(String),
     /// A backup whose files are not those its checksums name.
     #[error("{0}")]
     Damaged(String),
@@ -145,21 +151,65 @@ impl Checksums {
                 })(),
                 _ => None,
             };
-            files.push(entry.ok_or_else(|| bad(&format!("line {}", k + 3)))?);
+            let entry = entry
+                .filter(|e| inside(&e.path))
+                .ok_or_else(|| bad(&format!("line {}", k + 3)))?;
+            files.push(entry);
         }
         Ok(Checksums { snapshot, files })
     }
 }
 
-/// The complete backups in `dir`, oldest first: (snapshot number, folder).
+/// Whether `rel` names a file inside a backup: relative, no `..`, not its checksums.
+pub(crate) fn inside(rel: &str) -> bool {
+    !rel.is_empty()
+        && rel != CHECKSUMS
+        && rel != snapshots::LEASE
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// Whether `name` is a backup's folder (`NNNNNNNNNN`) or one under way (`.tmp`).
+fn numbered(name: &str) -> Option<(u64, bool)> {
+    let (digits, tmp) = match name.strip_suffix(".tmp") {
+        Some(d) => (d, true),
+        None => (name, false),
+    };
+    (digits.len() == 10 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| (digits.parse().ok(), tmp))
+        .and_then(|(n, tmp)| Some((n?, tmp)))
+}
+
+/// The lock of a backup folder: exclusive for a backup, shared for a restore or a check.
+fn lock(dir: &Path, exclusive: bool) -> Result<File> {
+    let path = dir.join(LOCK);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    let taken = if exclusive {
+        f.try_lock().map_err(|e| match e {
+            std::fs::TryLockError::WouldBlock => BackupError::Busy(dir.to_path_buf()),
+            std::fs::TryLockError::Error(e) => io(&path)(e),
+        })
+    } else {
+        f.lock_shared().map_err(io(&path))
+    };
+    taken.map(|_| f)
+}
+
+/// The complete backups in `dir`, oldest first: (backup number, folder).
 pub fn list(dir: &Path) -> Vec<(u64, PathBuf)> {
     let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let n = e.file_name().to_str()?.parse::<u64>().ok()?;
-            e.path().join(CHECKSUMS).exists().then(|| (n, e.path()))
+            let (n, tmp) = numbered(e.file_name().to_str()?)?;
+            (!tmp && e.path().join(CHECKSUMS).exists()).then(|| (n, e.path()))
         })
         .collect();
     out.sort();
@@ -197,6 +247,8 @@ impl Count {
 pub struct BackupSummary {
     /// The backup's folder.
     pub backup: PathBuf,
+    /// Its number in the folder (the order backups were taken).
+    pub number: u64,
     /// The published snapshot it holds.
     pub snapshot: u64,
     /// All its files.
@@ -207,9 +259,9 @@ pub struct BackupSummary {
     pub linked: Count,
     /// Files hard-linked to an earlier backup's copy of them (nothing read but their ends).
     pub reused: Count,
-    /// The folder already held a backup of this snapshot: nothing was done.
+    /// The folder's newest backup already held this snapshot: nothing was done.
     pub already: bool,
-    /// Older backups removed by `keep` (their snapshot numbers).
+    /// Older backups removed by `keep` (their numbers).
     pub removed: Vec<u64>,
 }
 
@@ -221,21 +273,25 @@ pub fn backup(
     opts: &BackupOptions,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<BackupSummary> {
-    crate::durable::create_dir_all(to).map_err(io(to))?;
-    let lock_path = to.join(LOCK);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    if lock.try_lock().is_err() {
-        return Err(BackupError::Busy(to.to_path_buf()));
+    if to.join(CHECKSUMS).exists() {
+        return Err(BackupError::Damaged(format!(
+            "{} is one backup: back up into the folder that holds it",
+            to.display()
+        )));
     }
-    // Leftovers of a backup killed on the way.
+    crate::durable::create_dir_all(to).map_err(io(to))?;
+    let _lock = lock(to, true)?;
+    // Leftovers of a backup killed on the way, and of a removal cut short.
+    let mut last = 0;
     for e in std::fs::read_dir(to).map_err(io(to))?.flatten() {
-        if e.file_name().to_string_lossy().ends_with(".tmp") {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some((n, tmp)) = numbered(&name) else {
+            continue;
+        };
+        if tmp || !e.path().join(CHECKSUMS).exists() {
             let _ = std::fs::remove_dir_all(e.path());
+        } else {
+            last = last.max(n);
         }
     }
     if !db.join("CURRENT").exists() {
@@ -244,9 +300,11 @@ pub fn backup(
     let lease = snapshots::hold_newest(db).ok_or_else(|| BackupError::NoSnapshot(db.into()))?;
     let files = files_of(&lease.path)?;
     let total_bytes: u64 = files.iter().map(|(_, size)| size).sum();
-    let dest = to.join(format!("{:010}", lease.number));
+    let number = last + 1;
+    let dest = to.join(format!("{number:010}"));
     let mut summary = BackupSummary {
         backup: dest.clone(),
+        number,
         snapshot: lease.number,
         total: Count::default(),
         copied: Count::default(),
@@ -255,17 +313,22 @@ pub fn backup(
         already: false,
         removed: Vec::new(),
     };
-    if dest.join(CHECKSUMS).exists() {
-        let held = Checksums::read(&dest)?;
-        let names: Vec<(&str, u64)> = held.files.iter().map(|e| (&e.path[..], e.size)).collect();
-        let ours: Vec<(&str, u64)> = files.iter().map(|(p, s)| (&p[..], *s)).collect();
-        if names != ours {
-            return Err(BackupError::Damaged(format!(
-                "{} holds a backup of snapshot {} whose files differ from this index's: back up into another folder",
-                dest.display(),
-                lease.number
-            )));
-        }
+    // The newest backup holds this very snapshot (its number and its files).
+    let newest = list(to)
+        .pop()
+        .and_then(|(n, b)| Some((n, Checksums::read(&b).ok()?, b)));
+    let same = newest.filter(|(_, held, _)| {
+        held.snapshot == lease.number
+            && held.files.len() == files.len()
+            && held
+                .files
+                .iter()
+                .zip(&files)
+                .all(|(e, (p, s))| e.path == *p && e.size == *s)
+    });
+    if let Some((n, held, b)) = same {
+        summary.number = n;
+        summary.backup = b;
         summary.already = true;
         summary.total = Count {
             files: held.files.len() as u64,
@@ -286,7 +349,7 @@ pub fn backup(
             earlier.entry((e.path.clone(), e.size)).or_insert((e, at));
         }
     }
-    let building = to.join(format!("{:010}.tmp", lease.number));
+    let building = to.join(format!("{number:010}.tmp"));
     std::fs::create_dir_all(&building).map_err(io(&building))?;
     let mut entries = Vec::with_capacity(files.len());
     let mut done = 0u64;
@@ -300,7 +363,12 @@ pub fn backup(
         let mut entry = None;
         if lasting {
             if let Some((e, at)) = earlier.get(&(rel.clone(), *size)) {
-                if edge_hash(&from, *size)? == e.edge && std::fs::hard_link(at, &out).is_ok() {
+                // With --copy, never the index's own file (an earlier linked backup).
+                let shares_index = opts.copy && same_file(at, &from);
+                if !shares_index
+                    && edge_hash(&from, *size)? == e.edge
+                    && std::fs::hard_link(at, &out).is_ok()
+                {
                     summary.reused.add(*size);
                     entry = Some(e.clone());
                 }
@@ -341,11 +409,7 @@ pub fn backup(
         snapshot: lease.number,
         files: entries,
     };
-    for dir in [building.join(crate::index::postings::DIR), building.clone()] {
-        if dir.is_dir() {
-            crate::durable::sync_dir(&dir).map_err(io(&dir))?;
-        }
-    }
+    sync_folders(&building)?;
     let sums_path = building.join(CHECKSUMS);
     crate::durable::write_atomic(&sums_path, sums.text().as_bytes()).map_err(io(&sums_path))?;
     std::fs::rename(&building, &dest).map_err(io(&dest))?;
@@ -370,6 +434,29 @@ fn prune(to: &Path, keep: Option<usize>) -> Result<Vec<u64>> {
         removed.push(n);
     }
     Ok(removed)
+}
+
+/// Syncs `dir` and the folders in it, so that the names made in them are on disk.
+fn sync_folders(dir: &Path) -> Result<()> {
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).map_err(io(&d))?.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                dirs.push(e.path());
+            }
+        }
+        crate::durable::sync_dir(&d).map_err(io(&d))?;
+    }
+    Ok(())
+}
+
+/// Whether two paths are one file (hard links to one inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// RocksDB's table and blob files and the posting runs: written once, never changed.
@@ -476,6 +563,8 @@ pub(crate) fn hash_file(path: &Path, size: u64, copy_to: Option<&Path>) -> Resul
 pub struct Verified {
     /// The backup's folder.
     pub backup: PathBuf,
+    /// Its number in the folder.
+    pub number: u64,
     /// The snapshot it holds.
     pub snapshot: u64,
     /// Its files.
@@ -494,10 +583,32 @@ pub fn verify(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<Vec<Verified>> {
     use std::os::unix::fs::MetadataExt;
+    let _lock = folder_lock(dir)?;
     let mut read = Vec::new();
     for (n, b) in chosen(dir, only)? {
         let sums = Checksums::read(&b);
         read.push((n, b, sums));
+    }
+    let mut out = Vec::new();
+    // A numbered folder without its checksums: a backup whose CHECKSUMS was lost.
+    if only.is_none() && !dir.join(CHECKSUMS).exists() {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some((n, false)) = numbered(&name) {
+                if !e.path().join(CHECKSUMS).exists() {
+                    out.push(Verified {
+                        backup: e.path(),
+                        number: n,
+                        snapshot: 0,
+                        total: Count::default(),
+                        problems: vec![format!(
+                            "{}: no CHECKSUMS: not a complete backup (its files cannot be checked)",
+                            e.path().display()
+                        )],
+                    });
+                }
+            }
+        }
     }
     let total: u64 = read
         .iter()
@@ -506,11 +617,11 @@ pub fn verify(
         .sum();
     let mut seen: HashMap<(u64, u64), u128> = HashMap::new();
     let mut done = 0u64;
-    let mut out = Vec::new();
-    for (snapshot, backup, sums) in read {
+    for (number, backup, sums) in read {
         let mut v = Verified {
             backup: backup.clone(),
-            snapshot,
+            number,
+            snapshot: sums.as_ref().map_or(0, |s| s.snapshot),
             total: Count::default(),
             problems: Vec::new(),
         };
@@ -573,12 +684,23 @@ pub fn verify(
 /// that of snapshot `only` when given).
 fn chosen(dir: &Path, only: Option<u64>) -> Result<Vec<(u64, PathBuf)>> {
     if dir.join(CHECKSUMS).exists() {
+        if only.is_some() {
+            return Err(BackupError::Unknown(format!(
+                "{} is one backup: --backup picks one in the folder that holds backups",
+                dir.display()
+            )));
+        }
         let n = dir
             .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
+            .and_then(|n| numbered(n.to_str()?))
+            .map_or(0, |(n, _)| n);
         return Ok(vec![(n, dir.to_path_buf())]);
+    }
+    if !dir.is_dir() {
+        return Err(BackupError::Unknown(format!(
+            "{}: no such folder of backups",
+            dir.display()
+        )));
     }
     let all: Vec<(u64, PathBuf)> = list(dir)
         .into_iter()
@@ -586,8 +708,8 @@ fn chosen(dir: &Path, only: Option<u64>) -> Result<Vec<(u64, PathBuf)>> {
         .collect();
     if all.is_empty() {
         return Err(match only {
-            Some(n) => BackupError::Damaged(format!(
-                "{} holds no complete backup of snapshot {n} (those it holds: {})",
+            Some(n) => BackupError::Unknown(format!(
+                "{} holds no complete backup {n} (those it holds: {})",
                 dir.display(),
                 list(dir)
                     .iter()
@@ -599,6 +721,20 @@ fn chosen(dir: &Path, only: Option<u64>) -> Result<Vec<(u64, PathBuf)>> {
         });
     }
     Ok(all)
+}
+
+/// The shared lock of the folder of backups `dir` names (itself, or the folder that
+/// holds it when it is one backup), so that no pruning backup removes what is read.
+fn folder_lock(dir: &Path) -> Result<Option<File>> {
+    let folder = if dir.join(CHECKSUMS).exists() {
+        dir.parent().unwrap_or(Path::new("."))
+    } else {
+        dir
+    };
+    if !folder.join(LOCK).exists() {
+        return Ok(None);
+    }
+    lock(folder, false).map(Some)
 }
 
 /// What a restore did.
@@ -632,12 +768,15 @@ pub fn restore(
             true
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(_) if db.exists() => return Err(BackupError::NotEmpty(db.to_path_buf())),
         Err(e) => return Err(io(db)(e)),
     };
-    let (snapshot, backup) = chosen(from, only)?
+    let _lock = folder_lock(from)?;
+    let (_, backup) = chosen(from, only)?
         .pop()
         .ok_or_else(|| BackupError::NoBackup(from.to_path_buf()))?;
     let sums = Checksums::read(&backup)?;
+    let snapshot = sums.snapshot;
     let total: u64 = sums.files.iter().map(|e| e.size).sum();
     let mut name = db.file_name().unwrap_or_default().to_os_string();
     name.push(".restoring");
@@ -670,12 +809,12 @@ pub fn restore(
             done += e.size;
             progress(done, total);
         }
-        for dir in [building.join(crate::index::postings::DIR), building.clone()] {
-            if dir.is_dir() {
-                crate::durable::sync_dir(&dir).map_err(io(&dir))?;
-            }
-        }
-        Ok(())
+        // Opened and published here, before it takes its name: a restore that fails
+        // (another schema, other parameters) or is killed leaves no index at `db`.
+        let index = Index::open(&building, config, false)?;
+        snapshots::publish(&index)?;
+        drop(index);
+        sync_folders(&building)
     })();
     if let Err(e) = copied {
         let _ = std::fs::remove_dir_all(&building);
@@ -685,11 +824,11 @@ pub fn restore(
         std::fs::remove_dir(db).map_err(io(db))?;
     }
     std::fs::rename(&building, db).map_err(io(db))?;
-    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
-        crate::durable::sync_dir(parent).map_err(io(parent))?;
-    }
-    let index = Index::open(db, config, false)?;
-    snapshots::publish(&index)?;
+    let parent = match db.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    crate::durable::sync_dir(parent).map_err(io(parent))?;
     Ok(Restored {
         backup,
         snapshot,
@@ -699,4 +838,43 @@ pub fn restore(
             bytes: total,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_that_name_a_file_outside_the_backup_are_refused() {
+        for path in ["../x.sst", "/etc/passwd", "a/../../b", "CHECKSUMS", ""] {
+            let dir = tempfile::tempdir().unwrap();
+            let sums = Checksums {
+                snapshot: 1,
+                files: vec![Entry {
+                    path: path.into(),
+                    size: 1,
+                    hash: 2,
+                    edge: 3,
+                }],
+            };
+            std::fs::write(dir.path().join(CHECKSUMS), sums.text()).unwrap();
+            let e = Checksums::read(dir.path()).err();
+            assert!(
+                matches!(e, Some(BackupError::Damaged(_))),
+                "{path:?}: {e:?}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Checksums {
+            snapshot: 4,
+            files: vec![Entry {
+                path: "postings/0000000001.run".into(),
+                size: 1,
+                hash: 2,
+                edge: 3,
+            }],
+        };
+        std::fs::write(dir.path().join(CHECKSUMS), ok.text()).unwrap();
+        assert_eq!(Checksums::read(dir.path()).unwrap().snapshot, 4);
+    }
 }

@@ -170,6 +170,38 @@ fn a_backup_taken_during_an_ingest_restores_to_the_snapshot_it_copied() {
     let kept = backup_json(&db, &backups, &["--keep", "1"]);
     assert_eq!(kept["removed"], serde_json::json!([1]), "{kept}");
     assert!(!backups.join("0000000001").exists());
+
+    // One backup's folder restores as itself; a backup number the folder lacks is a
+    // usage error.
+    let single = dir.path().join("single");
+    tidemark_ok(&[
+        "--db",
+        s(&single),
+        "restore",
+        s(&backups.join("0000000002")),
+    ]);
+    same_index(&single, &ref2, "restored from one backup's folder");
+    let missing = tidemark(&[
+        "--db",
+        s(&dir.path().join("none")),
+        "restore",
+        s(&backups),
+        "--backup",
+        "9",
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+
+    // The restored index numbers its snapshots from 1 again; its backups go on in the
+    // same folder after the others, and --keep keeps the newest.
+    let after_restore = backup_json(&restored, &backups, &["--keep", "2"]);
+    assert_eq!(after_restore["number"], 3, "{after_restore}");
+    assert_eq!(after_restore["already"], false, "{after_restore}");
+    assert_eq!(
+        after_restore["removed"],
+        serde_json::json!([]),
+        "{after_restore}"
+    );
+    assert!(backups.join("0000000003/CHECKSUMS").exists());
 }
 
 /// Ingests sweep `k` of a generated web into `db` as `sweep-k`.
@@ -196,6 +228,12 @@ fn a_flipped_byte_in_a_backup_is_found_and_restores_nothing() {
     // Copies: a flipped byte in a hard link would be one in the index too.
     let b = backup_json(&db, &backups, &["--copy"]);
     assert_eq!(b["linked"]["files"], 0, "{b}");
+    {
+        use std::os::unix::fs::MetadataExt;
+        for f in largest_files(Path::new(b["backup"].as_str().unwrap())) {
+            assert_eq!(std::fs::metadata(&f).unwrap().nlink(), 1, "{f:?} is shared");
+        }
+    }
     let backup = PathBuf::from(b["backup"].as_str().unwrap());
     tidemark_ok(&["backup", "--to", s(&backups), "--verify"]);
 

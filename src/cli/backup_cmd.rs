@@ -18,7 +18,7 @@ pub struct BackupArgs {
     /// (exit 1 naming each damaged file).
     #[arg(long)]
     pub verify: bool,
-    /// With --verify: only the backup of this snapshot.
+    /// With --verify: only backup N (the number of its folder in DIR).
     #[arg(long, value_name = "N", requires = "verify")]
     pub backup: Option<u64>,
     /// Copy every file, even where a hard link to the index's would do (a backup on the
@@ -28,8 +28,8 @@ pub struct BackupArgs {
     /// After the backup, remove all but the newest N backups in DIR.
     #[arg(long, value_name = "N", conflicts_with = "verify", value_parser = clap::value_parser!(u64).range(1..))]
     pub keep: Option<u64>,
-    /// Print JSON: {"backup","snapshot","total","copied","linked","reused","already","removed"}
-    /// (each count {"files","bytes"}); with --verify a list of {"backup","snapshot","total","problems"}.
+    /// Print JSON: {"backup","number","snapshot","total","copied","linked","reused","already","removed"}
+    /// (each count {"files","bytes"}); with --verify a list of {"backup","number","snapshot","total","problems"}.
     #[arg(long)]
     pub json: bool,
 }
@@ -39,7 +39,7 @@ pub struct RestoreArgs {
     /// A backup folder (its newest backup is restored) or one backup in it.
     #[arg(value_name = "DIR")]
     pub from: PathBuf,
-    /// The backup of this snapshot rather than the newest.
+    /// Backup N of the folder (the number of its folder) rather than the newest.
     #[arg(long, value_name = "N")]
     pub backup: Option<u64>,
     /// Print JSON: {"backup","snapshot","db","total"}.
@@ -59,7 +59,8 @@ fn failed(cmd: &str, e: BackupError) -> anyhow::Result<u8> {
         BackupError::NoSnapshot(_)
         | BackupError::Busy(_)
         | BackupError::NoBackup(_)
-        | BackupError::NotEmpty(_) => EXIT_USAGE,
+        | BackupError::NotEmpty(_)
+        | BackupError::Unknown(_) => EXIT_USAGE,
         BackupError::Damaged(_) | BackupError::Io { .. } => EXIT_DAMAGE,
     };
     eprintln!("tidemark {cmd}: {e}");

@@ -99,7 +99,23 @@ pub struct Lease {
 /// Takes the newest snapshot of the index at `db` that can be held (None when there is
 /// none). A snapshot being deleted is skipped.
 pub fn hold_newest(db: &Path) -> Option<Lease> {
-    for (number, path) in list(db).into_iter().rev() {
+    // A publisher may replace the newest and delete the one before between our listing
+    // and our locks: list again, a few times, before saying there is none.
+    for _ in 0..5 {
+        let listed = list(db);
+        if listed.is_empty() {
+            return None;
+        }
+        if let Some(lease) = hold_newest_of(listed) {
+            return Some(lease);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    None
+}
+
+fn hold_newest_of(listed: Vec<(u64, PathBuf)>) -> Option<Lease> {
+    for (number, path) in listed.into_iter().rev() {
         // Not created here: a snapshot without its lock file is being published or deleted.
         let Ok(file) = lease_file(&path, false) else {
             continue;

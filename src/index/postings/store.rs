@@ -333,7 +333,9 @@ impl Store {
             dir: dir.to_path_buf(),
             ..self.clone()
         };
-        copy.save()
+        copy.save()?;
+        // The links' names, on disk before the snapshot that holds them is published.
+        crate::durable::sync_dir(dir).map_err(|e| io(dir, e))
     }
 }
 
