@@ -335,7 +335,7 @@ pub fn backup(
             bytes: total_bytes,
         };
         drop(lease);
-        summary.removed = prune(to, opts.keep)?;
+        summary.removed = prune(to, opts.keep);
         return Ok(summary);
     }
     // What earlier backups hold, newest first: a file is taken from the newest that has it.
@@ -415,25 +415,32 @@ pub fn backup(
     std::fs::rename(&building, &dest).map_err(io(&dest))?;
     crate::durable::sync_dir(to).map_err(io(to))?;
     drop(lease);
-    summary.removed = prune(to, opts.keep)?;
+    summary.removed = prune(to, opts.keep);
     Ok(summary)
 }
 
-/// Removes all but the newest `keep` backups of `to`: their snapshot numbers.
-fn prune(to: &Path, keep: Option<usize>) -> Result<Vec<u64>> {
+/// Removes all but the newest `keep` backups of `to`: their numbers. A backup that
+/// cannot be removed is said, not an error: the backup just taken is whole.
+fn prune(to: &Path, keep: Option<usize>) -> Vec<u64> {
     let Some(keep) = keep else {
-        return Ok(Vec::new());
+        return Vec::new();
     };
     let all = list(to);
     let extra = all.len().saturating_sub(keep.max(1));
     let mut removed = Vec::new();
     for (n, old) in all.into_iter().take(extra) {
-        // Its checksums go first: a removal cut short leaves an unfinished backup.
+        // Its checksums go first: a removal cut short leaves no complete backup behind,
+        // and the next backup removes the rest.
         let _ = std::fs::remove_file(old.join(CHECKSUMS));
-        std::fs::remove_dir_all(&old).map_err(io(&old))?;
-        removed.push(n);
+        match std::fs::remove_dir_all(&old) {
+            Ok(()) => removed.push(n),
+            Err(e) => eprintln!(
+                "tidemark backup: --keep: cannot remove {}: {e} (the next backup tries again)",
+                old.display()
+            ),
+        }
     }
-    Ok(removed)
+    removed
 }
 
 /// Syncs `dir` and the folders in it, so that the names made in them are on disk.
