@@ -2783,3 +2783,154 @@ fn metrics_count_the_requests_made_as_prometheus_reads_them() {
     assert_eq!(status, 404);
     assert!(String::from_utf8_lossy(&body).contains("serve.metrics_listen"));
 }
+
+/// Under a load (8 clients at once, answers of every kind: found, refused by the scan
+/// budget, bad parameters) and past the connection cap, `/metrics` counts exactly the
+/// requests the clients saw answered, by route and status, and each refusal by its code.
+#[test]
+fn metrics_under_a_load_count_every_answer_the_clients_saw() {
+    let Some(python) = common::server::python() else {
+        return;
+    };
+    let (dir, db) = corpus();
+    let exp = export(db);
+    let url = exp[0].2["url"].as_str().unwrap().to_string();
+    let host = url.split('/').nth(2).unwrap().to_string();
+    let cfg = dir.join("metrics-load.toml");
+    std::fs::write(
+        &cfg,
+        "[serve]\nmax_scan_rows = 60\ntrusted_proxies = []\nmax_connections_per_client = 12\n",
+    )
+    .unwrap();
+    let srv = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    // (route pattern, query).
+    let asks: Vec<(&str, String)> = vec![
+        ("/api/sweeps", "/api/sweeps".into()),
+        (
+            "/cdx/search/cdx",
+            format!("/cdx/search/cdx?url={}", enc(&url)),
+        ),
+        (
+            "/cdx/search/cdx",
+            format!(
+                "/cdx/search/cdx?url={}&pageSize=25&page=5&filter=!statuscode:999",
+                enc(&format!("{host}/*"))
+            ),
+        ),
+        ("/api/history", "/api/history".into()),
+        ("/api/whereis", format!("/api/whereis?url={}", enc(&url))),
+    ];
+    let seen: Vec<(String, u16, Option<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let (srv, asks) = (&srv, &asks);
+                s.spawn(move || {
+                    let mut seen = Vec::new();
+                    for i in 0..25 {
+                        let (route, q) = &asks[(t + i) % asks.len()];
+                        let (status, _, body) = srv.get(q);
+                        let code = serde_json::from_slice::<Value>(&body)
+                            .ok()
+                            .and_then(|v| v["code"].as_str().map(str::to_string));
+                        seen.push((route.to_string(), status, code));
+                    }
+                    seen
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    // Every kind of answer came: the load was not all one status.
+    let statuses: HashSet<u16> = seen
+        .iter()
+        .filter(|s| s.2.as_deref() != Some("too_many_connections"))
+        .map(|s| s.1)
+        .collect();
+    assert!(
+        statuses.contains(&200) && statuses.contains(&400) && statuses.contains(&503),
+        "{statuses:?}"
+    );
+    // Past the per-client cap: 12 held, 3 more refused before their request is read
+    // (once the load's connections are closed).
+    std::thread::sleep(Duration::from_millis(300));
+    let held: Vec<_> = (0..12)
+        .map(|_| std::net::TcpStream::connect(&srv.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let mut c = std::net::TcpStream::connect(&srv.addr).unwrap();
+        let mut answer = String::new();
+        let _ = c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+        let _ = c.read_to_string(&mut answer);
+        assert!(answer.contains("too_many_connections"), "{answer}");
+    }
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let m = scrape(&python, &srv.text("/metrics"));
+    // A connection over the cap is refused before its request is read: counted apart,
+    // by no route. The load's own connections meet the cap too: one a client has
+    // closed counts until the server has seen it close, and on 2 busy cores the next
+    // one may be accepted first.
+    let over_cap = |c: &Option<String>| c.as_deref() == Some("too_many_connections");
+    let refused = seen.iter().filter(|s| over_cap(&s.2)).count() as f64;
+    eprintln!(
+        "{} answers, {refused} refused at the connection cap",
+        seen.len()
+    );
+    let mut want: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut codes: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for (route, status, code) in seen.iter().filter(|s| !over_cap(&s.2)) {
+        *want.entry((route.clone(), status.to_string())).or_default() += 1.0;
+        if let (Some(code), true) = (code, *status >= 400) {
+            *codes.entry((route.clone(), code.clone())).or_default() += 1.0;
+        }
+    }
+    for ((route, status), n) in &want {
+        let got = sample(
+            &m,
+            "tidemark_http_requests_total",
+            &[("route", route), ("status", status)],
+        );
+        assert_eq!(got, *n, "{route} {status}");
+    }
+    for ((route, code), n) in &codes {
+        let got = sample(
+            &m,
+            "tidemark_http_errors_total",
+            &[("route", route), ("code", code)],
+        );
+        assert_eq!(got, *n, "{route} {code}");
+    }
+    for route in [
+        "/api/sweeps",
+        "/cdx/search/cdx",
+        "/api/history",
+        "/api/whereis",
+    ] {
+        let n: f64 = want
+            .iter()
+            .filter(|((r, _), _)| r == route)
+            .map(|(_, n)| n)
+            .sum();
+        let got = sample(
+            &m,
+            "tidemark_http_request_duration_seconds_count",
+            &[("route", route)],
+        );
+        assert_eq!(got, n, "{route}: latency observations");
+    }
+    assert_eq!(
+        sample(&m, "tidemark_connections_refused_total", &[]),
+        refused + 3.0
+    );
+    // Each whereis and sweeps answer read the index in a worker slot, and its wait was
+    // counted (CDX streams take theirs too).
+    let reads = seen
+        .iter()
+        .filter(|s| (s.0 == "/api/sweeps" || s.0 == "/api/whereis") && s.1 == 200)
+        .count() as f64;
+    assert!(sample(&m, "tidemark_worker_slot_wait_seconds_count", &[]) >= reads);
+}
