@@ -68,6 +68,8 @@ pub struct ServeConfig {
     pub max_scan_rows: u64,
     /// `filter` parameters one CDX query may give.
     pub max_filters: usize,
+    /// URLs of one list POSTed to `/api/cluster`.
+    pub max_list_urls: usize,
     /// Bytes of one archived record read back for replay (held whole): a larger one is
     /// refused with a message, not served cut short.
     pub max_replay_bytes: usize,
@@ -315,10 +317,11 @@ impl Config {
             || v.max_connections_per_client == 0
             || v.max_url_chars == 0
             || v.max_filters == 0
+            || v.max_list_urls == 0
             || v.max_replay_bytes == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_replay_bytes and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_list_urls, max_replay_bytes and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

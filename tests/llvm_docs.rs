@@ -192,3 +192,123 @@ fn the_change_list_of_the_theme_change_leads_with_status_changes_and_rewrites() 
     );
     assert!(html.contains(&format!("href=\"#changes-{pages}\"")));
 }
+
+/// `cluster --urls` on a list of 1,000 URLs of the five sweeps (as a search engine's
+/// result page, with a repeat, a URL never captured and one that is not a URL): its
+/// groups are those `cluster URL` gives one by one (two URLs share a group exactly when
+/// `/api/cluster?url=` names the same cluster for both), in the list's order, the first
+/// URL of each the representative; `POST /api/cluster` answers the same, as text lines
+/// or as JSON.
+#[test]
+fn a_result_list_clusters_as_its_urls_do_one_by_one() {
+    let Some(db) = index() else { return };
+    let d = db.to_str().unwrap();
+    let out = String::from_utf8(tidemark_ok(&["--db", d, "export"]).stdout).unwrap();
+    let mut urls: Vec<String> = Vec::new();
+    for l in out.lines() {
+        let v: Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        let u = v["url"].as_str().unwrap().to_string();
+        if !urls.contains(&u) {
+            urls.push(u);
+        }
+    }
+    // A fixed shuffle: near-duplicates (neighbours in key order) spread over the list.
+    let mut x: u64 = 7;
+    for i in (1..urls.len()).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        urls.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    urls.truncate(997);
+    urls.insert(10, "https://llvm.org/docs/never-captured.html".into());
+    urls.insert(20, urls[3].clone());
+    urls.insert(30, "http://".into());
+    assert_eq!(urls.len(), 1000);
+    let list = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(list.path(), urls.join("\n") + "\n").unwrap();
+    let got: Value = serde_json::from_slice(
+        &tidemark_ok(&[
+            "--db",
+            d,
+            "cluster",
+            "--urls",
+            list.path().to_str().unwrap(),
+            "--json",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(got["urls"], 1000);
+    // One by one.
+    let srv = Server::start(db, &[], &[]);
+    let mut want: Vec<(usize, Option<u64>, Vec<String>)> = Vec::new();
+    for (i, u) in urls.iter().enumerate() {
+        let (status, _, body) = srv.get(&format!("/api/cluster?url={}&limit=1", enc(u)));
+        let cluster = match status {
+            200 => serde_json::from_slice::<Value>(&body).unwrap()["cluster"].as_u64(),
+            _ => None,
+        };
+        let joins = want.iter().position(|(first, c, _)| match (cluster, c) {
+            (Some(a), Some(b)) => a == *b,
+            (None, None) => urls[*first] == *u,
+            _ => false,
+        });
+        match joins {
+            Some(g) => want[g].2.push(u.clone()),
+            None => want.push((i, cluster, Vec::new())),
+        }
+    }
+    let groups = got["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), want.len());
+    let mut joined = 0;
+    for (g, (first, cluster, others)) in groups.iter().zip(&want) {
+        assert_eq!(g["at"].as_u64(), Some(*first as u64), "{g}");
+        assert_eq!(g["url"].as_str(), Some(urls[*first].as_str()), "{g}");
+        assert_eq!(g["cluster"].as_u64(), *cluster, "{g}");
+        let listed: Vec<&str> = (g["others"].as_array().unwrap().iter())
+            .map(|o| o["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(listed, *others, "{g}");
+        joined += others.len();
+    }
+    assert!(
+        joined > 100,
+        "a list of near-duplicates: {joined} URLs joined a group"
+    );
+    let reason = |i: usize| {
+        let g = groups.iter().find(|g| g["at"] == i).unwrap();
+        g["reason"].as_str().unwrap_or("").to_string()
+    };
+    assert!(reason(10).contains("never captured"), "{}", reason(10));
+    assert!(reason(30).contains("not a URL"), "{}", reason(30));
+    // The service answers the same, posted as lines or as JSON.
+    let post = |ct: &str, body: String| {
+        let (status, _, b) = common::server::request_with_body(
+            ureq::post(&format!("{}/api/cluster", srv.base)).set("Content-Type", ct),
+            body.as_bytes(),
+        );
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&b));
+        serde_json::from_slice::<Value>(&b).unwrap()
+    };
+    assert_eq!(post("text/plain", urls.join("\n")), got);
+    assert_eq!(
+        post("application/json", serde_json::to_string(&urls).unwrap()),
+        got
+    );
+    // Refused: nothing, and more URLs than serve.max_list_urls.
+    let (status, _, _) = common::server::request_with_body(
+        ureq::post(&format!("{}/api/cluster", srv.base)),
+        b"\n# nothing\n",
+    );
+    assert_eq!(status, 400);
+    let cfg = db.parent().unwrap().join("list-urls-10.toml");
+    std::fs::write(&cfg, "[serve]\nmax_list_urls = 10\n").unwrap();
+    let small = Server::start(db, &["--config", cfg.to_str().unwrap()], &[]);
+    let (status, _, body) = common::server::request_with_body(
+        ureq::post(&format!("{}/api/cluster", small.base)),
+        urls[..11].join("\n").as_bytes(),
+    );
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("serve.max_list_urls"));
+}

@@ -1,12 +1,15 @@
 //! `tidemark whereis`, `history`, `similar`, `cluster`: thin printers over [`tidemark::query`].
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 
 use tidemark::query::history::history;
 use tidemark::query::similar::{similar, Input, SimilarOptions};
 use tidemark::query::whereis::{whereis, Status, WhereisOptions};
-use tidemark::query::{cluster::cluster, Searcher};
+use tidemark::query::{
+    cluster::{cluster, cluster_list},
+    Searcher,
+};
 
 use super::{open_for_reading, stdout, Globals, EXIT_OK, EXIT_USAGE};
 
@@ -74,8 +77,18 @@ pub struct SimilarArgs {
 #[derive(clap::Args, Debug)]
 pub struct ClusterArgs {
     /// The URL whose latest content's cluster to list.
-    #[arg(value_name = "URL")]
-    pub url: String,
+    #[arg(
+        value_name = "URL",
+        required_unless_present = "urls",
+        conflicts_with = "urls"
+    )]
+    pub url: Option<String>,
+    /// A list of URLs (one a line, `-` for standard input; blank lines and lines
+    /// starting with `#` skipped), as a search engine's result page: answered grouped
+    /// into near-duplicate clusters in the list's order, the first URL of each group
+    /// shown with the list's other URLs in the same cluster.
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<PathBuf>,
     /// Most members listed (the size is always the whole cluster's).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub limit: usize,
@@ -296,12 +309,16 @@ pub fn run_similar(g: &Globals, a: SimilarArgs) -> anyhow::Result<u8> {
 }
 
 pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
-    if let Some(code) = check_url("cluster", &a.url) {
+    let Some(url) = &a.url else {
+        let path = a.urls.as_deref().expect("clap: URL or --urls");
+        return run_cluster_list(g, path, a.json);
+    };
+    if let Some(code) = check_url("cluster", url) {
         return Ok(code);
     }
     let index = open_for_reading(g)?;
     let s = Searcher::everything(&index)?;
-    let c = cluster(&s, &a.url, a.limit)?;
+    let c = cluster(&s, url, a.limit)?;
     let mut out = stdout();
     if a.json {
         serde_json::to_writer(&mut out, &c)?;
@@ -338,6 +355,64 @@ pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
             "  … {} more (use --limit)",
             c.size - c.members.len() as u64
         )?;
+    }
+    Ok(EXIT_OK)
+}
+
+/// The URLs of a `--urls` list: one a line; blank lines and `#` comments skipped.
+fn read_url_list(path: &Path) -> Result<Vec<String>, String> {
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(path).map_err(|e| format!("--urls {}: {e}", path.display()))?,
+        ))
+    };
+    let mut urls = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| format!("--urls {} line {}: {e}", path.display(), i + 1))?;
+        let line = line.trim();
+        if !line.is_empty() && !line.starts_with('#') {
+            urls.push(line.to_string());
+        }
+    }
+    Ok(urls)
+}
+
+fn run_cluster_list(g: &Globals, path: &Path, json: bool) -> anyhow::Result<u8> {
+    let urls = match read_url_list(path) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("tidemark cluster: {e}");
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let index = open_for_reading(g)?;
+    let s = Searcher::everything(&index)?;
+    let list = cluster_list(&s, &urls)?;
+    let mut out = stdout();
+    if json {
+        serde_json::to_writer(&mut out, &list)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(
+        out,
+        "{} URL{} in {} group{}",
+        list.urls,
+        if list.urls == 1 { "" } else { "s" },
+        list.groups.len(),
+        if list.groups.len() == 1 { "" } else { "s" }
+    )?;
+    for grp in &list.groups {
+        match (grp.cluster, &grp.reason) {
+            (Some(c), _) => writeln!(out, "{:>5}. {}  (cluster {c})", grp.at + 1, grp.url)?,
+            (None, Some(why)) => writeln!(out, "{:>5}. {}  ({why})", grp.at + 1, grp.url)?,
+            (None, None) => writeln!(out, "{:>5}. {}", grp.at + 1, grp.url)?,
+        }
+        for o in &grp.others {
+            writeln!(out, "         also {}", o.url)?;
+        }
     }
     Ok(EXIT_OK)
 }

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, OpenApi};
 use super::error::ApiError;
 use super::params::{ApiQuery, ReportQuery};
 use super::state::AppState;
-use crate::query::cluster::cluster as cluster_of;
+use crate::query::cluster::{cluster as cluster_of, cluster_list};
 use crate::query::diff::Archive;
 use crate::query::history::history as history_of;
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
@@ -28,7 +28,7 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
         .route("/api/whereis", get(whereis))
         .route("/api/history", get(history))
         .route("/api/similar", get(similar).post(similar_post))
-        .route("/api/cluster", get(cluster))
+        .route("/api/cluster", get(cluster).post(cluster_post))
         .route("/api/report", get(report))
         .route("/api/changes", get(changes))
         .route("/api/sweeps", get(sweeps))
@@ -243,6 +243,91 @@ async fn cluster(
     state
         .with_index(move |s| to_json(&cluster_of(&s.searcher(), &url, limit)?))
         .await
+}
+
+/// A list of URLs (a search engine's result page) grouped into near-duplicate clusters.
+#[utoipa::path(post, path = "/api/cluster",
+    request_body(content = String, description = "the URLs: one a line (text/plain), or a JSON array of strings, or {\"urls\": [...]} (application/json)", content_type = "text/plain"),
+    responses((status = 200, description = "as `tidemark cluster --urls FILE --json`: {urls, groups: [{url, at, doc, cluster, reason, others: [{url, doc}]}]}, groups in the order of their first URL; a URL without content in the index is a group of its own with the reason"),
+              (status = 400, description = "no URL, a body that is not a list of URLs, or more than serve.max_list_urls"),
+              (status = 413, description = "a body over serve.max_body_bytes")))]
+async fn cluster_post(
+    State(state): State<Arc<AppState>>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let urls = url_list(&headers, &body)?;
+    let limits = &state.config.serve;
+    if urls.is_empty() {
+        return Err(ApiError::bad(
+            "body",
+            "no URL: POST the URLs, one a line".into(),
+        ));
+    }
+    if urls.len() > limits.max_list_urls {
+        return Err(ApiError::bad(
+            "body",
+            format!(
+                "{} URLs; at most {} (serve.max_list_urls)",
+                urls.len(),
+                limits.max_list_urls
+            ),
+        ));
+    }
+    if let Some(i) = urls
+        .iter()
+        .position(|u| u.chars().count() > limits.max_url_chars)
+    {
+        return Err(ApiError::bad(
+            "body",
+            format!(
+                "URL {} of the list: longer than {} characters (serve.max_url_chars)",
+                i + 1,
+                limits.max_url_chars
+            ),
+        ));
+    }
+    state
+        .with_index(move |s| to_json(&cluster_list(&s.searcher(), &urls)?))
+        .await
+}
+
+/// The URLs of a POSTed list: a JSON array or `{"urls": [...]}` when the body is
+/// declared JSON, else one a line (blank lines and `#` comments skipped).
+fn url_list(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<Vec<String>, ApiError> {
+    let json = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| {
+            t.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    let text =
+        std::str::from_utf8(body).map_err(|e| ApiError::bad("body", format!("not UTF-8: {e}")))?;
+    if !json {
+        return Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect());
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Listed {
+        Bare(Vec<String>),
+        Wrapped { urls: Vec<String> },
+    }
+    match serde_json::from_str::<Listed>(text) {
+        Ok(Listed::Bare(u) | Listed::Wrapped { urls: u }) => {
+            Ok(u.into_iter().map(|u| u.trim().to_string()).collect())
+        }
+        Err(e) => Err(ApiError::bad(
+            "body",
+            format!("not a JSON list of URLs (an array of strings, or {{\"urls\": [...]}}): {e}"),
+        )),
+    }
 }
 
 /// How pages changed, moved, lived and died across the sweeps.

@@ -73,6 +73,7 @@ pub struct ServeOptions {
         api::similar,
         api::similar_post,
         api::cluster,
+        api::cluster_post,
         api::report,
         api::changes,
         api::sweeps,

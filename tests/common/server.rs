@@ -128,6 +128,21 @@ pub fn request(req: ureq::Request) -> (u16, String, Vec<u8>) {
     (status, ct, body)
 }
 
+/// Sends a request with a body: (status, content type, body), whatever the status.
+#[allow(dead_code)]
+pub fn request_with_body(req: ureq::Request, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let resp = match req.send_bytes(body) {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("request failed: {e}"),
+    };
+    let status = resp.status();
+    let ct = resp.content_type().to_string();
+    let mut out = Vec::new();
+    resp.into_reader().read_to_end(&mut out).unwrap();
+    (status, ct, out)
+}
+
 /// Percent-encodes a query value.
 pub fn enc(s: &str) -> String {
     let mut out = String::new();
