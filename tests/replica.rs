@@ -113,14 +113,37 @@ fn a_follower_answers_as_its_primary_and_never_from_half_a_snapshot() {
     assert_eq!(wrong.0, 401);
     let right = request(ureq::get(&listing).set("Authorization", &format!("Bearer {TOKEN}")));
     assert_eq!(right.0, 200, "{}", String::from_utf8_lossy(&right.2));
-    let outside = request(
-        ureq::get(&format!(
-            "{}/replication/file/1/../config.toml",
-            primary.base
-        ))
-        .set("Authorization", &format!("Bearer {TOKEN}")),
-    );
-    assert_ne!(outside.0, 200);
+    // Paths as sent (a client library would resolve `..` before sending).
+    let raw = |path: &str, token: bool| -> String {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&primary.addr).unwrap();
+        let auth = match token {
+            true => format!("Authorization: Bearer {TOKEN}\r\n"),
+            false => String::new(),
+        };
+        write!(
+            c,
+            "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = c.read_to_string(&mut answer);
+        answer
+    };
+    for path in [
+        "/replication/file/1/../config.toml",
+        "/replication/file/1/%2e%2e/config.toml",
+        "/replication/file/1//etc/passwd",
+        "/replication/file/1/CURRENT/..",
+        "/replication/file/x/CURRENT",
+    ] {
+        let answer = raw(path, true);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{path}: {answer}");
+        // Without the token, nothing is told: not even that the path is malformed.
+        let answer = raw(path, false);
+        assert!(answer.starts_with("HTTP/1.1 401"), "{path}: {answer}");
+    }
+    assert!(raw("/replication/file/1/CURRENT", true).starts_with("HTTP/1.1 200"));
     // A follower without the token is refused at start.
     let fdb = dir.path().join("follower");
     let no_token = common::tidemark(&[
@@ -134,6 +157,44 @@ fn a_follower_answers_as_its_primary_and_never_from_half_a_snapshot() {
 
     let follower = Server::start(&fdb, &["--config", cfg], &["--follow", &primary.base]);
     wait_for_snapshot(&follower, 1, "the follower");
+    // One follower a folder, and no ingest into it.
+    let second = common::tidemark(&[
+        "--db",
+        fdb.to_str().unwrap(),
+        "--config",
+        cfg,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--follow",
+        &primary.base,
+    ]);
+    assert_eq!(second.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("followed by another server"));
+    let mut args = vec![
+        "--db".to_string(),
+        fdb.display().to_string(),
+        "ingest".into(),
+        "--sweep".into(),
+        "s2".into(),
+    ];
+    args.extend(sweep_files(&web, 2).iter().map(|f| f.display().to_string()));
+    let into = common::tidemark(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(into.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&into.stderr).contains("a follower's copy of a primary"),
+        "{}",
+        String::from_utf8_lossy(&into.stderr)
+    );
+    // A follower serves no copies of its own.
+    assert_eq!(
+        request(
+            ureq::get(&format!("{}/replication/snapshot", follower.base))
+                .set("Authorization", &format!("Bearer {TOKEN}"))
+        )
+        .0,
+        404
+    );
     let queries = queries(&db);
     let before = answers(&primary, &queries);
     assert!(before.iter().filter(|a| a.0 == 200).count() > queries.len() / 2);
@@ -272,4 +333,145 @@ fn ingest_sweep(web: &Path, db: &Path, k: usize) {
     ];
     args.extend(sweep_files(web, k).iter().map(|f| f.display().to_string()));
     tidemark_ok(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+}
+
+/// A primary that answers as told: (listing JSON, a file's body) — the body endless
+/// when `None`.
+fn fake_primary(listing: String, body: Option<Vec<u8>>) -> (String, Arc<AtomicBool>) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    let asked_file = Arc::new(AtomicBool::new(false));
+    let asked = asked_file.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            let mut first = String::new();
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            if r.read_line(&mut first).is_err() {
+                continue;
+            }
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+            }
+            if first.contains("/replication/snapshot") {
+                let _ = write!(
+                    c,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{listing}",
+                    listing.len()
+                );
+                continue;
+            }
+            asked.store(true, Ordering::Relaxed);
+            match &body {
+                Some(b) => {
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        b.len()
+                    );
+                    let _ = c.write_all(b);
+                }
+                None => {
+                    let _ = write!(
+                        c,
+                        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    );
+                    let chunk = vec![b'x'; 1 << 16];
+                    // Until the follower hangs up (64 MB at most).
+                    for _ in 0..1024 {
+                        if write!(c, "{:x}\r\n", chunk.len()).is_err()
+                            || c.write_all(&chunk).is_err()
+                            || c.write_all(b"\r\n").is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    (base, asked_file)
+}
+
+/// A hostile or broken primary (or anyone on the path to it) cannot make a follower
+/// write outside its folder, write more than a listed file's size, or install what does
+/// not open: each is said in the log, counted in `/metrics`, and nothing is installed.
+#[test]
+fn a_follower_refuses_what_a_hostile_primary_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("follower.toml");
+    std::fs::write(
+        &cfg,
+        format!("[serve]\nreplication_token = \"{TOKEN}\"\npoll_ms = 50\n"),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let hash_of = |b: &[u8]| format!("{:032x}", xxhash_rust::xxh3::xxh3_128(b));
+    let until = |srv: &Server, what: &str, said: &str| {
+        let start = Instant::now();
+        while !srv.log().contains(said) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{what}: never said {said:?}; log: {}",
+                srv.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // A path out of the folder.
+    let (base, _) = fake_primary(
+        format!(
+            r#"{{"snapshot":1,"files":[{{"path":"../escaped","size":3,"xxh3":"{}"}}]}}"#,
+            hash_of(b"abc")
+        ),
+        Some(b"abc".to_vec()),
+    );
+    let fdb = dir.path().join("f1");
+    let f = Server::start(&fdb, &["--config", cfg], &["--follow", &base]);
+    until(&f, "a path out", "not a file a snapshot holds");
+    assert!(!dir.path().join("f1/snapshots/escaped").exists());
+    assert!(!dir.path().join("escaped").exists());
+    drop(f);
+    // A body that does not end: cut one byte past the size listed, nothing kept.
+    let (base, asked) = fake_primary(
+        format!(
+            r#"{{"snapshot":1,"files":[{{"path":"000009.sst","size":10,"xxh3":"{}"}}]}}"#,
+            hash_of(b"0123456789")
+        ),
+        None,
+    );
+    let fdb = dir.path().join("f2");
+    let f = Server::start(&fdb, &["--config", cfg], &["--follow", &base]);
+    until(&f, "an endless body", "more than the 10 bytes listed");
+    assert!(asked.load(Ordering::Relaxed));
+    let building = fdb.join("snapshots/0000000001.tmp");
+    let left: Vec<_> = std::fs::read_dir(&building)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    drop(f);
+    // Files that check out but are no index: copied, never installed, not copied again.
+    let (base, _) = fake_primary(
+        format!(
+            r#"{{"snapshot":1,"files":[{{"path":"CURRENT","size":10,"xxh3":"{}"}}]}}"#,
+            hash_of(b"0123456789")
+        ),
+        Some(b"0123456789".to_vec()),
+    );
+    let fdb = dir.path().join("f3");
+    let f = Server::start(&fdb, &["--config", cfg], &["--follow", &base]);
+    until(&f, "no index", "does not open here");
+    assert_eq!(f.get("/readyz").0, 503);
+    assert!(!fdb.join("snapshots/0000000001").exists());
+    let metrics = f.text("/metrics");
+    let errors: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("tidemark_follower_errors_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(errors >= 1.0, "{metrics}");
 }

@@ -67,6 +67,15 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     }
     let follow = &config.serve.follow;
     if !follow.is_empty() {
+        let authority = follow
+            .strip_prefix("http://")
+            .map(|r| r.split('/').next().unwrap_or(""));
+        if authority.is_some_and(|a| a.contains('@')) {
+            eprintln!(
+                "tidemark serve: --follow takes no user:password@ (it would be logged): the follower presents serve.replication_token"
+            );
+            return Ok(EXIT_USAGE);
+        }
         if !(follow.starts_with("http://") && follow.len() > 7) {
             eprintln!(
                 "tidemark serve: --follow must be the primary's http:// address, like http://10.0.0.5:8080, not {follow:?}"

@@ -327,6 +327,12 @@ impl Index {
         other_version: fn(u32) -> bool,
     ) -> Result<Index> {
         let exists = path.join("CURRENT").exists();
+        if !read_only && path.join(snapshots::FOLLOWER).exists() {
+            return Err(IndexError::Invalid(format!(
+                "{} is a follower's copy of a primary (serve --follow): ingest into the primary, whose snapshots the follower copies",
+                path.display()
+            )));
+        }
         if !exists && !create {
             return Err(IndexError::Missing(path.to_path_buf()));
         }

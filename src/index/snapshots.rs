@@ -23,6 +23,9 @@ use super::{Index, IndexError, Result};
 pub const SNAPSHOTS: &str = "snapshots";
 /// The lock file inside a snapshot.
 pub(crate) const LEASE: &str = "SERVING.lock";
+/// In a follower's folder (`serve --follow`): held by the follower while it runs; its
+/// presence makes the folder no index to write (its snapshots are the primary's).
+pub const FOLLOWER: &str = "FOLLOWER.lock";
 
 /// Snapshots of the index at `db`, oldest first: (number, path).
 pub fn list(db: &Path) -> Vec<(u64, PathBuf)> {

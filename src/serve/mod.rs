@@ -151,14 +151,22 @@ pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> an
     let addr = listener.local_addr()?;
     let follower = tokio::spawn(state::follow(state.clone()));
     if !opts.config.serve.follow.is_empty() {
-        let (db, primary) = (opts.db.clone(), opts.config.serve.follow.clone());
-        let token = opts.config.serve.replication_token.clone();
+        let f = replica::Follower {
+            db: opts.db.clone(),
+            primary: opts.config.serve.follow.clone(),
+            token: opts.config.serve.replication_token.clone(),
+            config: opts.config.clone(),
+            status: state.follower.clone(),
+        };
         let every = Duration::from_millis(opts.config.serve.poll_ms);
-        let status = state.follower.clone();
-        eprintln!("tidemark serve: following {primary} into {}", db.display());
+        eprintln!(
+            "tidemark serve: following {} into {}",
+            f.primary,
+            f.db.display()
+        );
         std::thread::Builder::new()
             .name("tidemark-follow".into())
-            .spawn(move || replica::follow(db, primary, token, every, status))?;
+            .spawn(move || replica::follow(f, every))?;
     }
     let metrics_server = match opts.config.serve.metrics_listen.as_str() {
         "" => None,
@@ -264,7 +272,9 @@ fn router(state: Arc<AppState>) -> Router {
     if limits.metrics_listen.is_empty() {
         routes = routes.route("/metrics", get(metrics_public));
     }
-    if !limits.replication_token.is_empty() {
+    // A follower presents the token; it serves no copies itself (its snapshots hold
+    // a CHECKSUMS file of their own, and one hop is what is tested).
+    if !limits.replication_token.is_empty() && limits.follow.is_empty() {
         routes = routes.merge(replication::routes());
     }
     routes

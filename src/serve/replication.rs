@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -22,10 +22,11 @@ use crate::backup::files_of;
 pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/replication/snapshot", get(listing))
-        .route("/replication/file/{snapshot}/{*path}", get(file))
+        .route("/replication/file/{*rest}", get(file))
 }
 
-/// Whether the request presents the token (compared in constant time).
+/// Whether the request presents the token: their XXH3-128 compared in constant time
+/// (the time tells neither a matching prefix nor the token's length).
 fn authorized(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let token = state.config.serve.replication_token.as_bytes();
     let given = headers
@@ -34,8 +35,11 @@ fn authorized(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("")
         .as_bytes();
-    let same = given.len() == token.len()
-        && given.iter().zip(token).fold(0u8, |d, (a, b)| d | (a ^ b)) == 0;
+    let (a, b) = (
+        xxhash_rust::xxh3::xxh3_128(given).to_le_bytes(),
+        xxhash_rust::xxh3::xxh3_128(token).to_le_bytes(),
+    );
+    let same = a.iter().zip(&b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0;
     if token.is_empty() || !same {
         return Err(ApiError::unauthorized(
             "replication needs `Authorization: Bearer` with the primary's serve.replication_token"
@@ -58,7 +62,13 @@ async fn listing(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
         return ApiError::unavailable("no published snapshot yet".into()).into_response();
     };
     let s = state.clone();
-    match tokio::task::spawn_blocking(move || list(served.path(), served.number, &s.hashes)).await {
+    // One listing at a time: the first of a large index hashes every file (longer than
+    // a request may take); a follower's retries wait for it and find its checksums.
+    let listed = tokio::task::spawn_blocking(move || {
+        let _one = s.listing.lock().unwrap_or_else(|p| p.into_inner());
+        list(served.path(), served.number, &s.hashes)
+    });
+    match listed.await {
         Ok(Ok(l)) => Json(l).into_response(),
         Ok(Err(e)) => ApiError::internal(e).into_response(),
         Err(_) => ApiError::internal("the listing failed".into()).into_response(),
@@ -76,11 +86,21 @@ async fn listing(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
 async fn file(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    UrlPath((snapshot, path)): UrlPath<(u64, String)>,
+    uri: axum::http::Uri,
 ) -> Response {
     if let Err(e) = authorized(&state, &headers) {
         return e.into_response();
     }
+    // Read after the token: the path as sent (a listed path needs no escapes, so an
+    // escaped one matches none).
+    let rest = uri.path().strip_prefix("/replication/file/").unwrap_or("");
+    let parsed = rest
+        .split_once('/')
+        .and_then(|(n, p)| Some((n.parse::<u64>().ok()?, p.to_string())));
+    let Some((snapshot, path)) = parsed else {
+        return ApiError::not_found("path", "expected /replication/file/N/PATH".into())
+            .into_response();
+    };
     let Some(served) = state.current().filter(|s| s.number == snapshot) else {
         return ApiError::not_found(
             "snapshot",

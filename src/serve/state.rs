@@ -274,6 +274,10 @@ pub struct AppState {
     pub hashes: super::replica::Hashes,
     /// How far this server, as a follower, is behind its primary.
     pub follower: Arc<super::replica::FollowerStatus>,
+    /// One replication listing at a time (`replication::listing`).
+    pub listing: std::sync::Mutex<()>,
+    /// A follower's hold of its folder (`FOLLOWER.lock`): one follower a folder.
+    _follower_lock: Option<std::fs::File>,
 }
 
 tokio::task_local! {
@@ -282,6 +286,30 @@ tokio::task_local! {
     /// When the request's time is up: `serve.request_timeout_s` after the service was
     /// handed it (`super::deadline`). Every clock of its work is this one.
     pub static REQUEST_DEADLINE: std::time::Instant;
+}
+
+/// Holds `db/FOLLOWER.lock` for a follower (created at its first start: from then on
+/// no ingest writes there), or says which process holds it.
+fn hold_as_follower(db: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let path = db.join(snapshots::FOLLOWER);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(IndexError::Invalid(format!(
+            "{} is followed by another server already (it holds {}): one follower a folder",
+            db.display(),
+            path.display()
+        ))
+        .into()),
+        Err(std::fs::TryLockError::Error(e)) => {
+            anyhow::bail!("cannot lock {}: {e}", path.display())
+        }
+    }
 }
 
 impl AppState {
@@ -294,14 +322,20 @@ impl AppState {
             // A follower's folder holds only the snapshots it copied: never an index
             // of its own, which it would otherwise serve.
             if db.join("CURRENT").exists() {
-                anyhow::bail!(
+                return Err(IndexError::Invalid(format!(
                     "{} is an index: a follower (serve --follow) keeps its copies in a folder of its own",
                     db.display()
-                );
+                ))
+                .into());
             }
             crate::durable::create_dir_all(&db)
                 .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", db.display()))?;
-        } else if !db.join("CURRENT").exists() {
+        }
+        let follower_lock = match following {
+            true => Some(hold_as_follower(&db)?),
+            false => None,
+        };
+        if !following && !db.join("CURRENT").exists() {
             return Err(IndexError::Missing(db).into());
         }
         if !following && snapshots::list(&db).is_empty() {
@@ -344,6 +378,8 @@ impl AppState {
             metrics: Arc::new(super::metrics::Metrics::new(&follower)),
             hashes: Default::default(),
             follower,
+            listing: Default::default(),
+            _follower_lock: follower_lock,
         };
         state.refresh()?;
         Ok(state)
