@@ -67,6 +67,26 @@ pub struct Canon {
     pub title: Option<String>,
     /// Name of the charset the payload was decoded from.
     pub charset: &'static str,
+    /// The page's `<a href>` links in order, at most [`MAX_LINKS`], hrefs as written.
+    pub links: Vec<RawLink>,
+    /// The first `<base href>`, as written.
+    pub base: Option<String>,
+}
+
+/// Links read from one page at most (a link farm's thousands add nothing a reader of
+/// its anchors would use).
+pub const MAX_LINKS: usize = 1000;
+
+/// One `<a href>` of a page, where its anchor text lies among the page's tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawLink {
+    /// `href`, entities decoded.
+    pub href: String,
+    /// The first token of the anchor text.
+    pub start: u32,
+    /// Just past its last token (the anchor ends at `</a>`, the next `<a`, or the page's
+    /// end).
+    pub end: u32,
 }
 
 impl Canon {
@@ -77,6 +97,8 @@ impl Canon {
         self.tokens = 0;
         self.title = None;
         self.charset = "UTF-8";
+        self.links.clear();
+        self.base = None;
     }
 
     /// The tokens, in order.
@@ -117,7 +139,15 @@ pub fn canonicalize(payload: &[u8], kind: MediaKind, http_charset: Option<&str>,
         in_token: false,
     };
     match kind {
-        MediaKind::Html => out.title = scan_html(&text, &mut sink),
+        MediaKind::Html => {
+            let mut links = Links {
+                found: &mut out.links,
+                base: &mut out.base,
+                open: false,
+            };
+            out.title = scan_html(&text, &mut sink, &mut links);
+            links.close(sink.ends.len() as u32);
+        }
         MediaKind::Text => sink.feed(&text),
         MediaKind::Other => {}
     }
@@ -602,8 +632,28 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2FA1F) // CJK extensions B–F, supplement
 }
 
+/// The links of a page as [`scan_html`] meets them.
+struct Links<'a> {
+    found: &'a mut Vec<RawLink>,
+    base: &'a mut Option<String>,
+    /// The last link's anchor has not ended yet.
+    open: bool,
+}
+
+impl Links<'_> {
+    /// Ends the open anchor at token `at`.
+    fn close(&mut self, at: u32) {
+        if self.open {
+            if let Some(l) = self.found.last_mut() {
+                l.end = at;
+            }
+            self.open = false;
+        }
+    }
+}
+
 /// One pass over HTML text; returns the title.
-fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
+fn scan_html(html: &str, sink: &mut TokenSink, links: &mut Links) -> Option<String> {
     let b = html.as_bytes();
     let mut i = 0;
     let mut title_start: Option<usize> = None;
@@ -663,7 +713,25 @@ fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
             i = skip_raw_text(b, end, name);
             continue;
         }
-        if name.eq_ignore_ascii_case(b"title") {
+        if name.eq_ignore_ascii_case(b"a") {
+            let at = sink.ends.len() as u32;
+            links.close(at);
+            if !closing && links.found.len() < MAX_LINKS {
+                if let Some(href) = attribute(attrs_of(html, k, end), "href") {
+                    links.found.push(RawLink {
+                        href: decode_entities(href.trim()),
+                        start: at,
+                        end: at,
+                    });
+                    links.open = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"base") {
+            if !closing && links.base.is_none() {
+                *links.base =
+                    attribute(attrs_of(html, k, end), "href").map(|h| decode_entities(h.trim()));
+            }
+        } else if name.eq_ignore_ascii_case(b"title") {
             if closing {
                 if let (Some(s), None) = (title_start, &title) {
                     title = Some(clean_title(&html[s..j]));
@@ -689,6 +757,16 @@ fn scan_html(html: &str, sink: &mut TokenSink) -> Option<String> {
         i = end;
     }
     title
+}
+
+/// The attributes of the tag whose name ends at `k` and that ends just before `end`.
+fn attrs_of(html: &str, k: usize, end: usize) -> &str {
+    let b = html.as_bytes();
+    let attrs_end = match b.get(end.wrapping_sub(1)) == Some(&b'>') {
+        true => end - 1,
+        false => end,
+    };
+    &html[k..attrs_end.max(k)]
 }
 
 /// Index just past the '>' that ends the tag whose name ends at `k`; quotes respected.

@@ -45,6 +45,9 @@ pub struct Capture {
     pub truncated: bool,
     /// Things that could not be undone (bad chunking, unknown content coding).
     pub warnings: Vec<String>,
+    /// The page's outgoing links with their anchor windows (HTML pages, when
+    /// [`Scratch::anchor_window`] is set).
+    pub links: Vec<crate::links::OutLink>,
     /// The doc the index held for the payload digest when a worker read the record
     /// (the record was then not canonicalized or sketched). Digests are never removed
     /// nor remapped, so the commit takes it as read, not with a lookup of its own.
@@ -56,6 +59,9 @@ pub struct Capture {
 pub struct Scratch {
     canon: Canon,
     shingles: Vec<u64>,
+    /// Tokens either side of an anchor kept with each outgoing link (`links.window`);
+    /// 0: links are not read.
+    pub anchor_window: usize,
 }
 
 impl Scratch {
@@ -94,6 +100,7 @@ impl Capture {
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
             warnings: warning.into_iter().collect(),
+            links: Vec::new(),
             payload_doc: None,
         }
     }
@@ -237,7 +244,25 @@ pub fn analyze_unless_known(
         cap_.payload_digest = Some(sha1_base32(&payload));
     }
     // A revisit's block holds headers only: its content is the record it refers to.
-    if rec.kind == RecordKind::Revisit || (cap_.payload_doc.is_some() && !cap_.truncated) {
+    if rec.kind == RecordKind::Revisit {
+        cap_.mime = mime;
+        return cap_;
+    }
+    if cap_.payload_doc.is_some() && !cap_.truncated {
+        // Known content: only its links are read (they are this sweep's evidence).
+        if scratch.anchor_window > 0
+            && canon::media_kind(content_mime.as_deref(), &payload) == MediaKind::Html
+        {
+            canon::canonicalize(
+                &payload,
+                MediaKind::Html,
+                charset.as_deref(),
+                &mut scratch.canon,
+            );
+            if let Some(url) = &cap_.url {
+                cap_.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+            }
+        }
         cap_.mime = mime;
         return cap_;
     }
@@ -247,6 +272,11 @@ pub fn analyze_unless_known(
         return cap_;
     }
     canon::canonicalize(&payload, cap_.media, charset.as_deref(), &mut scratch.canon);
+    if scratch.anchor_window > 0 && cap_.media == MediaKind::Html {
+        if let Some(url) = &cap_.url {
+            cap_.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+        }
+    }
     cap_.tokens = scratch.canon.tokens;
     cap_.title = scratch.canon.title.clone();
     cap_.text_fingerprint = Some(sketch::text_fingerprint(&scratch.canon.text, params.seed));

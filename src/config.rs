@@ -24,6 +24,8 @@ pub struct Config {
     pub template: crate::template::TemplateParams,
     /// Reading and workers.
     pub ingest: IngestConfig,
+    /// Outgoing links and their anchor windows.
+    pub links: LinksConfig,
     /// Queries.
     pub query: QueryConfig,
     /// Reports.
@@ -149,6 +151,14 @@ pub struct ReportConfig {
     pub major: f64,
     /// Hosts listed in each top list.
     pub top_hosts: usize,
+}
+
+/// `[links]`
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinksConfig {
+    /// Tokens either side of an anchor kept with each link.
+    pub window: u32,
 }
 
 /// `[query]`
@@ -280,6 +290,12 @@ impl Config {
         }
         if s.sample_target == 0 {
             return Err("sketch.sample_target must be at least 1".into());
+        }
+        if self.links.window > 64 {
+            return Err(format!(
+                "links.window must be 0..=64, not {}",
+                self.links.window
+            ));
         }
         let c = &self.cluster;
         if !(0.0..=1.0).contains(&c.edge_floor)

@@ -35,6 +35,7 @@ pub mod durable;
 pub mod export;
 pub mod index;
 pub mod ingest;
+pub mod links;
 pub mod packed;
 pub mod query;
 pub mod read;

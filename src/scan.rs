@@ -110,6 +110,8 @@ pub struct ScanOptions {
     pub params: SketchParams,
     /// Record cap in bytes.
     pub record_cap: usize,
+    /// Tokens either side of an anchor kept with each outgoing link (0: links not read).
+    pub anchor_window: usize,
     /// Skip analysis (read and frame only) — for measuring the reader alone.
     pub read_only: bool,
     /// Records the caller holds before it acts on them (a batch of its own, as ingest
@@ -201,6 +203,7 @@ pub fn scan_files_with_skip<P: Send>(
                 fail_on.as_deref().unwrap_or_default()
             );
         }
+        scratch.anchor_window = opts.anchor_window;
         let capture = if opts.read_only {
             Capture::basic(&record)
         } else {

@@ -111,3 +111,74 @@ fn upgrade_without_an_index_is_a_usage_error() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no tidemark index"));
 }
+
+/// An upgrade killed (SIGKILL) at 10 points of its run, then run again, ends in the index
+/// an upgrade that was not killed makes; the upgraded 0.2.0 index keeps links from its
+/// next sweep on (its earlier sweeps' WARC files are not read again).
+#[test]
+fn an_upgrade_killed_anywhere_finishes_when_run_again() {
+    let Some(warcs) = corpus() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let (file, _, _) = FIXTURES[0];
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("clean");
+    std::fs::create_dir(&clean).unwrap();
+    unpack(&root.join(file), &clean);
+    let clean = clean.join("index");
+    let started = std::time::Instant::now();
+    tidemark_ok(&["--db", clean.to_str().unwrap(), "upgrade"]);
+    let took = started.elapsed();
+    let mut killed = 0;
+    for i in 0..10u32 {
+        let at = dir.path().join(format!("k{i}"));
+        std::fs::create_dir(&at).unwrap();
+        unpack(&root.join(file), &at);
+        let db = at.join("index");
+        let args: Vec<String> = vec!["--db".into(), db.display().to_string(), "upgrade".into()];
+        if !common::run_or_kill(&args, took * i / 10) {
+            killed += 1;
+        }
+        let again: serde_json::Value = serde_json::from_slice(
+            &tidemark_ok(&["--db", db.to_str().unwrap(), "upgrade", "--json"]).stdout,
+        )
+        .unwrap();
+        assert_eq!(again["to"], 17, "{again}");
+        same_reading(&db, &clean, &format!("killed at {i}/10 of the upgrade"));
+    }
+    eprintln!("{killed} of 10 upgrades killed before they ended ({took:?} each)");
+    assert!(
+        killed >= 3,
+        "only {killed} upgrades were killed before they ended"
+    );
+    // Links from the next sweep on.
+    let config = tidemark::config::Config::default();
+    let params = tidemark::index::Index::open_read_only(&clean, &config)
+        .unwrap()
+        .link_params()
+        .unwrap();
+    assert_eq!((params.window, params.from_sweep), (8, 3));
+    // A file of pages with links (the fixture's own are ingested already).
+    let third = warcs.join("cc-iawebcommons__link-extraction-test.warc");
+    tidemark_ok(&[
+        "--db",
+        clean.to_str().unwrap(),
+        "ingest",
+        "--sweep",
+        "again",
+        third.to_str().unwrap(),
+    ]);
+    let index = tidemark::index::Index::open_read_only(&clean, &config).unwrap();
+    let mut by_sweep = std::collections::BTreeMap::<u32, usize>::new();
+    index
+        .links()
+        .for_each(|k, _| {
+            *by_sweep.entry(k.sweep).or_default() += 1;
+            Ok(true)
+        })
+        .unwrap();
+    assert_eq!(
+        by_sweep.keys().copied().collect::<Vec<_>>(),
+        [3],
+        "{by_sweep:?}"
+    );
+}

@@ -33,6 +33,7 @@ pub fn run(g: &Globals, args: Args) -> anyhow::Result<u8> {
         threads: g.config.threads(),
         params: g.config.sketch_params(),
         record_cap: g.config.ingest.record_cap,
+        anchor_window: 0,
         read_only: false,
         hold: 0,
     };

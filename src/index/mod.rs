@@ -40,7 +40,7 @@ use columns::{Batch, Col, Column, Tuning};
 /// against a like older doc's; 8: posting keys of 48
 /// bits; 7: packed sketches Rice-coded; 6: a doc's edges one value; 5: compact sketch
 /// values (each version's reasons in `schema/README.md`).
-pub const SCHEMA_VERSION: u32 = 16;
+pub const SCHEMA_VERSION: u32 = 17;
 
 /// Column family names (the marker types in [`columns`] hold them).
 pub mod cf {
@@ -310,22 +310,25 @@ impl Index {
     /// Opens the index for writing also when its schema is an earlier one that
     /// [`upgrade::upgrade`] migrates from (then nothing but the migrations may read it).
     pub(crate) fn open_for_upgrade(path: &Path, config: &Config) -> Result<Index> {
-        Index::open_checked(path, config, false, false, upgrade::can_upgrade)
+        Index::open_checked(path, config, false, false, Some(upgrade::can_upgrade))
     }
 
     fn open_impl(path: &Path, config: &Config, create: bool, read_only: bool) -> Result<Index> {
-        Index::open_checked(path, config, create, read_only, |_| false)
+        Index::open_checked(path, config, create, read_only, None)
     }
 
     /// [`Index::open_impl`], accepting an index of another schema version when
-    /// `other_version` says so (as it is: no parameters, counters or repairs read).
+    /// `upgrading` says so (as it is: no parameters, counters or repairs read; the
+    /// families of this schema it lacks created, empty, for the migrations to fill).
     fn open_checked(
         path: &Path,
         config: &Config,
         create: bool,
         read_only: bool,
-        other_version: fn(u32) -> bool,
+        upgrading: Option<fn(u32) -> bool>,
     ) -> Result<Index> {
+        let other_version = upgrading.unwrap_or(|_| false);
+        let create_families = create || (upgrading.is_some() && !read_only);
         let exists = path.join("CURRENT").exists();
         if !read_only && path.join(snapshots::FOLLOWER).exists() {
             return Err(IndexError::Invalid(format!(
@@ -347,7 +350,7 @@ impl Index {
         let params = IndexParams::from_config(config);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(create);
-        db_opts.create_missing_column_families(create);
+        db_opts.create_missing_column_families(create_families);
         // Flushes and compactions on as many threads as the ingest's workers (at least
         // two, as on these 2-core machines): on an index machine with cores to spare the
         // commit's compactions keep up beside its one-thread steps. A merge that an
@@ -364,12 +367,28 @@ impl Index {
         let tuning = Tuning {
             cache: cache.clone(),
         };
-        let mut descriptors: Vec<ColumnFamilyDescriptor> = cf::ALL
+        let mut names: Vec<&str> = cf::ALL.to_vec();
+        // A family of this schema the index lacks (one of an earlier schema): opened
+        // without it, so that the version check below says what to do.
+        let mut lacking: Option<&str> = None;
+        let mut present_names: Vec<String> = Vec::new();
+        if exists {
+            let present = DB::list_cf(&Options::default(), path)?;
+            if !create_families {
+                lacking = cf::ALL
+                    .iter()
+                    .copied()
+                    .find(|n| !present.iter().any(|c| c == n));
+                names.retain(|n| present.iter().any(|c| c == n));
+            }
+            present_names = present;
+        }
+        let mut descriptors: Vec<ColumnFamilyDescriptor> = names
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, columns::options(n, &tuning)))
             .collect();
         if exists {
-            let present = DB::list_cf(&Options::default(), path)?;
+            let present = &present_names;
             // Families of older schemas (schema 9's `postings`): opened as they are, so
             // that the version check below names the version.
             if present.iter().any(|c| c == cf::META) {
@@ -390,14 +409,6 @@ impl Index {
                 || (create && only_ours && holds_nothing(path, &present)?);
             if !ours {
                 return Err(IndexError::NotOurs(path.to_path_buf()));
-            }
-            if read_only {
-                if let Some(missing) = cf::ALL.iter().find(|n| !present.iter().any(|c| c == *n)) {
-                    return Err(IndexError::Invalid(format!(
-                        "the index at {} has no column family {missing:?} (written by an older build); run an ingest on it with this build first, or ingest into a new --db",
-                        path.display()
-                    )));
-                }
             }
         }
         let db = if read_only {
@@ -444,7 +455,17 @@ impl Index {
                     next_doc: 1,
                     threshold: config.cluster.threshold,
                 };
-                index.write(columns::meta::initial(&index, SCHEMA_VERSION, &params, &c))?;
+                let links = columns::meta::LinkParams {
+                    window: config.links.window,
+                    from_sweep: 1,
+                };
+                index.write(columns::meta::initial(
+                    &index,
+                    SCHEMA_VERSION,
+                    &params,
+                    &links,
+                    &c,
+                ))?;
                 index.set_counters(c);
             }
             Some(Err(_)) => return Err(IndexError::NotOurs(path.to_path_buf())),
@@ -458,11 +479,33 @@ impl Index {
                         found,
                     });
                 }
+                if let Some(cf) = lacking {
+                    return Err(IndexError::Corruption {
+                        cf,
+                        comment: format!(
+                            "the index at {} has schema version {found} but no column family {cf:?}",
+                            path.display()
+                        ),
+                    });
+                }
                 let stored = index
                     .meta()
                     .params()?
                     .ok_or(IndexError::NotOurs(path.to_path_buf()))?;
-                let diffs = stored.differences(&params);
+                let mut diffs = stored.differences(&params);
+                let links = index
+                    .meta()
+                    .link_params()?
+                    .ok_or_else(|| IndexError::Corruption {
+                        cf: "meta",
+                        comment: "no link parameters in an index of this schema".into(),
+                    })?;
+                if links.window != config.links.window {
+                    diffs.push(format!(
+                        "links.window is {} in the index but {} in the configuration",
+                        links.window, config.links.window
+                    ));
+                }
                 if !diffs.is_empty() {
                     return Err(IndexError::Params {
                         path: path.to_path_buf(),
@@ -530,10 +573,13 @@ impl Index {
     }
 
     fn family_is_empty(&self, name: &'static str) -> bool {
+        let Some(handle) = self.db.cf_handle(name) else {
+            return true;
+        };
         let mut ro = rocksdb::ReadOptions::default();
         ro.set_total_order_seek(true);
         self.db
-            .iterator_cf_opt(self.cf(name), ro, rocksdb::IteratorMode::Start)
+            .iterator_cf_opt(handle, ro, rocksdb::IteratorMode::Start)
             .next()
             .is_none()
     }
@@ -755,6 +801,21 @@ impl Index {
     /// `url_last`: SURT → latest capture with content.
     pub fn url_last(&self) -> Col<'_, columns::url_last::UrlLast> {
         Col::new(self)
+    }
+
+    /// `links`.
+    pub fn links(&self) -> Col<'_, columns::links::Links> {
+        Col::new(self)
+    }
+
+    /// How the index keeps links (an index of this schema always has them).
+    pub fn link_params(&self) -> Result<columns::meta::LinkParams> {
+        self.meta()
+            .link_params()?
+            .ok_or_else(|| IndexError::Corruption {
+                cf: "meta",
+                comment: "no link parameters in an index of this schema".into(),
+            })
     }
 
     /// `edges`: newer doc → its edges (older doc, resemblance and containments).

@@ -28,11 +28,39 @@ struct Migration {
     /// What it changes, for the user.
     what: &'static str,
     /// The migration, idempotent; its last batch writes version `from + 1`.
-    run: fn(&Index) -> Result<()>,
+    run: fn(&Index, &Config) -> Result<()>,
 }
 
-/// The migrations, by version. None yet: the schema is that of the first release.
-const MIGRATIONS: &[Migration] = &[];
+/// The migrations, by version.
+const MIGRATIONS: &[Migration] = &[Migration {
+    from: 16,
+    what: "links: each page's outgoing links with their anchor windows are kept from the next sweep ingested on (the sweeps before keep none: their WARC files are not read again)",
+    run: links_kept_from_the_next_sweep,
+}];
+
+/// 16 → 17: the `links` family (created, empty, when the index was opened for the
+/// upgrade) and how links are kept, with the version, in one batch.
+fn links_kept_from_the_next_sweep(index: &Index, config: &Config) -> Result<()> {
+    let mut next = 1u32;
+    index.sweeps().for_each(|id, _| {
+        next = next.max(id + 1);
+        Ok(true)
+    })?;
+    let mut b = super::Batch::default();
+    index.meta().put_link_params(
+        &mut b,
+        &super::columns::meta::LinkParams {
+            window: config.links.window,
+            from_sweep: next,
+        },
+    );
+    b.put::<super::columns::meta::Meta>(
+        index,
+        &super::columns::meta::MetaKey::SchemaVersion,
+        &17u32.to_be_bytes().to_vec(),
+    );
+    index.write(b)
+}
 
 /// Schema changes after a release that no migration can make: (the version they made,
 /// the families whose contents need the WARC files again, why). None yet.
@@ -101,7 +129,7 @@ pub fn upgrade(path: &Path, config: &Config) -> Result<Upgraded> {
         let Some(m) = MIGRATIONS.iter().find(|m| m.from == v) else {
             unreachable!("open_for_upgrade accepts only versions with every migration")
         };
-        (m.run)(&index)?;
+        (m.run)(&index, config)?;
         steps.push(format!("{} → {}: {}", v, v + 1, m.what));
     }
     if !steps.is_empty() {

@@ -11,6 +11,7 @@ use crate::index::columns::captures::{self, CaptureKey, Captures};
 use crate::index::columns::doc_captures::DocCaptures;
 use crate::index::columns::fingerprints::Fingerprints;
 use crate::index::columns::host_sweeps::{First, HostSweeps};
+use crate::index::columns::links::Links;
 use crate::index::columns::payloads::Payloads;
 use crate::index::columns::url_last::{self, Last, UrlLast};
 use crate::index::columns::{Batch, Column};
@@ -146,6 +147,13 @@ impl Writer<'_> {
         let ck = Captures::key(&key);
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
         self.pending.holds.url(&key.surt);
+        // What the page says of the pages it links (a page that answered).
+        if status.is_none_or(|s| (200..300).contains(&s)) {
+            for l in &cap.links {
+                let lk = crate::index::columns::links::key_of(self.sweep_id, &l.target, &key.surt);
+                batch.put_raw::<Links>(self.index, &lk, l.windows.join("\n").as_bytes());
+            }
+        }
         if let Some(d) = doc {
             let host = host_of_surt(&key.surt);
             self.pages.note(

@@ -601,6 +601,7 @@ fn ingest_files<'scope>(
         threads: opts.threads,
         params: w.index_params_sketch(),
         record_cap: opts.record_cap,
+        anchor_window: index.link_params()?.window as usize,
         read_only: false,
         hold: BATCH_RECORDS,
     };

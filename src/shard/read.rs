@@ -341,6 +341,8 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             tokens: tokens.value(i),
             text_fingerprint,
             sketch: None,
+            // Shards carry no links yet: a sweep ingested from shards keeps none.
+            links: Vec::new(),
             title: opt(&title, i),
             payload_len: payload_length.value(i),
             truncated: truncated.value(i),

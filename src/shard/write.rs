@@ -147,6 +147,7 @@ pub fn sketch_files(
         threads: opts.threads,
         params: opts.params.sketch(),
         record_cap: opts.params.record_cap as usize,
+        anchor_window: 0,
         read_only: false,
         hold: 0,
     };

@@ -151,6 +151,8 @@ fn scan(files: &[PathBuf], threads: usize, read_only: bool) -> u64 {
         threads,
         params: SketchParams::default(),
         record_cap: 16 << 20,
+        // As an ingest reads them (`links.window`).
+        anchor_window: 8,
         read_only,
         hold: 0,
     };

@@ -27,6 +27,18 @@ pub enum MetaKey {
     /// The threshold of a `recluster` under way (f64, bincode): present from before the
     /// union-find is cleared until the rebuilt one and the threshold are written.
     Recluster,
+    /// [`LinkParams`], bincode.
+    Links,
+}
+
+/// How the index keeps links: part of its format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LinkParams {
+    /// Tokens either side of an anchor (`links.window`).
+    pub window: u32,
+    /// The first sweep whose links were read: sweeps before it were ingested by a
+    /// release that kept none (an index upgraded from one).
+    pub from_sweep: u32,
 }
 
 impl MetaKey {
@@ -37,6 +49,7 @@ impl MetaKey {
             MetaKey::Counters => b"counters",
             MetaKey::TextDict => b"text_dict",
             MetaKey::Recluster => b"recluster",
+            MetaKey::Links => b"links",
         }
     }
 }
@@ -58,6 +71,7 @@ impl Column for Meta {
             MetaKey::Counters,
             MetaKey::TextDict,
             MetaKey::Recluster,
+            MetaKey::Links,
         ]
         .into_iter()
         .find(|k| k.name() == b)
@@ -84,6 +98,16 @@ impl Col<'_, Meta> {
     /// The parameters the index was built with.
     pub fn params(&self) -> Result<Option<IndexParams>> {
         self.decoded(MetaKey::Params)
+    }
+
+    /// How the index keeps links (none: an index of an earlier schema).
+    pub fn link_params(&self) -> Result<Option<LinkParams>> {
+        self.decoded(MetaKey::Links)
+    }
+
+    /// Writes how the index keeps links into `batch`.
+    pub fn put_link_params(&self, batch: &mut Batch, p: &LinkParams) {
+        batch.put::<Meta>(self.index, &MetaKey::Links, &encode(p));
     }
 
     /// The stored counters.
@@ -125,7 +149,13 @@ impl Col<'_, Meta> {
 }
 
 /// What a new index starts with.
-pub(crate) fn initial(index: &Index, version: u32, params: &IndexParams, c: &Counters) -> Batch {
+pub(crate) fn initial(
+    index: &Index,
+    version: u32,
+    params: &IndexParams,
+    links: &LinkParams,
+    c: &Counters,
+) -> Batch {
     let mut b = Batch::default();
     b.put::<Meta>(
         index,
@@ -134,5 +164,6 @@ pub(crate) fn initial(index: &Index, version: u32, params: &IndexParams, c: &Cou
     );
     b.put::<Meta>(index, &MetaKey::Params, &encode(params));
     b.put::<Meta>(index, &MetaKey::Counters, &encode(c));
+    b.put::<Meta>(index, &MetaKey::Links, &encode(links));
     b
 }

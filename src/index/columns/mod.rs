@@ -17,6 +17,7 @@ pub mod edges;
 pub mod files;
 pub mod fingerprints;
 pub mod host_sweeps;
+pub mod links;
 pub mod members;
 pub mod meta;
 pub mod parents;
@@ -84,7 +85,8 @@ macro_rules! with_columns {
             template_values::TemplateValues,
             sweep_pages::SweepPages,
             texts::Texts,
-            unpaired::Unpaired
+            unpaired::Unpaired,
+            links::Links
         )
     };
 }

@@ -1,0 +1,174 @@
+//! Links read and kept: each HTML page's outgoing links, resolved against its URL (or
+//! its `<base href>`), SURT-keyed, with their anchor windows, stored per sweep in the
+//! `links` family; a page whose bytes the index already holds (read by its payload
+//! digest, not canonicalized for its text) still tells its links in the new sweep; a page
+//! that did not answer 2xx tells none; the same links whatever the thread count.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::tidemark_ok;
+use tidemark::config::Config;
+use tidemark::index::Index;
+use tidemark::synth::warc::{http_response, response};
+use tidemark::url::surt;
+
+const HTML: &[(&str, &str)] = &[("Content-Type", "text/html; charset=utf-8")];
+
+fn page(status: u16, body: &str) -> Vec<u8> {
+    http_response(status, HTML, body.as_bytes())
+}
+
+/// A WARC file of (url, date, status, body).
+fn warc(path: &Path, pages: &[(&str, &str, u16, String)]) -> PathBuf {
+    let mut out = Vec::new();
+    for (url, date, status, body) in pages {
+        out.extend(response(url, date, None, &page(*status, body)));
+    }
+    std::fs::write(path, out).unwrap();
+    path.to_path_buf()
+}
+
+fn a_page(extra: &str) -> String {
+    format!(
+        r##"<html><head><title>A</title></head><body><h1>The manual</h1>
+        <p>read the chapter on <a href="b.html#s1">compiling with optimizations</a> before
+        you start, and see <a href="/c.html">the C page</a>.</p>
+        <p><a href="#top">top</a> <a href="mailto:x@example.org">write</a> {extra}</p>
+        </body></html>"##
+    )
+}
+
+fn b_page(target: &str) -> String {
+    format!(
+        r#"<html><head><base href="http://example.org/docs/"></head><body>
+        <p>Back to the <a href="{target}">manual's first page</a> for more.</p></body></html>"#
+    )
+}
+
+/// Every entry of `links`: (sweep, target, source, windows).
+fn all_links(db: &Path) -> Vec<(u32, String, String, String)> {
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
+    let mut out = Vec::new();
+    index
+        .links()
+        .for_each(|k, v| {
+            out.push((k.sweep, k.target, k.source, v));
+            Ok(true)
+        })
+        .unwrap();
+    out
+}
+
+#[test]
+fn links_are_kept_per_sweep_with_their_anchor_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = "http://example.org/docs/a.html";
+    let b = "http://example.org/docs/b.html";
+    let s1 = warc(
+        &d.join("s1.warc"),
+        &[
+            (a, "2026-01-01T00:00:00Z", 200, a_page("")),
+            (b, "2026-01-01T00:00:01Z", 200, b_page("a.html")),
+            (
+                "http://example.org/docs/missing.html",
+                "2026-01-01T00:00:02Z",
+                404,
+                b_page("a.html"),
+            ),
+        ],
+    );
+    // Sweep 2: a.html the same bytes; b.html links the manual's new name.
+    let s2 = warc(
+        &d.join("s2.warc"),
+        &[
+            (a, "2026-02-01T00:00:00Z", 200, a_page("")),
+            (b, "2026-02-01T00:00:01Z", 200, b_page("start.html")),
+        ],
+    );
+    let ingest = |db: &Path, threads: &str| {
+        for (label, f) in [("s1", &s1), ("s2", &s2)] {
+            tidemark_ok(&[
+                "--threads",
+                threads,
+                "--db",
+                db.to_str().unwrap(),
+                "ingest",
+                "--sweep",
+                label,
+                f.to_str().unwrap(),
+            ]);
+        }
+    };
+    let db = d.join("db");
+    ingest(&db, "2");
+    let got = all_links(&db);
+    let (sa, sb) = (surt(a), surt(b));
+    let want = vec![
+        (
+            1,
+            surt("http://example.org/c.html"),
+            sa.clone(),
+            "compiling with optimizations before you start and see\tthe c page\ttop write".to_string(),
+        ),
+        (
+            1,
+            sa.clone(),
+            sb.clone(),
+            "back to the\tmanual s first page\tfor more"
+                .to_string(),
+        ),
+        (
+            1,
+            sb.clone(),
+            sa.clone(),
+            "a the manual read the chapter on\tcompiling with optimizations\tbefore you start and see the c page"
+                .to_string(),
+        ),
+        (
+            2,
+            surt("http://example.org/c.html"),
+            sa.clone(),
+            "compiling with optimizations before you start and see\tthe c page\ttop write".to_string(),
+        ),
+        (
+            2,
+            sb.clone(),
+            sa.clone(),
+            "a the manual read the chapter on\tcompiling with optimizations\tbefore you start and see the c page"
+                .to_string(),
+        ),
+        (
+            2,
+            surt("http://example.org/docs/start.html"),
+            sb.clone(),
+            "back to the\tmanual s first page\tfor more"
+                .to_string(),
+        ),
+    ];
+    let mut want = want;
+    want.sort();
+    assert_eq!(got, want);
+    // The same with one thread.
+    let one = d.join("db1");
+    ingest(&one, "1");
+    assert_eq!(all_links(&one), got);
+    // Another window is another index format.
+    let cfg = d.join("window4.toml");
+    std::fs::write(&cfg, "[links]\nwindow = 4\n").unwrap();
+    let out = common::tidemark(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "stats",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("links.window is 8 in the index but 4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
