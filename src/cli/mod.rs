@@ -108,6 +108,10 @@ pub enum Command {
     /// The near-duplicate cluster of a URL's content: its docs, their URLs and dates.
     #[command(after_help = QUERY_EXIT_HELP)]
     Cluster(query_cmds::ClusterArgs),
+    /// The pages that link a URL in a sweep (the newest by default), each with the anchor
+    /// windows of its links: the anchor text and the words either side.
+    #[command(after_help = QUERY_EXIT_HELP)]
+    Inlinks(query_cmds::InlinksArgs),
     /// How pages changed, moved, lived and died across the sweeps: per pair of sweeps,
     /// lifetimes, change rates, top hosts; as a table, JSON, CSV or HTML with charts.
     Report(report_cmd::ReportArgs),
@@ -187,6 +191,7 @@ pub fn run() -> ExitCode {
         Command::History(a) => query_cmds::run_history(&globals, a),
         Command::Similar(a) => query_cmds::run_similar(&globals, a),
         Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
+        Command::Inlinks(a) => query_cmds::run_inlinks(&globals, a),
         Command::Report(a) => report_cmd::run(&globals, a),
         Command::Serve(a) => serve_cmd::run(&globals, a),
         Command::Acl(c) => acl_cmd::run(c),

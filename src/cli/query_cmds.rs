@@ -97,6 +97,19 @@ pub struct ClusterArgs {
     pub json: bool,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct InlinksArgs {
+    /// The URL linked to (it need not have been captured).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The sweep whose pages are read (its label); default the newest.
+    #[arg(long, value_name = "LABEL")]
+    pub sweep: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn check_url(cmd: &str, url: &str) -> Option<u8> {
     match tidemark::url::check(url) {
         Ok(()) => None,
@@ -412,6 +425,36 @@ fn run_cluster_list(g: &Globals, path: &Path, json: bool) -> anyhow::Result<u8> 
         }
         for o in &grp.others {
             writeln!(out, "         also {}", o.url)?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn run_inlinks(g: &Globals, a: InlinksArgs) -> anyhow::Result<u8> {
+    if let Some(code) = check_url("inlinks", &a.url) {
+        return Ok(code);
+    }
+    let index = open_for_reading(g)?;
+    let s = Searcher::everything(&index)?;
+    let r = tidemark::query::inbound::inbound(&s, &a.url, a.sweep.as_deref())?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &r)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    let n = r.sources.len();
+    writeln!(
+        out,
+        "{} in sweep {}: linked from {n} page{}",
+        r.url,
+        r.sweep,
+        if n == 1 { "" } else { "s" }
+    )?;
+    for src in &r.sources {
+        writeln!(out, "  {}", src.source)?;
+        for w in &src.windows {
+            writeln!(out, "    {} [{}] {}", w.before, w.anchor, w.after)?;
         }
     }
     Ok(EXIT_OK)

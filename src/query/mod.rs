@@ -15,6 +15,7 @@ pub mod captures;
 pub mod cluster;
 pub mod diff;
 pub mod history;
+pub mod inbound;
 pub mod similar;
 pub mod summary;
 pub mod whereis;

@@ -1,0 +1,95 @@
+//! What the pages of a sweep say about a URL: the pages that link it, each with the
+//! anchor windows of its links ([`crate::links`]), read from the `links` family.
+
+use serde::Serialize;
+
+use super::Searcher;
+use crate::index::{IndexError, Result};
+use crate::links::OutLink;
+use crate::url::surt;
+
+/// One anchor window.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Window {
+    /// The words before the anchor.
+    pub before: String,
+    /// The anchor text.
+    pub anchor: String,
+    /// The words after it.
+    pub after: String,
+}
+
+/// A page that links the URL.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Source {
+    /// SURT of the linking page.
+    pub source: String,
+    /// Its links' windows, in page order.
+    pub windows: Vec<Window>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Inbound {
+    /// The URL asked about.
+    pub url: String,
+    /// Its SURT.
+    pub surt: String,
+    /// The sweep read.
+    pub sweep: String,
+    /// The pages that link it in that sweep, by SURT.
+    pub sources: Vec<Source>,
+}
+
+/// The pages that link `url` in the sweep labelled `sweep` (default: the newest), with
+/// their anchor windows. Under access rules a linking page the reader may not see in
+/// that sweep is not told of.
+pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> {
+    let mut ids: Vec<(u32, &String)> = s.sweeps.iter().map(|(id, (l, _))| (*id, l)).collect();
+    ids.sort();
+    let (id, label) = match sweep {
+        Some(want) => ids
+            .iter()
+            .find(|(_, l)| l.as_str() == want)
+            .map(|(i, l)| (*i, (*l).clone()))
+            .ok_or_else(|| IndexError::NotFound(format!("no sweep labelled {want:?}")))?,
+        None => ids
+            .last()
+            .map(|(i, l)| (*i, (*l).clone()))
+            .ok_or_else(|| IndexError::NotFound("the index has no sweep".into()))?,
+    };
+    let key = surt(url);
+    let mut sources = Vec::new();
+    for (source, windows) in s.index.links().inbound(id, &key)? {
+        if s.reader().filtered() && !seen_in(s, &source, id)? {
+            continue;
+        }
+        sources.push(Source {
+            source,
+            windows: windows
+                .iter()
+                .map(|w| {
+                    let (before, anchor, after) = OutLink::parts(w);
+                    Window {
+                        before: before.into(),
+                        anchor: anchor.into(),
+                        after: after.into(),
+                    }
+                })
+                .collect(),
+        });
+    }
+    Ok(Inbound {
+        url: url.to_string(),
+        surt: key,
+        sweep: label,
+        sources,
+    })
+}
+
+/// Whether the reader may see a capture of `source` in sweep `id`.
+fn seen_in(s: &Searcher, source: &str, id: u32) -> Result<bool> {
+    Ok(s.captures_of_surt(source)?
+        .iter()
+        .any(|c| c.info.sweep == id))
+}
