@@ -66,6 +66,7 @@ fn scan_sweep(files: &[std::path::PathBuf]) -> HashMap<String, Seen> {
         threads: 2,
         params: SketchParams::default(),
         record_cap: 16 << 20,
+        anchor_window: 0,
         read_only: false,
         hold: 0,
     };

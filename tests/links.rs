@@ -2,7 +2,8 @@
 //! its `<base href>`), SURT-keyed, with their anchor windows, stored per sweep in the
 //! `links` family; a page whose bytes the index already holds (read by its payload
 //! digest, not canonicalized for its text) still tells its links in the new sweep; a page
-//! that did not answer 2xx tells none; the same links whatever the thread count.
+//! that did not answer 2xx tells none; the same links whatever the thread count, and
+//! from sketch shards.
 
 mod common;
 
@@ -155,6 +156,28 @@ fn links_are_kept_per_sweep_with_their_anchor_windows() {
     let one = d.join("db1");
     ingest(&one, "1");
     assert_eq!(all_links(&one), got);
+    // The same from sketch shards (the map stage run apart: `sketch`, `ingest --sketches`).
+    let shards = d.join("shards");
+    let from_shards = d.join("db-shards");
+    for (label, f) in [("s1", &s1), ("s2", &s2)] {
+        let out = shards.join(label);
+        tidemark_ok(&[
+            "sketch",
+            "--out",
+            out.to_str().unwrap(),
+            f.to_str().unwrap(),
+        ]);
+        tidemark_ok(&[
+            "--db",
+            from_shards.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            label,
+            "--sketches",
+            out.to_str().unwrap(),
+        ]);
+    }
+    assert_eq!(all_links(&from_shards), got);
     // Another window is another index format.
     let cfg = d.join("window4.toml");
     std::fs::write(&cfg, "[links]\nwindow = 4\n").unwrap();

@@ -32,7 +32,7 @@ pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     let index = tidemark::index::IndexParams::from_config(c);
     let opts = SketchOptions {
         threads: c.threads(),
-        params: ShardParams::of_index(&index, c.ingest.record_cap),
+        params: ShardParams::of_index(&index, c.ingest.record_cap, c.links.window),
         texts: c.index.store_texts,
     };
     let bar = super::index_cmds::byte_bar(a.json);

@@ -129,7 +129,11 @@ impl RecordSource for Shards<'_> {
     /// Shards of other parameters, or without texts for an index that stores them, are
     /// refused here.
     fn plan(&self, index: &Index, opts: &IngestOptions) -> Result<Vec<Input>> {
-        let want = crate::shard::ShardParams::of_index(index.params(), opts.record_cap);
+        let want = crate::shard::ShardParams::of_index(
+            index.params(),
+            opts.record_cap,
+            index.link_params()?.window,
+        );
         self.0
             .iter()
             .map(|path| {

@@ -28,8 +28,9 @@ use crate::index::IndexParams;
 
 /// Version of the shard format (`tidemark.shard` in the metadata): 2 since records are
 /// read as pywb's indexer reads them (dates, `metadata` captures, non-http records), so a
-/// shard of format 1 would give another index than its WARC file.
-pub const SHARD_FORMAT: u32 = 2;
+/// shard of format 1 would give another index than its WARC file; 3 since pages' links
+/// are kept (the `links` column, `tidemark.anchor_window`).
+pub const SHARD_FORMAT: u32 = 3;
 
 /// Metadata keys.
 mod key {
@@ -40,6 +41,7 @@ mod key {
     pub const SAMPLE_TARGET: &str = "tidemark.sample_target";
     pub const POSTING_TARGET: &str = "tidemark.posting_target";
     pub const RECORD_CAP: &str = "tidemark.record_cap";
+    pub const ANCHOR_WINDOW: &str = "tidemark.anchor_window";
     pub const TEXTS: &str = "tidemark.texts";
     pub const SOURCE: &str = "tidemark.source";
     pub const SOURCE_IDENTITY: &str = "tidemark.source_identity";
@@ -66,11 +68,14 @@ pub struct ShardParams {
     pub posting_target: u32,
     /// Bytes of a record kept for analysis (truncation depends on it).
     pub record_cap: u64,
+    /// Tokens either side of an anchor kept with each link (`links.window`).
+    pub anchor_window: u32,
 }
 
 impl ShardParams {
-    /// The parameters of an index, with the record cap of an ingest.
-    pub fn of_index(p: &IndexParams, record_cap: usize) -> ShardParams {
+    /// The parameters of an index, with the record cap of an ingest and the index's
+    /// anchor window.
+    pub fn of_index(p: &IndexParams, record_cap: usize, anchor_window: u32) -> ShardParams {
         ShardParams {
             scheme: p.scheme.clone(),
             shingle_width: p.shingle_width,
@@ -78,6 +83,7 @@ impl ShardParams {
             sample_target: p.sample_target,
             posting_target: p.posting_target,
             record_cap: record_cap as u64,
+            anchor_window,
         }
     }
 
@@ -119,6 +125,11 @@ impl ShardParams {
             "ingest.record_cap",
             self.record_cap.to_string(),
             want.record_cap.to_string(),
+        );
+        cmp(
+            "links.window",
+            self.anchor_window.to_string(),
+            want.anchor_window.to_string(),
         );
         d
     }
@@ -208,6 +219,9 @@ pub fn schema() -> Arc<Schema> {
         Field::new("file", Utf8, false),
         // The canonical text, only in shards made for an index that stores texts.
         s("text"),
+        // The page's outgoing links with their anchor windows (`crate::links::OutLink`
+        // list, in the index's codec: format byte, bincode); none for a page without.
+        Field::new("links", Binary, true),
     ]))
 }
 

@@ -108,6 +108,7 @@ fn open_reader(
         sample_target: u32_of(key::SAMPLE_TARGET)?,
         posting_target: u32_of(key::POSTING_TARGET)?,
         record_cap: num(key::RECORD_CAP)?,
+        anchor_window: u32_of(key::ANCHOR_WINDOW)?,
     };
     let identity = data_encoding::HEXLOWER
         .decode(get(key::SOURCE_IDENTITY)?.as_bytes())
@@ -268,6 +269,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
     let payload_length = u64s("payload_length");
     let fingerprint = col("fingerprint").as_fixed_size_binary().clone();
     let sketch = col("sketch").as_binary::<i32>().clone();
+    let links = col("links").as_binary::<i32>().clone();
     let truncated = col("truncated").as_boolean().clone();
     let warnings = col("warnings").as_list::<i32>().clone();
     let opt =
@@ -341,8 +343,11 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             tokens: tokens.value(i),
             text_fingerprint,
             sketch: None,
-            // Shards carry no links yet: a sweep ingested from shards keeps none.
-            links: Vec::new(),
+            links: match links.is_valid(i) {
+                true => crate::index::codec::decode(links.value(i))
+                    .map_err(|e| (no, format!("its links: {e}")))?,
+                false => Vec::new(),
+            },
             title: opt(&title, i),
             payload_len: payload_length.value(i),
             truncated: truncated.value(i),

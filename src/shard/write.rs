@@ -147,7 +147,7 @@ pub fn sketch_files(
         threads: opts.threads,
         params: opts.params.sketch(),
         record_cap: opts.params.record_cap as usize,
-        anchor_window: 0,
+        anchor_window: opts.params.anchor_window as usize,
         read_only: false,
         hold: 0,
     };
@@ -255,6 +255,7 @@ fn start(
         kv(key::SAMPLE_TARGET, p.sample_target.to_string()),
         kv(key::POSTING_TARGET, p.posting_target.to_string()),
         kv(key::RECORD_CAP, p.record_cap.to_string()),
+        kv(key::ANCHOR_WINDOW, p.anchor_window.to_string()),
         kv(key::TEXTS, opts.texts.to_string()),
         kv(key::SOURCE, source.to_string()),
         kv(key::SOURCE_IDENTITY, data_encoding::HEXLOWER.encode(id)),
@@ -357,6 +358,7 @@ struct Rows {
     warnings: ListBuilder<StringBuilder>,
     file: StringBuilder,
     text: StringBuilder,
+    links: BinaryBuilder,
 }
 
 impl Rows {
@@ -405,6 +407,9 @@ impl Rows {
         self.warnings.append(true);
         self.file.append_value(&self.name);
         self.text.append_option(text);
+        self.links.append_option(
+            (!cap.links.is_empty()).then(|| crate::index::codec::encode(&cap.links)),
+        );
     }
 
     /// Writes the rows held as one batch.
@@ -444,6 +449,7 @@ impl Rows {
             Arc::new(self.warnings.finish()),
             Arc::new(self.file.finish()),
             Arc::new(self.text.finish()),
+            Arc::new(self.links.finish()),
         ];
         self.len = 0;
         let batch = RecordBatch::try_new(schema(), cols)?;
