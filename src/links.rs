@@ -57,9 +57,14 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
     if canon.links.is_empty() {
         return Vec::new();
     }
-    let base = match &canon.base {
-        Some(b) if !b.is_empty() => crate::url::resolve(page_url, b),
-        _ => page_url.to_string(),
+    // Parsed once; each href is joined to it (an absolute one replaces it).
+    let page = url::Url::parse(page_url.trim()).ok();
+    let base = match (&canon.base, &page) {
+        (Some(b), Some(p)) if !b.is_empty() => p.join(b).ok().or_else(|| page.clone()),
+        _ => page.clone(),
+    };
+    let Some(base) = base else {
+        return Vec::new();
     };
     let own = crate::url::surt(page_url);
     let tokens: Vec<&str> = canon.token_iter().collect();
@@ -69,30 +74,39 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         if !names_a_page(&l.href) {
             continue;
         }
-        let resolved = crate::url::resolve(&base, &l.href);
-        let resolved = resolved.split('#').next().unwrap_or("");
-        let lower = resolved.get(..8).unwrap_or(resolved).to_ascii_lowercase();
-        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        let Ok(mut resolved) = base.join(&l.href) else {
+            continue;
+        };
+        if !matches!(resolved.scheme(), "http" | "https") || resolved.host_str().is_none() {
             continue;
         }
-        if crate::url::check(resolved).is_err() {
+        resolved.set_fragment(None);
+        let Some(target) = crate::url::surt_as_pywb(resolved.as_str()) else {
             continue;
-        }
-        let target = crate::url::surt(resolved);
+        };
         if target == own {
             continue;
         }
         let (start, end) = ((l.start as usize).min(n), (l.end as usize).min(n));
         let end = end.max(start);
         let anchor_end = end.min(start + MAX_ANCHOR_TOKENS);
-        let w = format!(
-            "{}\t{}\t{}",
-            tokens[start.saturating_sub(window)..start].join(" "),
-            tokens[start..anchor_end].join(" "),
-            tokens[end..(end + window).min(n)].join(" ")
-        );
         let windows = by_target.entry(target).or_default();
         if windows.len() < MAX_WINDOWS_PER_TARGET {
+            // Built in place: this runs for every link of every page.
+            let mut w = String::with_capacity(16 * (2 * window + anchor_end - start));
+            let words = |from: usize, to: usize, w: &mut String| {
+                for (i, t) in tokens[from..to].iter().enumerate() {
+                    if i > 0 {
+                        w.push(' ');
+                    }
+                    w.push_str(t);
+                }
+            };
+            words(start.saturating_sub(window), start, &mut w);
+            w.push('\t');
+            words(start, anchor_end, &mut w);
+            w.push('\t');
+            words(end, (end + window).min(n), &mut w);
             windows.push(w);
         }
     }

@@ -39,7 +39,7 @@ pub fn check_key(url: &str) -> Result<(), String> {
 }
 
 /// The key Python's `surt.surt(url)` gives, or None where it raises.
-fn surt_as_pywb(url: &str) -> Option<String> {
+pub(crate) fn surt_as_pywb(url: &str) -> Option<String> {
     let raw = url.as_bytes();
     if raw.is_empty() {
         return Some("-".into());

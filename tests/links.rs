@@ -54,11 +54,14 @@ fn all_links(db: &Path) -> Vec<(u32, String, String, String)> {
     let mut out = Vec::new();
     index
         .links()
-        .for_each(|k, v| {
-            out.push((k.sweep, k.target, k.source, v));
+        .for_each(|k, links| {
+            for l in links {
+                out.push((k.sweep, l.target, k.source.clone(), l.windows.join("\n")));
+            }
             Ok(true)
         })
         .unwrap();
+    out.sort();
     out
 }
 

@@ -148,11 +148,10 @@ impl Writer<'_> {
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
         self.pending.holds.url(&key.surt);
         // What the page says of the pages it links (a page that answered).
-        if status.is_none_or(|s| (200..300).contains(&s)) {
-            for l in &cap.links {
-                let lk = crate::index::columns::links::key_of(self.sweep_id, &l.target, &key.surt);
-                batch.put_raw::<Links>(self.index, &lk, l.windows.join("\n").as_bytes());
-            }
+        if status.is_none_or(|s| (200..300).contains(&s)) && !cap.links.is_empty() {
+            use crate::index::columns::links::{key_of, value_of};
+            let lk = key_of(self.sweep_id, &key.surt);
+            batch.put_raw::<Links>(self.index, &lk, &value_of(&cap.links));
         }
         if let Some(d) = doc {
             let host = host_of_surt(&key.surt);
