@@ -116,7 +116,17 @@ impl Drop for Server {
 
 /// Sends a request: (status, content type, body), whatever the status.
 pub fn request(req: ureq::Request) -> (u16, String, Vec<u8>) {
-    let resp = match req.call() {
+    answer(req.call())
+}
+
+/// Sends a request with a body: (status, content type, body), whatever the status.
+#[allow(dead_code)]
+pub fn request_with_body(req: ureq::Request, body: &[u8]) -> (u16, String, Vec<u8>) {
+    answer(req.send_bytes(body))
+}
+
+fn answer(sent: Result<ureq::Response, ureq::Error>) -> (u16, String, Vec<u8>) {
+    let resp = match sent {
         Ok(r) => r,
         Err(ureq::Error::Status(_, r)) => r,
         Err(e) => panic!("request failed: {e}"),
@@ -126,21 +136,6 @@ pub fn request(req: ureq::Request) -> (u16, String, Vec<u8>) {
     let mut body = Vec::new();
     resp.into_reader().read_to_end(&mut body).unwrap();
     (status, ct, body)
-}
-
-/// Sends a request with a body: (status, content type, body), whatever the status.
-#[allow(dead_code)]
-pub fn request_with_body(req: ureq::Request, body: &[u8]) -> (u16, String, Vec<u8>) {
-    let resp = match req.send_bytes(body) {
-        Ok(r) => r,
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("request failed: {e}"),
-    };
-    let status = resp.status();
-    let ct = resp.content_type().to_string();
-    let mut out = Vec::new();
-    resp.into_reader().read_to_end(&mut out).unwrap();
-    (status, ct, out)
 }
 
 /// Percent-encodes a query value.
