@@ -133,6 +133,20 @@ pub fn run_ingest(g: &Globals, a: IngestArgs) -> anyhow::Result<u8> {
     // For a server over the same index (`/metrics`); removed when the ingest ends.
     let mut progress_file =
         tidemark::ingest::progress_file::ProgressFile::new(index.path(), &a.sweep);
+    // Written at once: a server tells of the ingest from its start, not from its first
+    // committed batch (which may come late: the links of a sweep's first pages).
+    progress_file.note(&tidemark::ingest::Progress {
+        records: 0,
+        read: 0,
+        pairs: None,
+        input_bytes: 0,
+        input_total: files
+            .iter()
+            .filter_map(|f| std::fs::metadata(f).ok())
+            .map(|m| m.len())
+            .sum(),
+        finishing: false,
+    });
     let summary = run(&index, &files, &opts, |p: tidemark::ingest::Progress| {
         progress_file.note(&p);
         if let Some(b) = &bar {
