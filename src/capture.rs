@@ -273,9 +273,7 @@ pub fn analyze_unless_known(
     }
     canon::canonicalize(&payload, cap_.media, charset.as_deref(), &mut scratch.canon);
     if scratch.anchor_window > 0 && cap_.media == MediaKind::Html {
-        if let Some(url) = &cap_.url {
-            cap_.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
-        }
+        read_links(&mut cap_, scratch);
     }
     cap_.tokens = scratch.canon.tokens;
     cap_.title = scratch.canon.title.clone();
@@ -283,6 +281,13 @@ pub fn analyze_unless_known(
     let sk = Sketch::of_tokens(scratch.canon.token_iter(), params, &mut scratch.shingles);
     cap_.sketch = Some(sk);
     cap_
+}
+
+/// The links of the page just canonicalized into `scratch`.
+fn read_links(cap: &mut Capture, scratch: &Scratch) {
+    if let Some(url) = &cap.url {
+        cap.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+    }
 }
 
 /// `sha1:BASE32` of bytes.

@@ -1,6 +1,6 @@
 //! `tidemark whereis`, `history`, `similar`, `cluster`: thin printers over [`tidemark::query`].
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tidemark::query::history::history;
@@ -372,24 +372,14 @@ pub fn run_cluster(g: &Globals, a: ClusterArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-/// The URLs of a `--urls` list: one a line; blank lines and `#` comments skipped.
+/// The URLs of a `--urls` list ([`tidemark::query::cluster::url_lines`]).
 fn read_url_list(path: &Path) -> Result<Vec<String>, String> {
-    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        Box::new(std::io::BufReader::new(
-            std::fs::File::open(path).map_err(|e| format!("--urls {}: {e}", path.display()))?,
-        ))
-    };
-    let mut urls = Vec::new();
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| format!("--urls {} line {}: {e}", path.display(), i + 1))?;
-        let line = line.trim();
-        if !line.is_empty() && !line.starts_with('#') {
-            urls.push(line.to_string());
-        }
+    let text = match path.as_os_str() == "-" {
+        true => std::io::read_to_string(std::io::stdin()),
+        false => std::fs::read_to_string(path),
     }
-    Ok(urls)
+    .map_err(|e| format!("--urls {}: {e}", path.display()))?;
+    Ok(tidemark::query::cluster::url_lines(&text))
 }
 
 fn run_cluster_list(g: &Globals, path: &Path, json: bool) -> anyhow::Result<u8> {

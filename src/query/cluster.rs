@@ -172,6 +172,16 @@ pub struct ClusteredList {
     pub groups: Vec<ListGroup>,
 }
 
+/// The URLs of a list as users write them: one a line, blank lines and lines starting
+/// with `#` skipped, each trimmed.
+pub fn url_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Groups `urls` by the cluster of each one's latest content, in the list's order:
 /// two URLs share a group exactly when [`cluster`] names the same cluster for both. A
 /// URL the index has no content for (or that is not a URL) is a group of its own

@@ -306,12 +306,7 @@ fn url_list(headers: &axum::http::HeaderMap, body: &[u8]) -> Result<Vec<String>,
     let text =
         std::str::from_utf8(body).map_err(|e| ApiError::bad("body", format!("not UTF-8: {e}")))?;
     if !json {
-        return Ok(text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_string)
-            .collect());
+        return Ok(crate::query::cluster::url_lines(text));
     }
     #[derive(Deserialize)]
     #[serde(untagged)]
