@@ -159,6 +159,10 @@ pub struct ReportConfig {
 pub struct LinksConfig {
     /// Tokens either side of an anchor kept with each link.
     pub window: u32,
+    /// Links from a page's own host count in its anchor bag.
+    pub own_host: bool,
+    /// T of an anchor bag's sample: between T and 2T of its elements are kept.
+    pub bag_sample: u32,
 }
 
 /// `[query]`
@@ -290,6 +294,9 @@ impl Config {
         }
         if s.sample_target == 0 {
             return Err("sketch.sample_target must be at least 1".into());
+        }
+        if self.links.bag_sample == 0 {
+            return Err("links.bag_sample must be at least 1".into());
         }
         if self.links.window > 64 {
             return Err(format!(

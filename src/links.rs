@@ -116,6 +116,78 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         .collect()
 }
 
+/// How a URL's inbound anchor windows are sketched: part of the index's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BagParams {
+    /// Links from the target's own host are counted (off: a site's navigation leaves
+    /// its pages' bags to other sites).
+    pub own_host: bool,
+    /// T of the bag's sample (between T and 2T values; every element of a smaller bag).
+    pub sample_target: u32,
+    /// The index's sketch seed (token hash and permutation).
+    pub seed: u64,
+}
+
+/// The words of a window: before, anchor and after together.
+pub fn window_words(window: &str) -> impl Iterator<Item = &str> {
+    window.split(['\t', ' ']).filter(|w| !w.is_empty())
+}
+
+/// The hash of a word, as a page's one-token shingle hashes it.
+#[inline]
+pub fn word_hash(word: &str, seed: u64) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(word.as_bytes(), seed)
+}
+
+/// The permuted value of the `k`-th occurrence (from 0) of the word hashed `h` in a
+/// bag: a bag is the set of (word, occurrence) pairs, so that the resemblance of two
+/// sets of them is Σ min / Σ max of the word counts (Haveliwala et al.'s bag
+/// resemblance). The first occurrence permutes like a one-token shingle of a page.
+#[inline]
+pub fn element_value(h: u64, k: u32, seed: u64) -> u64 {
+    let perm_seed = seed.rotate_left(32) ^ crate::sketch::PERM_MIX;
+    crate::sketch::fmix64(h.wrapping_add((k as u64).wrapping_mul(crate::sketch::BASE)) ^ perm_seed)
+}
+
+/// The sample of a bag given its words' hashes with their counts (any order), in
+/// [`crate::sketch::compact`] form, ascending: the MOD sample of pages
+/// ([`crate::sketch::Sketch::from_shingles`]) over the bag's elements. Returns
+/// (elements, level, values).
+pub fn bag_sample(counts: &[(u64, u32)], p: &BagParams) -> (u32, u8, Vec<u32>) {
+    let n: u64 = counts.iter().map(|(_, c)| *c as u64).sum();
+    let t2 = 2 * p.sample_target.max(1) as u64;
+    let mut level = 0u8;
+    while (n >> level) >= t2 && level < 31 {
+        level += 1;
+    }
+    let mask = (1u64 << level) - 1;
+    let mut values = Vec::with_capacity(n.min(t2 * 2) as usize);
+    for &(h, c) in counts {
+        for k in 0..c {
+            let v = element_value(h, k, p.seed);
+            if v & mask == 0 {
+                values.push(crate::sketch::compact(v));
+            }
+        }
+    }
+    values.sort_unstable();
+    values.dedup();
+    (n.min(u32::MAX as u64) as u32, level, values)
+}
+
+/// The resemblance of two bag samples (compact values, ascending) at their larger
+/// level, and the values they share there.
+pub fn bag_resemblance(a: (u8, &[u32]), b: (u8, &[u32])) -> crate::sketch::Estimate {
+    let level = a.0.max(b.0) as u32;
+    let at = |v: &[u32]| -> Vec<u32> {
+        v.iter()
+            .copied()
+            .filter(|c| (c & 31) >= level)
+            .collect()
+    };
+    crate::sketch::estimate_compact(&at(a.1), &at(b.1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +232,31 @@ mod tests {
         // An anchor not closed ends where the next begins.
         assert_eq!(got[0].windows, ["\tx one\ty two tail"]);
         assert_eq!(got[1].windows, ["x one\ty two\ttail"]);
+    }
+
+    /// The bag sample's resemblance is Σ min / Σ max of the word counts when every
+    /// element is kept.
+    #[test]
+    fn bags_compare_by_their_counts() {
+        let p = BagParams {
+            own_host: true,
+            sample_target: 512,
+            seed: 7,
+        };
+        let bag = |words: &[(&str, u32)]| {
+            let c: Vec<(u64, u32)> = words.iter().map(|(w, n)| (word_hash(w, 7), *n)).collect();
+            bag_sample(&c, &p)
+        };
+        let (na, la, a) = bag(&[("alpha", 3), ("beta", 1), ("gamma", 2)]);
+        let (nb, lb, b) = bag(&[("alpha", 1), ("beta", 1), ("delta", 2)]);
+        assert_eq!((na, nb, la, lb), (6, 4, 0, 0));
+        // Σ min = 1 + 1 = 2; Σ max = 3 + 1 + 2 + 2 = 8.
+        let e = bag_resemblance((la, &a), (lb, &b));
+        assert_eq!((e.common, e.union), (2, 8));
+        // A large bag is sampled: between T and 2T values.
+        let big: Vec<(u64, u32)> = (0..5000u64).map(|i| (word_hash(&i.to_string(), 7), 1)).collect();
+        let (n, level, v) = bag_sample(&big, &p);
+        assert_eq!(n, 5000);
+        assert!(level >= 2 && v.len() >= 300 && v.len() < 1024 + 100, "{level} {}", v.len());
     }
 }

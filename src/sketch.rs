@@ -23,8 +23,8 @@ use xxhash_rust::xxh3::{xxh3_128_with_seed, xxh3_64_with_seed};
 /// are never compared with these.
 pub const SKETCH_SCHEME: &str = "mod2-sizeclass-v1";
 
-const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
-const PERM_MIX: u64 = 0xD6E8_FEB8_6659_FD93;
+pub(crate) const BASE: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const PERM_MIX: u64 = 0xD6E8_FEB8_6659_FD93;
 
 /// The parameters every sketch of an index shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

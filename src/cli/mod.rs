@@ -112,6 +112,11 @@ pub enum Command {
     /// windows of its links: the anchor text and the words either side.
     #[command(after_help = QUERY_EXIT_HELP)]
     Inlinks(query_cmds::InlinksArgs),
+    /// Pages related to a URL by what other pages say about them: the URLs whose bags of
+    /// inbound anchor-window words resemble its own in a sweep, each with the anchor
+    /// words they share; with --with-content, ranked with their content resemblance too.
+    #[command(after_help = QUERY_EXIT_HELP)]
+    Related(query_cmds::RelatedArgs),
     /// How pages changed, moved, lived and died across the sweeps: per pair of sweeps,
     /// lifetimes, change rates, top hosts; as a table, JSON, CSV or HTML with charts.
     Report(report_cmd::ReportArgs),
@@ -192,6 +197,7 @@ pub fn run() -> ExitCode {
         Command::Similar(a) => query_cmds::run_similar(&globals, a),
         Command::Cluster(a) => query_cmds::run_cluster(&globals, a),
         Command::Inlinks(a) => query_cmds::run_inlinks(&globals, a),
+        Command::Related(a) => query_cmds::run_related(&globals, a),
         Command::Report(a) => report_cmd::run(&globals, a),
         Command::Serve(a) => serve_cmd::run(&globals, a),
         Command::Acl(c) => acl_cmd::run(c),

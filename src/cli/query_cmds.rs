@@ -110,6 +110,27 @@ pub struct InlinksArgs {
     pub json: bool,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct RelatedArgs {
+    /// The URL whose related pages are wanted (pages of the sweep must link it; it need
+    /// not have been captured).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The sweep whose links are read (its label); default the newest.
+    #[arg(long, value_name = "LABEL")]
+    pub sweep: Option<String>,
+    /// Pages listed at most.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub limit: usize,
+    /// Rank by the mean of the anchor resemblance and the content resemblance (both
+    /// pages' captures in the sweep, their templates left out).
+    #[arg(long)]
+    pub with_content: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn check_url(cmd: &str, url: &str) -> Option<u8> {
     match tidemark::url::check(url) {
         Ok(()) => None,
@@ -445,6 +466,46 @@ pub fn run_inlinks(g: &Globals, a: InlinksArgs) -> anyhow::Result<u8> {
         writeln!(out, "  {}", src.source)?;
         for w in &src.windows {
             writeln!(out, "    {} [{}] {}", w.before, w.anchor, w.after)?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn run_related(g: &Globals, a: RelatedArgs) -> anyhow::Result<u8> {
+    if let Some(code) = check_url("related", &a.url) {
+        return Ok(code);
+    }
+    let index = open_for_reading(g)?;
+    let s = Searcher::everything(&index)?;
+    let opts = tidemark::query::related::RelatedOptions {
+        sweep: a.sweep,
+        limit: a.limit,
+        with_content: a.with_content,
+    };
+    let r = tidemark::query::related::related(&s, &a.url, &opts)?;
+    let mut out = stdout();
+    if a.json {
+        serde_json::to_writer(&mut out, &r)?;
+        writeln!(out)?;
+        return Ok(EXIT_OK);
+    }
+    writeln!(
+        out,
+        "{} in sweep {}: linked from {} page{}, {} window words",
+        r.url,
+        r.sweep,
+        r.linking_pages,
+        if r.linking_pages == 1 { "" } else { "s" },
+        r.window_words
+    )?;
+    for p in &r.pages {
+        let content = p
+            .content_resemblance
+            .map(|c| format!("  content {c:.3}"))
+            .unwrap_or_default();
+        writeln!(out, "  {:.3}  {}{content}", p.score, p.url)?;
+        if !p.shared_anchor_words.is_empty() {
+            writeln!(out, "         anchors: {}", p.shared_anchor_words.join(" "))?;
         }
     }
     Ok(EXIT_OK)

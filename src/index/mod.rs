@@ -457,6 +457,8 @@ impl Index {
                 };
                 let links = columns::meta::LinkParams {
                     window: config.links.window,
+                    own_host: config.links.own_host,
+                    bag_sample: config.links.bag_sample,
                     from_sweep: 1,
                 };
                 index.write(columns::meta::initial(
@@ -504,6 +506,18 @@ impl Index {
                     diffs.push(format!(
                         "links.window is {} in the index but {} in the configuration",
                         links.window, config.links.window
+                    ));
+                }
+                if links.own_host != config.links.own_host {
+                    diffs.push(format!(
+                        "links.own_host is {} in the index but {} in the configuration",
+                        links.own_host, config.links.own_host
+                    ));
+                }
+                if links.bag_sample != config.links.bag_sample {
+                    diffs.push(format!(
+                        "links.bag_sample is {} in the index but {} in the configuration",
+                        links.bag_sample, config.links.bag_sample
                     ));
                 }
                 if !diffs.is_empty() {
@@ -805,6 +819,11 @@ impl Index {
 
     /// `links`.
     pub fn links(&self) -> Col<'_, columns::links::Links> {
+        Col::new(self)
+    }
+
+    /// `anchor_bags`.
+    pub fn anchor_bags(&self) -> Col<'_, columns::anchor_bags::AnchorBags> {
         Col::new(self)
     }
 

@@ -51,6 +51,8 @@ fn links_kept_from_the_next_sweep(index: &Index, config: &Config) -> Result<()> 
         &mut b,
         &super::columns::meta::LinkParams {
             window: config.links.window,
+            own_host: config.links.own_host,
+            bag_sample: config.links.bag_sample,
             from_sweep: next,
         },
     );

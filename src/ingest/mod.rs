@@ -45,6 +45,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod bags;
 mod bases;
 mod batch;
 mod commit;
@@ -83,6 +84,7 @@ use commit::{settle_compactions, TEMPLATE_WRITES};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 pub use summary::{FileError, IngestSummary, Progress, WriterTimes};
+pub use bags::BagCounts;
 pub use templates::TemplateCounts;
 
 /// Hash sets and maps of the committing thread (URLs, digests, fingerprints): aHash,
@@ -783,7 +785,11 @@ fn ingest_files<'scope>(
     // redesign sweep's last seconds (rd100k: 1.1–1.6 cores busy of 2).
     let next_doc = index.counters().next_doc;
     let (cache, threads, early) = (&w.sketch_cache, w.threads, w.learned_early.as_ref());
-    let (learned, spilled, flushed) = std::thread::scope(|s| {
+    let build_bags = !todo.is_empty();
+    let (learned, spilled, flushed, bags) = std::thread::scope(|s| {
+        // Read from `links`, written in full by now: beside the templates, which do
+        // not read it.
+        let bags = s.spawn(|| build_bags.then(|| bags::build(index, sweep_id)).transpose());
         let learn = s.spawn(|| {
             let t0 = std::time::Instant::now();
             let r = templates::finish(index, sweep_id, &opts.template, cache, threads, early);
@@ -802,20 +808,25 @@ fn ingest_files<'scope>(
                     w.summary.writer.postings_cpu_s += done.cpu_s;
                     w.summary.writer.spill_s += done.spill_s;
                 }
-                Err(e) => return (learn.join(), Err(e), flush.join()),
+                Err(e) => return (learn.join(), Err(e), flush.join(), bags.join()),
             }
         }
         let spilled = match Arc::get_mut(&mut w.fresh) {
             Some(fresh) => fresh.spill(index, next_doc, threads),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
-        (learn.join(), spilled, flush.join())
+        (learn.join(), spilled, flush.join(), bags.join())
     });
     // Templates are parallel work like the pair step's, not sequencing or the commit,
     // and on threads of their own: not in `serial_s` (they are in the CPU of the run).
     w.summary.templates =
         learned.map_err(|_| IndexError::Invalid("the template step panicked".into()))??;
     spilled?;
+    if let Some(counts) =
+        bags.map_err(|_| IndexError::Invalid("the anchor bag step panicked".into()))??
+    {
+        w.summary.anchor_bags = counts;
+    }
     flushed.map_err(|_| IndexError::Invalid("the memtable flush panicked".into()))??;
     // What the templates wrote while the flush ran (a few MB).
     index.flush()?;

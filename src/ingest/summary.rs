@@ -52,6 +52,8 @@ pub struct IngestSummary {
     pub writer: WriterTimes,
     /// The sweep's templates learned at the end, and content resemblances computed.
     pub templates: TemplateCounts,
+    /// The sweep's anchor bags, built again when this run read files.
+    pub anchor_bags: super::BagCounts,
     /// New docs left waiting for their pairs (`ingest --pairs-later`): a pairs job's
     /// `ingest --pairs`, or the next ingest, pairs them.
     pub waiting_docs: u64,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Searcher;
-use crate::index::{IndexError, Result};
+use crate::index::Result;
 use crate::links::OutLink;
 use crate::url::surt;
 
@@ -45,23 +45,11 @@ pub struct Inbound {
 /// their anchor windows. Under access rules a linking page the reader may not see in
 /// that sweep is not told of.
 pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> {
-    let mut ids: Vec<(u32, &String)> = s.sweeps.iter().map(|(id, (l, _))| (*id, l)).collect();
-    ids.sort();
-    let (id, label) = match sweep {
-        Some(want) => ids
-            .iter()
-            .find(|(_, l)| l.as_str() == want)
-            .map(|(i, l)| (*i, (*l).clone()))
-            .ok_or_else(|| IndexError::NotFound(format!("no sweep labelled {want:?}")))?,
-        None => ids
-            .last()
-            .map(|(i, l)| (*i, (*l).clone()))
-            .ok_or_else(|| IndexError::NotFound("the index has no sweep".into()))?,
-    };
+    let (id, label) = s.sweep_by_label(sweep)?;
     let key = surt(url);
     let mut sources = Vec::new();
     for (source, windows) in s.index.links().inbound(id, &key)? {
-        if s.reader().filtered() && !seen_in(s, &source, id)? {
+        if !s.sees_in_sweep(&source, id)? {
             continue;
         }
         sources.push(Source {
@@ -85,11 +73,4 @@ pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> 
         sweep: label,
         sources,
     })
-}
-
-/// Whether the reader may see a capture of `source` in sweep `id`.
-fn seen_in(s: &Searcher, source: &str, id: u32) -> Result<bool> {
-    Ok(s.captures_of_surt(source)?
-        .iter()
-        .any(|c| c.info.sweep == id))
 }

@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod diff;
 pub mod history;
 pub mod inbound;
+pub mod related;
 pub mod similar;
 pub mod summary;
 pub mod whereis;
@@ -211,6 +212,47 @@ impl<'a> Searcher<'a> {
             },
         )?;
         Ok(found)
+    }
+
+    /// The sweep labelled `label` (default: the newest): its id and label.
+    pub fn sweep_by_label(&self, label: Option<&str>) -> Result<(u32, String)> {
+        let mut ids: Vec<(u32, &String)> = self.sweeps.iter().map(|(id, (l, _))| (*id, l)).collect();
+        ids.sort();
+        let found = match label {
+            Some(want) => ids.iter().find(|(_, l)| l.as_str() == want),
+            None => ids.last(),
+        };
+        match (found, label) {
+            (Some((i, l)), _) => Ok((*i, (*l).clone())),
+            (None, Some(want)) => Err(crate::index::IndexError::NotFound(format!("no sweep labelled {want:?}"))),
+            (None, None) => Err(crate::index::IndexError::NotFound("the index has no sweep".into())),
+        }
+    }
+
+    /// Whether this reader may know of the URL of SURT `key` as sweep `sweep` saw it:
+    /// a capture of it in that sweep it may see, or — a URL the sweep did not capture,
+    /// which its pages only link — its rules let it see the key at the sweep's date.
+    pub fn sees_in_sweep(&self, key: &str, sweep: u32) -> Result<bool> {
+        if !self.reader.filtered() {
+            return Ok(true);
+        }
+        if self.captures_of_surt(key)?.iter().any(|c| c.info.sweep == sweep) {
+            return Ok(true);
+        }
+        let everyone = Reader::everything();
+        let mut captured = false;
+        self.index.captures().scan_url(&everyone, key, |_, (_, _, info)| {
+            captured = info.sweep == sweep;
+            Ok(!captured)
+        })?;
+        if captured {
+            return Ok(false);
+        }
+        let date = self.sweeps.get(&sweep).map(|(_, d)| d.as_str()).unwrap_or("");
+        Ok(match crate::timestamp::Timestamp14::from_warc_date(date) {
+            Some(ts) => self.reader.visible(key, ts.as_str()),
+            None => false,
+        })
     }
 
     /// A doc's sketch.

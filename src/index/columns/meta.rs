@@ -36,6 +36,10 @@ pub enum MetaKey {
 pub struct LinkParams {
     /// Tokens either side of an anchor (`links.window`).
     pub window: u32,
+    /// Links from a page's own host count in its anchor bag (`links.own_host`).
+    pub own_host: bool,
+    /// T of an anchor bag's sample (`links.bag_sample`).
+    pub bag_sample: u32,
     /// The first sweep whose links were read: sweeps before it were ingested by a
     /// release that kept none (an index upgraded from one).
     pub from_sweep: u32,

@@ -10,6 +10,7 @@
 //! Decoding never panics: a key or value of the wrong shape is
 //! [`IndexError::Corruption`] naming the column family and the key.
 
+pub mod anchor_bags;
 pub mod captures;
 pub mod doc_captures;
 pub mod docs;
@@ -86,7 +87,8 @@ macro_rules! with_columns {
             sweep_pages::SweepPages,
             texts::Texts,
             unpaired::Unpaired,
-            links::Links
+            links::Links,
+            anchor_bags::AnchorBags
         )
     };
 }

@@ -1,0 +1,233 @@
+//! Related pages from what other pages say about them (Haveliwala, Gionis and Indyk,
+//! *Scalable Techniques for Clustering the Web*, 2000): the URLs whose bags of inbound
+//! anchor-window words ([`crate::links`], `anchor_bags`) resemble the asked URL's in
+//! the same sweep, best first, each with the anchor words the two share; optionally
+//! ranked with their content resemblance too.
+//!
+//! A sweep's bags are compared one by one with the asked one (a scan of the sweep's
+//! bags, a few hundred bytes each): no postings, measured fast enough on documentation
+//! sweeps of thousands of pages; see `docs/src/limitations.md`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use super::{resemblances, round3, Searcher};
+use crate::compact::CompactSketch;
+use crate::index::{IndexError, Result};
+use crate::links::{bag_resemblance, OutLink};
+use crate::url::surt;
+
+/// Options of [`related`].
+#[derive(Debug, Clone, Default)]
+pub struct RelatedOptions {
+    /// The sweep read (default: the newest).
+    pub sweep: Option<String>,
+    /// Pages listed at most.
+    pub limit: usize,
+    /// Rank by the mean of anchor and content resemblance.
+    pub with_content: bool,
+}
+
+/// One related page.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RelatedPage {
+    /// Its URL (as captured, or from its SURT when the sweep only linked it).
+    pub url: String,
+    /// Its SURT.
+    pub surt: String,
+    /// What the list is ranked on: the anchor resemblance, or with content the mean of
+    /// both.
+    pub score: f64,
+    /// Estimated resemblance of the two bags of inbound anchor-window words.
+    pub resemblance: f64,
+    /// Estimated content resemblance of the two pages in the sweep (with content only;
+    /// 0 when either has no capture with content there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_resemblance: Option<f64>,
+    /// Pages that link it in the sweep.
+    pub linking_pages: u32,
+    /// Words of anchor texts that both URLs' inbound links use, most used first.
+    pub shared_anchor_words: Vec<String>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Related {
+    /// The URL asked about.
+    pub url: String,
+    /// Its SURT.
+    pub surt: String,
+    /// The sweep read.
+    pub sweep: String,
+    /// Pages that link it in the sweep.
+    pub linking_pages: u32,
+    /// Words in its inbound windows (each occurrence).
+    pub window_words: u32,
+    /// The related pages, best first.
+    pub pages: Vec<RelatedPage>,
+}
+
+/// Candidates given their content resemblance, per page asked for, with content.
+const CONTENT_POOL: usize = 5;
+/// Shared anchor words listed per page.
+const SHARED_WORDS: usize = 8;
+
+/// The pages related to `url` by their inbound anchor windows in a sweep. Under access
+/// rules, pages the reader may not see in that sweep are not listed, and the anchor
+/// words shown come from linking pages it may see.
+pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related> {
+    let (id, label) = s.sweep_by_label(opts.sweep.as_deref())?;
+    let key = surt(url);
+    let limit = opts.limit.max(1);
+    let mine = match s.index.anchor_bags().of(id, &key)? {
+        Some(b) if s.sees_in_sweep(&key, id)? => b,
+        _ => {
+            return Err(IndexError::NotFound(format!(
+                "no page of sweep {label} links {url} (nothing to compare; `tidemark inlinks` lists what links a URL)"
+            )))
+        }
+    };
+    // Every bag of the sweep against it: (resemblance, target, linking pages).
+    let mut found: Vec<(f64, String, u32)> = Vec::new();
+    s.index.anchor_bags().of_sweep(id, |k, bag| {
+        if k.target != key {
+            let e = bag_resemblance((mine.level, &mine.values), (bag.level, &bag.values));
+            if e.common > 0 {
+                found.push((e.resemblance, k.target, bag.sources));
+            }
+        }
+        Ok(true)
+    })?;
+    found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let pool = if opts.with_content {
+        limit * CONTENT_POOL
+    } else {
+        limit
+    };
+    let mut pages: Vec<RelatedPage> = Vec::new();
+    let own = if opts.with_content { page_in(s, &key, id)? } else { None };
+    for (r, target, sources) in found {
+        if pages.len() >= pool {
+            break;
+        }
+        if !s.sees_in_sweep(&target, id)? {
+            continue;
+        }
+        let content_resemblance = match (&own, opts.with_content) {
+            (_, false) => None,
+            (None, true) => Some(0.0),
+            (Some(a), true) => Some(match page_in(s, &target, id)? {
+                Some(b) => resemblances(&a.0, &a.1, &b.0, &b.1).content,
+                None => 0.0,
+            }),
+        };
+        let score = content_resemblance.map_or(r, |c| (r + c) / 2.0);
+        pages.push(RelatedPage {
+            url: url_in(s, &target, id)?,
+            surt: target,
+            score,
+            resemblance: r,
+            content_resemblance,
+            linking_pages: sources,
+            shared_anchor_words: Vec::new(),
+        });
+    }
+    pages.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.surt.cmp(&b.surt)));
+    pages.truncate(limit);
+    shared_words(s, id, &key, &mut pages)?;
+    for p in &mut pages {
+        p.score = round3(p.score);
+        p.resemblance = round3(p.resemblance);
+        p.content_resemblance = p.content_resemblance.map(round3);
+    }
+    Ok(Related {
+        url: url.to_string(),
+        surt: key,
+        sweep: label,
+        linking_pages: mine.sources,
+        window_words: mine.elements,
+        pages,
+    })
+}
+
+/// The compact sketch and template of the URL's last capture with content in sweep `id`.
+fn page_in(s: &Searcher, key: &str, id: u32) -> Result<Option<(CompactSketch, std::sync::Arc<[u32]>)>> {
+    let caps = s.captures_of_surt(key)?;
+    let Some(c) = caps.iter().rev().find(|c| c.info.sweep == id && c.info.doc.is_some()) else {
+        return Ok(None);
+    };
+    let doc = c.info.doc.expect("found with a doc");
+    let Some(sk) = s.sketch(doc)? else {
+        return Ok(None);
+    };
+    Ok(Some((CompactSketch::of(&sk), s.template(key, id)?)))
+}
+
+/// The URL of SURT `key` as sweep `id` captured it, or as written from its SURT.
+fn url_in(s: &Searcher, key: &str, id: u32) -> Result<String> {
+    let caps = s.captures_of_surt(key)?;
+    let c = caps.iter().rev().find(|c| c.info.sweep == id).or(caps.last());
+    Ok(match c {
+        Some(c) => c.info.url.clone(),
+        None => url_of_surt(key),
+    })
+}
+
+/// `org,example)/a?b` → `http://example.org/a?b` (a URL no capture spells).
+pub fn url_of_surt(key: &str) -> String {
+    let (host, rest) = key.split_once(')').unwrap_or((key, ""));
+    let mut parts: Vec<&str> = host.split(',').collect();
+    parts.reverse();
+    format!("http://{}{}", parts.join("."), rest)
+}
+
+/// Fills each page's shared anchor words: one scan of the sweep's links, the anchor
+/// texts of links to the asked URL and to each listed page, from pages the reader may
+/// see.
+fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> Result<()> {
+    if pages.is_empty() {
+        return Ok(());
+    }
+    let wanted: HashMap<&str, usize> = std::iter::once(key)
+        .chain(pages.iter().map(|p| p.surt.as_str()))
+        .enumerate()
+        .map(|(i, k)| (k, i))
+        .collect();
+    let mut words: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); wanted.len()];
+    let mut visible: HashMap<String, bool> = HashMap::new();
+    s.index.links().scan_prefix(&id.to_be_bytes(), |k, links| {
+        for l in &links {
+            let Some(i) = wanted.get(l.target.as_str()) else {
+                continue;
+            };
+            let seen = match visible.get(&k.source) {
+                Some(v) => *v,
+                None => {
+                    let v = s.sees_in_sweep(&k.source, id)?;
+                    visible.insert(k.source.clone(), v);
+                    v
+                }
+            };
+            if !seen {
+                continue;
+            }
+            for w in &l.windows {
+                for word in OutLink::parts(w).1.split(' ').filter(|w| !w.is_empty()) {
+                    *words[*i].entry(word.to_string()).or_default() += 1;
+                }
+            }
+        }
+        Ok(true)
+    })?;
+    for (n, p) in pages.iter_mut().enumerate() {
+        let (a, b) = (&words[0], &words[n + 1]);
+        let mut shared: Vec<(u32, &String)> = a
+            .iter()
+            .filter_map(|(w, ca)| b.get(w).map(|cb| ((*ca).min(*cb), w)))
+            .collect();
+        shared.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(y.1)));
+        p.shared_anchor_words = shared.into_iter().take(SHARED_WORDS).map(|(_, w)| w.clone()).collect();
+    }
+    Ok(())
+}
