@@ -179,12 +179,7 @@ pub fn bag_sample(counts: &[(u64, u32)], p: &BagParams) -> (u32, u8, Vec<u32>) {
 /// level, and the values they share there.
 pub fn bag_resemblance(a: (u8, &[u32]), b: (u8, &[u32])) -> crate::sketch::Estimate {
     let level = a.0.max(b.0) as u32;
-    let at = |v: &[u32]| -> Vec<u32> {
-        v.iter()
-            .copied()
-            .filter(|c| (c & 31) >= level)
-            .collect()
-    };
+    let at = |v: &[u32]| -> Vec<u32> { v.iter().copied().filter(|c| (c & 31) >= level).collect() };
     crate::sketch::estimate_compact(&at(a.1), &at(b.1))
 }
 
@@ -254,9 +249,15 @@ mod tests {
         let e = bag_resemblance((la, &a), (lb, &b));
         assert_eq!((e.common, e.union), (2, 8));
         // A large bag is sampled: between T and 2T values.
-        let big: Vec<(u64, u32)> = (0..5000u64).map(|i| (word_hash(&i.to_string(), 7), 1)).collect();
+        let big: Vec<(u64, u32)> = (0..5000u64)
+            .map(|i| (word_hash(&i.to_string(), 7), 1))
+            .collect();
         let (n, level, v) = bag_sample(&big, &p);
         assert_eq!(n, 5000);
-        assert!(level >= 2 && v.len() >= 300 && v.len() < 1024 + 100, "{level} {}", v.len());
+        assert!(
+            level >= 2 && v.len() >= 300 && v.len() < 1024 + 100,
+            "{level} {}",
+            v.len()
+        );
     }
 }

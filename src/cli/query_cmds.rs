@@ -245,7 +245,7 @@ pub fn run_history(g: &Globals, a: HistoryArgs) -> anyhow::Result<u8> {
             change = format!("redirect -> {t}");
         }
         if let Some(m) = &v.moved_to {
-            change = format!("{change}; content moved to {m}");
+            change = format!("{change}; moved to {m} (by {})", v.moved_by.join(", then "));
         }
         writeln!(
             out,

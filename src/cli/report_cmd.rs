@@ -321,7 +321,7 @@ fn table(r: &Report) -> String {
     }
     s.push('\n');
     s.push_str(&format!(
-        "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>9}\n",
+        "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>12} {:>9}\n",
         "sweeps",
         "unchanged",
         ">=0.9",
@@ -331,12 +331,13 @@ fn table(r: &Report) -> String {
         "gone",
         "redirected",
         "moves w/x",
+        "by r/c/l",
         "mirrored"
     ));
     for t in &r.transitions {
         let c = t.counts();
         s.push_str(&format!(
-            "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>9}\n",
+            "{:<29} {:>9} {:>7} {:>7} {:>9} {:>6} {:>6} {:>10} {:>12} {:>12} {:>9}\n",
             format!("{} -> {}", t.from, t.to),
             c[0],
             c[1],
@@ -346,7 +347,8 @@ fn table(r: &Report) -> String {
             c[5],
             c[6],
             format!("{}/{}", c[7], c[8]),
-            c[9]
+            format!("{}/{}/{}", c[9], c[10], c[11]),
+            c[12]
         ));
     }
     s.push_str(&format!(

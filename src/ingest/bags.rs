@@ -90,32 +90,34 @@ fn one_pass(
     let mut targets: Vec<(String, u32)> = Vec::new();
     let mut pairs: Vec<(u32, u64)> = Vec::new();
     let mut over = false;
-    index.links().scan_prefix(&sweep.to_be_bytes(), |k, links| {
-        let host = host_of_surt(&k.source);
-        for l in &links {
-            if !p.own_host && host_of_surt(&l.target) == host {
-                continue;
-            }
-            if parts > 1 && word_hash(&l.target, p.seed) % parts != part {
-                continue;
-            }
-            let id = match ids.get(&l.target) {
-                Some(id) => *id,
-                None => {
-                    let id = targets.len() as u32;
-                    ids.insert(l.target.clone(), id);
-                    targets.push((l.target.clone(), 0));
-                    id
+    index
+        .links()
+        .scan_prefix(&sweep.to_be_bytes(), |k, links| {
+            let host = host_of_surt(&k.source);
+            for l in &links {
+                if !p.own_host && host_of_surt(&l.target) == host {
+                    continue;
                 }
-            };
-            targets[id as usize].1 += 1;
-            for w in &l.windows {
-                pairs.extend(window_words(w).map(|word| (id, word_hash(word, p.seed))));
+                if parts > 1 && word_hash(&l.target, p.seed) % parts != part {
+                    continue;
+                }
+                let id = match ids.get(&l.target) {
+                    Some(id) => *id,
+                    None => {
+                        let id = targets.len() as u32;
+                        ids.insert(l.target.clone(), id);
+                        targets.push((l.target.clone(), 0));
+                        id
+                    }
+                };
+                targets[id as usize].1 += 1;
+                for w in &l.windows {
+                    pairs.extend(window_words(w).map(|word| (id, word_hash(word, p.seed))));
+                }
             }
-        }
-        over = pairs.len() > cap;
-        Ok(!over)
-    })?;
+            over = pairs.len() > cap;
+            Ok(!over)
+        })?;
     if over {
         return Ok(None);
     }

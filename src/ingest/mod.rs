@@ -79,12 +79,12 @@ use crate::index::texts::{self, TextEncoder};
 use crate::index::{unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
+pub use bags::BagCounts;
 use batch::{BatchSketches, Flight, Item, Planned, BATCH_NEW_DOCS, BATCH_RECORDS, FIRST_BATCH};
 use commit::{settle_compactions, TEMPLATE_WRITES};
 use sequence::Overlay;
 pub use source::{Input, RecordSource, Shards, SourceContext, Warcs};
 pub use summary::{FileError, IngestSummary, Progress, WriterTimes};
-pub use bags::BagCounts;
 pub use templates::TemplateCounts;
 
 /// Hash sets and maps of the committing thread (URLs, digests, fingerprints): aHash,

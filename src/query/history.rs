@@ -36,6 +36,10 @@ pub struct Version {
     pub redirect_to: Option<String>,
     /// Where the content went, on the capture after which the URL stopped carrying it.
     pub moved_to: Option<String>,
+    /// The evidence of each step to `moved_to`, in order: `redirect`, `content` or
+    /// `links` (`whereis` gives the steps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub moved_by: Vec<&'static str>,
     /// With `diff`: the word-level changes from the previous version with content, as
     /// `… context [-removed words-] {+added words+} context …` (git's plain word diff):
     /// of the stored canonical texts where the index keeps them (`index.store_texts`),
@@ -149,6 +153,7 @@ pub fn history(
             content_resemblance_to_previous: cr,
             redirect_to: c.redirect().map(str::to_string),
             moved_to: None,
+            moved_by: Vec::new(),
             diff: words,
             changes,
         });
@@ -165,6 +170,10 @@ pub fn history(
                 None => 0,
             };
             out[at].moved_to = w.newest_url;
+            out[at].moved_by = (w.evidence.iter())
+                .map(|e| e.kind)
+                .filter(|k| *k != "same-url")
+                .collect();
         }
     }
     Ok(History {

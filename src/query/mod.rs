@@ -216,7 +216,8 @@ impl<'a> Searcher<'a> {
 
     /// The sweep labelled `label` (default: the newest): its id and label.
     pub fn sweep_by_label(&self, label: Option<&str>) -> Result<(u32, String)> {
-        let mut ids: Vec<(u32, &String)> = self.sweeps.iter().map(|(id, (l, _))| (*id, l)).collect();
+        let mut ids: Vec<(u32, &String)> =
+            self.sweeps.iter().map(|(id, (l, _))| (*id, l)).collect();
         ids.sort();
         let found = match label {
             Some(want) => ids.iter().find(|(_, l)| l.as_str() == want),
@@ -224,8 +225,12 @@ impl<'a> Searcher<'a> {
         };
         match (found, label) {
             (Some((i, l)), _) => Ok((*i, (*l).clone())),
-            (None, Some(want)) => Err(crate::index::IndexError::NotFound(format!("no sweep labelled {want:?}"))),
-            (None, None) => Err(crate::index::IndexError::NotFound("the index has no sweep".into())),
+            (None, Some(want)) => Err(crate::index::IndexError::NotFound(format!(
+                "no sweep labelled {want:?}"
+            ))),
+            (None, None) => Err(crate::index::IndexError::NotFound(
+                "the index has no sweep".into(),
+            )),
         }
     }
 
@@ -236,19 +241,29 @@ impl<'a> Searcher<'a> {
         if !self.reader.filtered() {
             return Ok(true);
         }
-        if self.captures_of_surt(key)?.iter().any(|c| c.info.sweep == sweep) {
+        if self
+            .captures_of_surt(key)?
+            .iter()
+            .any(|c| c.info.sweep == sweep)
+        {
             return Ok(true);
         }
         let everyone = Reader::everything();
         let mut captured = false;
-        self.index.captures().scan_url(&everyone, key, |_, (_, _, info)| {
-            captured = info.sweep == sweep;
-            Ok(!captured)
-        })?;
+        self.index
+            .captures()
+            .scan_url(&everyone, key, |_, (_, _, info)| {
+                captured = info.sweep == sweep;
+                Ok(!captured)
+            })?;
         if captured {
             return Ok(false);
         }
-        let date = self.sweeps.get(&sweep).map(|(_, d)| d.as_str()).unwrap_or("");
+        let date = self
+            .sweeps
+            .get(&sweep)
+            .map(|(_, d)| d.as_str())
+            .unwrap_or("");
         Ok(match crate::timestamp::Timestamp14::from_warc_date(date) {
             Some(ts) => self.reader.visible(key, ts.as_str()),
             None => false,

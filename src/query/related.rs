@@ -106,7 +106,11 @@ pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related
         limit
     };
     let mut pages: Vec<RelatedPage> = Vec::new();
-    let own = if opts.with_content { page_in(s, &key, id)? } else { None };
+    let own = if opts.with_content {
+        page_in(s, &key, id)?
+    } else {
+        None
+    };
     for (r, target, sources) in found {
         if pages.len() >= pool {
             break;
@@ -152,9 +156,17 @@ pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related
 }
 
 /// The compact sketch and template of the URL's last capture with content in sweep `id`.
-fn page_in(s: &Searcher, key: &str, id: u32) -> Result<Option<(CompactSketch, std::sync::Arc<[u32]>)>> {
+fn page_in(
+    s: &Searcher,
+    key: &str,
+    id: u32,
+) -> Result<Option<(CompactSketch, std::sync::Arc<[u32]>)>> {
     let caps = s.captures_of_surt(key)?;
-    let Some(c) = caps.iter().rev().find(|c| c.info.sweep == id && c.info.doc.is_some()) else {
+    let Some(c) = caps
+        .iter()
+        .rev()
+        .find(|c| c.info.sweep == id && c.info.doc.is_some())
+    else {
         return Ok(None);
     };
     let doc = c.info.doc.expect("found with a doc");
@@ -167,7 +179,11 @@ fn page_in(s: &Searcher, key: &str, id: u32) -> Result<Option<(CompactSketch, st
 /// The URL of SURT `key` as sweep `id` captured it, or as written from its SURT.
 fn url_in(s: &Searcher, key: &str, id: u32) -> Result<String> {
     let caps = s.captures_of_surt(key)?;
-    let c = caps.iter().rev().find(|c| c.info.sweep == id).or(caps.last());
+    let c = caps
+        .iter()
+        .rev()
+        .find(|c| c.info.sweep == id)
+        .or(caps.last());
     Ok(match c {
         Some(c) => c.info.url.clone(),
         None => url_of_surt(key),
@@ -227,7 +243,11 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
             .filter_map(|(w, ca)| b.get(w).map(|cb| ((*ca).min(*cb), w)))
             .collect();
         shared.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(y.1)));
-        p.shared_anchor_words = shared.into_iter().take(SHARED_WORDS).map(|(_, w)| w.clone()).collect();
+        p.shared_anchor_words = shared
+            .into_iter()
+            .take(SHARED_WORDS)
+            .map(|(_, w)| w.clone())
+            .collect();
     }
     Ok(())
 }

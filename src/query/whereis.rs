@@ -40,7 +40,7 @@ pub enum Status {
 /// One step of evidence.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Evidence {
-    /// `redirect`, `content` or `same-url`.
+    /// `redirect`, `content`, `links` or `same-url`.
     pub kind: &'static str,
     /// The URL this step leads to.
     pub url: String,
@@ -51,6 +51,9 @@ pub struct Evidence {
     /// Estimated resemblance without both pages' templates (content steps): what the
     /// step was chosen on.
     pub content_resemblance: Option<f64>,
+    /// The pages that linked the old URL and now link this one (links steps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linking_pages: Vec<String>,
 }
 
 /// A successor that lost to the one chosen.
@@ -135,6 +138,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                 date: Timestamp14::iso_of(&last.timestamp),
                 resemblance: None,
                 content_resemblance: None,
+                linking_pages: Vec::new(),
             });
             let next = s.captures(target)?;
             if next.is_empty() {
@@ -158,6 +162,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                     date: Timestamp14::iso_of(&last.timestamp),
                     resemblance: None,
                     content_resemblance: None,
+                    linking_pages: Vec::new(),
                 });
                 Status::Moved
             };
@@ -180,6 +185,7 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                     date: best.date.clone(),
                     resemblance: Some(round3(best.resemblance)),
                     content_resemblance: Some(round3(best.content_resemblance)),
+                    linking_pages: Vec::new(),
                 });
                 out.alternatives.extend(alts.into_iter().map(|mut a| {
                     a.resemblance = round3(a.resemblance);
@@ -192,7 +198,25 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
                     break;
                 }
             }
+            // The content went nowhere: the pages that linked the URL may say where
+            // it went (a page renamed and rewritten).
             None => {
+                if let Some((to, date, pages)) = follow_links(s, &content, &visited)? {
+                    out.evidence.push(Evidence {
+                        kind: "links",
+                        url: to.clone(),
+                        date,
+                        resemblance: None,
+                        content_resemblance: None,
+                        linking_pages: pages,
+                    });
+                    cur_caps = s.captures(&to)?;
+                    cur_url = to;
+                    if cur_caps.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
                 // Nowhere: the last URL that carried it, and when.
                 out.newest_url = Some(content.info.url.clone());
                 out.newest_date = Some(Timestamp14::iso_of(&content.timestamp));
@@ -208,6 +232,113 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
 /// this one.
 fn vanished(s: &Searcher, key: &str, last: &CaptureRow) -> Result<bool> {
     s.host_captured_after(key, last.info.sweep)
+}
+
+/// Where the pages that linked `content`'s URL in its last sweep point in the next
+/// sweep of its host ([`links_successor`]), when that is a URL first captured after it,
+/// with content: the URL, the date of its first such capture and the linking pages.
+fn follow_links(
+    s: &Searcher,
+    content: &CaptureRow,
+    visited: &HashSet<String>,
+) -> Result<Option<(String, String, Vec<String>)>> {
+    let (old, was) = (&content.surt, content.info.sweep);
+    let host = crate::url::host_of_surt(old);
+    let Some(next) = (s.index.host_sweeps().of_host(host)?.into_iter())
+        .filter(|i| *i > was)
+        .min()
+    else {
+        return Ok(None);
+    };
+    let inbound = s.index.links().inbound(was, old)?;
+    let Some((to, pages)) = links_successor(s, old, (was, next), inbound)? else {
+        return Ok(None);
+    };
+    if visited.contains(&to) {
+        return Ok(None);
+    }
+    let caps = s.captures_of_surt(&to)?;
+    let Some(first) = caps.iter().find(|c| c.ok() && c.info.doc.is_some()) else {
+        return Ok(None);
+    };
+    if caps[0].info.sweep <= was {
+        return Ok(None);
+    }
+    Ok(Some((
+        first.info.url.clone(),
+        Timestamp14::iso_of(&first.timestamp),
+        pages,
+    )))
+}
+
+/// The SURT that the pages linking `old` in sweep `was` (`inbound`) link instead in
+/// sweep `next`: a URL of the same host that they did not link before, linked with the
+/// same anchor text (or a window sharing half its words), by at least half of those
+/// pages that sweep `next` still has (a page that still links `old` votes for nothing). With the
+/// pages that say so. A page renamed and rewritten keeps what others say of it.
+pub(crate) fn links_successor(
+    s: &Searcher,
+    old: &str,
+    (was, next): (u32, u32),
+    inbound: crate::index::columns::links::Inbound,
+) -> Result<Option<(String, Vec<String>)>> {
+    let host = crate::url::host_of_surt(old);
+    let mut votes: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut still = 0usize;
+    for (source, windows) in inbound {
+        if !s.sees_in_sweep(&source, was)? || !s.sees_in_sweep(&source, next)? {
+            continue;
+        }
+        let key = |sweep| crate::index::columns::links::LinkKey {
+            sweep,
+            source: source.clone(),
+        };
+        let (Some(before), Some(after)) = (
+            s.index.links().get(&key(was))?,
+            s.index.links().get(&key(next))?,
+        ) else {
+            continue;
+        };
+        still += 1;
+        if after.iter().any(|l| l.target == old) {
+            continue;
+        }
+        for l in &after {
+            if crate::url::host_of_surt(&l.target) != host
+                || before.iter().any(|b| b.target == l.target)
+                || !l
+                    .windows
+                    .iter()
+                    .any(|w| windows.iter().any(|o| same_link(o, w)))
+            {
+                continue;
+            }
+            votes
+                .entry(l.target.clone())
+                .or_default()
+                .push(source.clone());
+        }
+    }
+    // Most votes, then the first by SURT.
+    let best = votes
+        .into_iter()
+        .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(&a.0)));
+    Ok(best.filter(|(_, pages)| 2 * pages.len() >= still))
+}
+
+/// Whether two anchor windows are one link: the same anchor text, or half their words
+/// shared.
+fn same_link(a: &str, b: &str) -> bool {
+    use crate::links::{window_words, OutLink};
+    let (aa, ab) = (OutLink::parts(a).1, OutLink::parts(b).1);
+    if !aa.is_empty() && aa == ab {
+        return true;
+    }
+    let wa: HashSet<&str> = window_words(a).collect();
+    let wb: HashSet<&str> = window_words(b).collect();
+    let common = wa.intersection(&wb).count();
+    let union = wa.len() + wb.len() - common;
+    union > 0 && 2 * common >= union
 }
 
 /// Candidate docs compared at most: those sharing the most content posting values.

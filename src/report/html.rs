@@ -84,7 +84,7 @@ impl ChangeView {
 /// One pair of sweeps' rows.
 struct Pair<'a> {
     label: String,
-    counts: [u64; 10],
+    counts: [u64; 13],
     content: &'a ContentCounts,
     redesigned_hosts: usize,
 }

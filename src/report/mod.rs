@@ -114,6 +114,14 @@ pub struct Moves {
     pub within_host: u64,
     /// To a new URL on another host.
     pub across_hosts: u64,
+    /// Found by the old URL's redirect to the new one.
+    pub by_redirect: u64,
+    /// Found by content: the same cluster, or content resemblance at or above the move
+    /// floor.
+    pub by_content: u64,
+    /// Found by links: the pages that linked the old URL link the new one instead, with
+    /// the same anchor text (a page renamed and rewritten).
+    pub by_links: u64,
 }
 
 /// One pair of consecutive sweeps.
@@ -212,7 +220,7 @@ const LISTED_SHARE: f64 = 0.2;
 
 impl Transition {
     /// Names of [`Transition::counts`], as CSV and HTML columns.
-    pub const COLUMNS: [&'static str; 10] = [
+    pub const COLUMNS: [&'static str; 13] = [
         "unchanged",
         "changed_minor",
         "changed_major",
@@ -222,11 +230,14 @@ impl Transition {
         "redirected",
         "moves_within_host",
         "moves_across_hosts",
+        "moves_by_redirect",
+        "moves_by_content",
+        "moves_by_links",
         "mirrored",
     ];
 
     /// Every count of the transition, in [`Transition::COLUMNS`] order.
-    pub fn counts(&self) -> [u64; 10] {
+    pub fn counts(&self) -> [u64; 13] {
         let u = &self.urls;
         [
             u.unchanged,
@@ -238,6 +249,9 @@ impl Transition {
             u.redirected,
             self.moves.within_host,
             self.moves.across_hosts,
+            self.moves.by_redirect,
+            self.moves.by_content,
+            self.moves.by_links,
             self.mirrored,
         ]
     }

@@ -7,12 +7,14 @@ use std::collections::{HashMap, HashSet};
 use super::{ContentCounts, Moves, SweepRow, Transition, UrlCounts};
 use crate::compact::CompactSketch;
 use crate::index::{unionfind, Result};
+use crate::query::whereis::links_successor;
 use crate::query::{resemblances, Searcher};
 use crate::sketch::Sketch;
 use crate::url::surt;
 
 /// Content that left its URL in a transition.
 pub(super) struct Left {
+    pub(super) surt: String,
     pub(super) host: String,
     pub(super) doc: u64,
     pub(super) target: Option<String>,
@@ -166,6 +168,16 @@ pub(super) fn transitions(
             by_cluster.entry(cluster(a.doc)?).or_default().push(j);
         }
         let move_candidates = MoveCandidates::new(s, arr, &left[i], (ids[i], ids[i + 1]))?;
+        let mut unmatched: Vec<&Left> = Vec::new();
+        let mut matched = |j: usize, l: &Left, moves: &mut Moves, taken: &mut [bool]| {
+            taken[j] = true;
+            if arr[j].host == l.host {
+                moves.within_host += 1;
+            } else {
+                moves.across_hosts += 1;
+            }
+            *host_moves.entry(l.host.clone()).or_default() += 1;
+        };
         for l in &left[i] {
             // 1. Its redirect target, when that is a new URL.
             let mut to = l
@@ -173,6 +185,7 @@ pub(super) fn transitions(
                 .as_ref()
                 .and_then(|t| by_surt.get(surt(t).as_str()).copied())
                 .filter(|j| !taken[*j]);
+            let by_redirect = to.is_some();
             // 2. A new URL in its cluster (same host first).
             if to.is_none() {
                 if let Some(js) = by_cluster.get(&cluster(l.doc)?) {
@@ -190,14 +203,33 @@ pub(super) fn transitions(
                     to = move_candidates.best(s, arr, l, &sk, move_floor, &taken)?;
                 }
             }
-            if let Some(j) = to {
-                taken[j] = true;
-                if arr[j].host == l.host {
-                    moves.within_host += 1;
-                } else {
-                    moves.across_hosts += 1;
+            match to {
+                Some(j) => {
+                    if by_redirect {
+                        moves.by_redirect += 1;
+                    } else {
+                        moves.by_content += 1;
+                    }
+                    matched(j, l, &mut moves, &mut taken);
                 }
-                *host_moves.entry(l.host.clone()).or_default() += 1;
+                None => unmatched.push(l),
+            }
+        }
+        // 4. Where the pages that linked it link instead, with the same anchor text (one
+        // scan of the earlier sweep's links for all of them).
+        let olds: Vec<&str> = unmatched.iter().map(|l| l.surt.as_str()).collect();
+        let inbound = s.index().links().inbound_many(ids[i], &olds)?;
+        for (l, inbound) in unmatched.into_iter().zip(inbound) {
+            if inbound.is_empty() {
+                continue;
+            }
+            let found = links_successor(s, &l.surt, (ids[i], ids[i + 1]), inbound)?;
+            let to = found
+                .and_then(|(t, _)| by_surt.get(t.as_str()).copied())
+                .filter(|j| !taken[*j]);
+            if let Some(j) = to {
+                moves.by_links += 1;
+                matched(j, l, &mut moves, &mut taken);
             }
         }
         // Mirrored: clusters live at two or more URLs in the later sweep.

@@ -231,6 +231,7 @@ impl Tally {
                     };
                     if let Some(d) = doc {
                         self.left[i].push(Left {
+                            surt: surt_key.to_string(),
                             host: host.to_string(),
                             doc: *d,
                             target,

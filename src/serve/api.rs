@@ -18,6 +18,8 @@ use super::state::AppState;
 use crate::query::cluster::{cluster as cluster_of, cluster_list};
 use crate::query::diff::Archive;
 use crate::query::history::history as history_of;
+use crate::query::inbound::inbound as inbound_of;
+use crate::query::related::{related as related_of, RelatedOptions};
 use crate::query::similar::{similar as similar_to, Input, SimilarOptions};
 use crate::query::summary::{stats as index_stats, sweeps_json};
 use crate::query::whereis::{whereis as whereis_of, WhereisOptions};
@@ -27,6 +29,8 @@ pub(crate) fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/api/whereis", get(whereis))
         .route("/api/history", get(history))
+        .route("/api/related", get(related))
+        .route("/api/inlinks", get(inlinks))
         .route("/api/similar", get(similar).post(similar_post))
         .route("/api/cluster", get(cluster).post(cluster_post))
         .route("/api/report", get(report))
@@ -90,6 +94,75 @@ async fn whereis(
     };
     state
         .with_index(move |s| to_json(&whereis_of(&s.searcher(), &url, opts)?))
+        .await
+}
+
+/// `url=`, `sweep=`, `limit=`, `with_content=1`
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RelatedQuery {
+    /// The URL (pages of the sweep must link it).
+    url: String,
+    /// The sweep's label (default: the newest).
+    sweep: Option<String>,
+    /// Pages listed at most (default 10, at most 100).
+    limit: Option<usize>,
+    /// `1`: rank by the mean of anchor and content resemblance.
+    with_content: Option<String>,
+}
+
+/// Pages related to a URL by their inbound anchor windows: the URLs whose bags of
+/// anchor-window words resemble its own in a sweep, with the anchor words they share.
+/// Under access rules, pages the reader may not see in that sweep are not listed.
+#[utoipa::path(get, path = "/api/related", params(RelatedQuery),
+    responses((status = 200, description = "as `tidemark related URL --json`: {url, surt, sweep, linking_pages, window_words, pages}"),
+              (status = 400, description = "a bad or missing url, limit or with_content"),
+              (status = 404, description = "no page of the sweep links the URL, or no such sweep")))]
+async fn related(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<RelatedQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = checked_url(&state, &q.url)?;
+    let limit = q.limit.unwrap_or(10);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::bad(
+            "limit",
+            format!("{limit}: expected 1 to 100"),
+        ));
+    }
+    let opts = RelatedOptions {
+        sweep: q.sweep,
+        limit,
+        with_content: flag(&q.with_content, "with_content")?,
+    };
+    state
+        .with_index(move |s| to_json(&related_of(&s.searcher(), &url, &opts)?))
+        .await
+}
+
+/// `url=`, `sweep=`
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct InlinksQuery {
+    /// The URL linked to (it need not have been captured).
+    url: String,
+    /// The sweep's label (default: the newest).
+    sweep: Option<String>,
+}
+
+/// The pages that link a URL in a sweep, each with the anchor windows of its links.
+/// Under access rules, linking pages the reader may not see in that sweep are left out.
+#[utoipa::path(get, path = "/api/inlinks", params(InlinksQuery),
+    responses((status = 200, description = "as `tidemark inlinks URL --json`: {url, surt, sweep, sources}"),
+              (status = 400, description = "a bad or missing url"),
+              (status = 404, description = "no such sweep")))]
+async fn inlinks(
+    State(state): State<Arc<AppState>>,
+    ApiQuery(q): ApiQuery<InlinksQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let url = checked_url(&state, &q.url)?;
+    state
+        .with_index(move |s| to_json(&inbound_of(&s.searcher(), &url, q.sweep.as_deref())?))
         .await
 }
 

@@ -70,6 +70,8 @@ pub struct ServeOptions {
     paths(
         api::whereis,
         api::history,
+        api::related,
+        api::inlinks,
         api::similar,
         api::similar_post,
         api::cluster,

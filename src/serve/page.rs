@@ -170,32 +170,34 @@ fn answer(
         history: h
             .captures
             .into_iter()
-            .map(|v| Version {
-                date: v.date,
-                sweep: v.sweep,
-                status: v
-                    .status
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                change: match (v.change, &v.redirect_to, &v.moved_to) {
-                    (_, Some(t), _) => format!("redirect → {t}"),
-                    ("changed", _, m) => format!(
-                        "changed (resemblance {}{}){}",
-                        r2(v.resemblance_to_previous),
-                        v.content_resemblance_to_previous
-                            .map(|c| format!(", content {}", r2(Some(c))))
-                            .unwrap_or_default(),
-                        m.as_ref()
-                            .map(|m| format!("; content moved to {m}"))
-                            .unwrap_or_default()
-                    ),
-                    (c, _, Some(m)) => format!("{c}; content moved to {m}"),
-                    (c, _, None) => c.to_string(),
-                },
-                replay: replay(&v.timestamp),
-                diffable: v.change == "changed",
-                changes: v.changes,
-                diff: v.diff,
+            .map(|v| {
+                let moved = (v.moved_to.as_ref())
+                    .map(|m| format!("moved to {m} (by {})", v.moved_by.join(", then ")));
+                Version {
+                    date: v.date,
+                    sweep: v.sweep,
+                    status: v
+                        .status
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    change: match (v.change, &v.redirect_to, &moved) {
+                        (_, Some(t), _) => format!("redirect → {t}"),
+                        ("changed", _, m) => format!(
+                            "changed (resemblance {}{}){}",
+                            r2(v.resemblance_to_previous),
+                            v.content_resemblance_to_previous
+                                .map(|c| format!(", content {}", r2(Some(c))))
+                                .unwrap_or_default(),
+                            m.as_ref().map(|m| format!("; {m}")).unwrap_or_default()
+                        ),
+                        (c, _, Some(m)) => format!("{c}; {m}"),
+                        (c, _, None) => c.to_string(),
+                    },
+                    replay: replay(&v.timestamp),
+                    diffable: v.change == "changed",
+                    changes: v.changes,
+                    diff: v.diff,
+                }
             })
             .collect(),
         similar: similar_pages

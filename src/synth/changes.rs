@@ -19,6 +19,10 @@ pub struct ChangeRates {
     pub moved_and_edited: f64,
     /// A move goes to another host.
     pub move_across_hosts: f64,
+    /// Renamed and rewritten: a new URL on the same host and every sentence new (the
+    /// title kept); the old URL 404 or gone, no redirect. The pages that linked it link
+    /// the new URL.
+    pub renamed_rewritten: f64,
     /// Rewritten: most sentences replaced (resemblance well under 0.5).
     pub rewrite: f64,
     /// Major edit: about a quarter of the sentences replaced.
@@ -40,6 +44,7 @@ impl Default for ChangeRates {
             moved: 0.03,
             moved_and_edited: 0.3,
             move_across_hosts: 0.4,
+            renamed_rewritten: 0.0,
             rewrite: 0.02,
             major_edit: 0.04,
             minor_edit: 0.08,
@@ -167,6 +172,45 @@ impl Web {
                     resemblance: 0.0,
                     content_resemblance: 0.0,
                     min_shingles: 0,
+                    rewritten: false,
+                });
+                self.defer(
+                    Target::Move(truth.moves.len() - 1),
+                    page,
+                    &moved,
+                    next.len(),
+                );
+                caps.push(Planned::Page {
+                    index: next.len(),
+                    revisit: false,
+                });
+                next.push(moved);
+                continue;
+            }
+            acc += r.renamed_rewritten;
+            if u < acc {
+                let mut moved = page.clone();
+                moved.path = self.new_path(moved.host);
+                moved.last_full = None;
+                let mut fresh = self.new_content();
+                fresh.title = page.content.title.clone();
+                moved.content = fresh;
+                let old_status = self.rng.chance(0.5).then_some(404);
+                if old_status.is_some() {
+                    caps.push(Planned::NotFound {
+                        url: url.clone(),
+                        host: page.host,
+                    });
+                }
+                truth.moves.push(Move {
+                    from: url,
+                    to: self.url(&moved),
+                    old_status,
+                    across_hosts: false,
+                    resemblance: 0.0,
+                    content_resemblance: 0.0,
+                    min_shingles: 0,
+                    rewritten: true,
                 });
                 self.defer(
                     Target::Move(truth.moves.len() - 1),

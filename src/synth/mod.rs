@@ -73,6 +73,11 @@ pub struct GenOptions {
     /// Sweeps (numbered from 1; not the first) in which the first section of every host
     /// gets a new sidebar and nothing else of the site's template changes.
     pub section_redesign: Vec<usize>,
+    /// Topics (0: none): each page belongs to one, is titled by two of its words, and
+    /// links six pages, mostly of its own topic, each link in a sentence of topic words
+    /// with the target's title as its anchor. Links follow their target when it moves.
+    /// The truth gives each URL's topic.
+    pub topics: usize,
 }
 
 impl GenOptions {
@@ -96,6 +101,7 @@ impl GenOptions {
             redesign: Vec::new(),
             sections: 0,
             section_redesign: Vec::new(),
+            topics: 0,
         }
     }
 }
@@ -160,11 +166,17 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         params: SketchParams::default(),
         before: None,
         pending: Vec::new(),
+        topics: Vec::new(),
+        places: Default::default(),
     };
     if opts.sections > 0 {
         web.add_sections(opts.sections);
     }
+    if opts.topics > 0 {
+        web.add_topics(opts.topics);
+    }
     let mut pages: Vec<Page> = (0..opts.pages).map(|_| web.new_page(None)).collect();
+    link_pages(&mut web, &mut pages, opts.topics);
     // Each host's very common shingles in the previous sweep (the truth's template).
     let mut common_before: Vec<Vec<u64>> = Vec::new();
     let mut out = Generated {
@@ -199,6 +211,16 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                 web.redesign_first_sections();
             }
             pages = web.evolve(pages, &opts.rates, steady, &mut truth, &mut captures);
+            let moved = link_pages(&mut web, &mut pages, opts.topics);
+            // A page whose links now point to a moved page's new URL is not the bytes it
+            // was: a response, not a revisit.
+            for c in captures.iter_mut() {
+                if let Planned::Page { index, revisit } = c {
+                    if *revisit && pages[*index].links.iter().any(|l| moved.contains(&l.to)) {
+                        *revisit = false;
+                    }
+                }
+            }
         }
         common_before = web.settle_truth(&pages, &common_before, &mut truth);
         web.before = None;
@@ -232,6 +254,7 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                                 status: 200,
                                 page: Some(page.id),
                                 revisit: true,
+                                topic: page.topic,
                             });
                         }
                         None => {
@@ -247,6 +270,7 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                                 status: 200,
                                 page: Some(page.id),
                                 revisit: false,
+                                topic: page.topic,
                             });
                         }
                     }
@@ -272,6 +296,7 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                         status: 301,
                         page: None,
                         revisit: false,
+                        topic: None,
                     });
                 }
                 Planned::NotFound { url, host } => {
@@ -288,6 +313,7 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
                         status: 404,
                         page: None,
                         revisit: false,
+                        topic: None,
                     });
                 }
             }
@@ -330,6 +356,33 @@ pub fn generate(opts: &GenOptions, mut progress: impl FnMut(&str)) -> std::io::R
         });
     }
     Ok(out)
+}
+
+/// With topics: gives the pages without links theirs (new pages), and notes where every
+/// page is now. Returns the pages whose URL changed since the last sweep.
+fn link_pages(web: &mut Web, pages: &mut [Page], topics: usize) -> std::collections::HashSet<u64> {
+    let mut moved = std::collections::HashSet::new();
+    if topics == 0 {
+        return moved;
+    }
+    let mut by_topic: Vec<Vec<u64>> = vec![Vec::new(); topics];
+    for p in pages.iter() {
+        if let Some(t) = p.topic {
+            by_topic[t as usize].push(p.id);
+        }
+        if let Some(was) = web.places.get(&p.id) {
+            if was.host != p.host || was.path != p.path {
+                moved.insert(p.id);
+            }
+        }
+    }
+    for p in pages.iter_mut() {
+        if p.topic.is_some() && p.links.is_empty() {
+            web.add_links(p, &by_topic);
+        }
+    }
+    web.place(pages);
+    moved
 }
 
 fn timestamp_at(day: &chrono::NaiveDate, n: usize) -> String {

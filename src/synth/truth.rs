@@ -52,6 +52,10 @@ pub struct Move {
     pub content_resemblance: f64,
     /// Distinct shingles of the smaller version.
     pub min_shingles: usize,
+    /// Renamed and rewritten: a new URL on the same host, every sentence new, the title
+    /// kept; the pages that linked the old URL link the new one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rewritten: bool,
 }
 
 /// An in-place edit.
@@ -91,6 +95,9 @@ pub struct UrlTruth {
     pub page: Option<u64>,
     /// Written as a revisit record.
     pub revisit: bool,
+    /// The page's topic (generated with topics).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic: Option<u32>,
 }
 
 /// Exact Jaccard of two sorted, distinct shingle sets, and the smaller set's size.

@@ -25,7 +25,36 @@ pub(super) struct Page {
     pub(super) content: Content,
     /// Date (14 digits) and URL of the last capture with a full response (revisits refer to it).
     pub(super) last_full: Option<(String, String)>,
+    /// Its topic, with topics on.
+    pub(super) topic: Option<u32>,
+    /// Its links to other pages (by id: they follow a page that moves), with topics on.
+    pub(super) links: Vec<PageLink>,
 }
+
+/// A link of a page to another, rendered as one sentence: words, the target's title as
+/// the anchor, words.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct PageLink {
+    pub(super) to: u64,
+    pub(super) before: Vec<u32>,
+    pub(super) after: Vec<u32>,
+}
+
+/// Where a page is and what its title says, by page id: links are rendered with it.
+/// A deleted page keeps its last place (the links to it go dead).
+#[derive(Debug, Clone)]
+pub(super) struct Place {
+    pub(super) host: usize,
+    pub(super) path: String,
+    pub(super) title: Vec<u32>,
+}
+
+/// Links a page of a topic has.
+pub(super) const LINKS_PER_PAGE: usize = 6;
+/// Share of a page's links to pages of its own topic.
+pub(super) const IN_TOPIC: f64 = 0.85;
+/// Words of each topic.
+const TOPIC_WORDS: usize = 6;
 
 pub(super) struct Web {
     pub(super) vocab: Vocabulary,
@@ -39,6 +68,10 @@ pub(super) struct Web {
     pub(super) before: Option<Vec<Host>>,
     /// The sweep's edits and moves whose truth is settled at its end.
     pub(super) pending: Vec<Pending>,
+    /// Each topic's words (none: pages have no topics and no links to each other).
+    pub(super) topics: Vec<Vec<u32>>,
+    /// Every page's place, by id (with topics on).
+    pub(super) places: std::collections::HashMap<u64, Place>,
 }
 
 #[derive(Clone)]
@@ -232,13 +265,85 @@ impl Web {
         self.next_id += 1;
         let host = host.unwrap_or_else(|| self.rng.below(self.hosts.len()));
         let path = self.new_path(host);
-        let content = self.new_content();
+        let mut content = self.new_content();
+        let topic = if self.topics.is_empty() {
+            None
+        } else {
+            // A topic's page is titled by two of its words and two of its own.
+            let t = self.rng.below(self.topics.len()) as u32;
+            let words = &self.topics[t as usize];
+            content.title[0] = words[self.rng.below(words.len())];
+            content.title[1] = words[self.rng.below(words.len())];
+            Some(t)
+        };
         Page {
             id: self.next_id,
             host,
             path,
             content,
             last_full: None,
+            topic,
+            links: Vec::new(),
+        }
+    }
+
+    /// Draws `n` topics of [`TOPIC_WORDS`] words each (mid-frequency words).
+    pub(super) fn add_topics(&mut self, n: usize) {
+        self.topics = (0..n)
+            .map(|_| {
+                (0..TOPIC_WORDS)
+                    .map(|_| (200 + self.rng.below(5000)) as u32)
+                    .collect()
+            })
+            .collect();
+    }
+
+    /// Gives `page` its links: [`LINKS_PER_PAGE`], most to pages of its topic, drawn from
+    /// `by_topic` (live page ids per topic); each rendered in a sentence of topic words.
+    pub(super) fn add_links(&mut self, page: &mut Page, by_topic: &[Vec<u64>]) {
+        let Some(t) = page.topic else { return };
+        for _ in 0..LINKS_PER_PAGE {
+            let topic = if self.rng.chance(IN_TOPIC) {
+                t as usize
+            } else {
+                self.rng.below(self.topics.len())
+            };
+            let pool = &by_topic[topic];
+            if pool.is_empty() {
+                continue;
+            }
+            let to = pool[self.rng.below(pool.len())];
+            if to == page.id || page.links.iter().any(|l| l.to == to) {
+                continue;
+            }
+            let words = &self.topics[t as usize];
+            let before = vec![
+                self.vocab.word(&mut self.rng),
+                words[self.rng.below(words.len())],
+                self.vocab.word(&mut self.rng),
+            ];
+            let after = vec![
+                words[self.rng.below(words.len())],
+                self.vocab.word(&mut self.rng),
+            ];
+            page.links.push(PageLink { to, before, after });
+        }
+    }
+
+    /// Notes where the pages are now.
+    pub(super) fn place(&mut self, pages: &[Page]) {
+        if self.topics.is_empty() {
+            return;
+        }
+        for p in pages {
+            self.places.insert(
+                p.id,
+                Place {
+                    host: p.host,
+                    path: p.path.clone(),
+                    title: p.content.title.clone(),
+                },
+            );
         }
     }
 
@@ -387,7 +492,26 @@ impl Web {
             }
             html.push_str(". ");
         }
-        html.push_str("</p></main>\n");
+        html.push_str("</p>\n");
+        if !p.links.is_empty() {
+            html.push_str("<p class=\"related\">");
+            for l in &p.links {
+                let Some(to) = self.places.get(&l.to) else {
+                    continue;
+                };
+                html.push_str(&w(&l.before));
+                html.push_str(&format!(
+                    " <a href=\"https://{}{}\">{}</a> ",
+                    hosts[to.host].name,
+                    to.path,
+                    w(&to.title)
+                ));
+                html.push_str(&w(&l.after));
+                html.push_str(". ");
+            }
+            html.push_str("</p>\n");
+        }
+        html.push_str("</main>\n");
         html.push_str(&host.footer);
         html.push_str("</body></html>\n");
         html

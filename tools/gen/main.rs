@@ -66,10 +66,17 @@ struct Args {
         requires = "sections"
     )]
     section_redesign: Vec<usize>,
+    /// Topics: every page belongs to one of N, is titled by two of its words and links
+    /// six pages, mostly of its topic, with the target's title as anchor text; between
+    /// sweeps 3% of pages are renamed and rewritten on their host (no redirect) while
+    /// their linking pages follow them. The truth gives each URL's topic and marks these
+    /// moves `"rewritten": true`. 0: none.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    topics: usize,
     /// A real site kept as files instead of a synthetic web: every .html file under DIR
     /// served at URL + its path (meta-refresh stubs as 301 redirects), one sweep dated
     /// --start (12:00 UTC) written to --out. Repeat for several hosts.
-    #[arg(long, value_name = "DIR=URL", conflicts_with_all = ["size", "pages", "steady", "redesign", "sections", "section_redesign"])]
+    #[arg(long, value_name = "DIR=URL", conflicts_with_all = ["size", "pages", "steady", "redesign", "sections", "section_redesign", "topics"])]
     site: Vec<String>,
     /// Print the summary as JSON.
     #[arg(long)]
@@ -129,6 +136,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     opts.section_redesign = a.section_redesign.clone();
+    opts.topics = a.topics;
+    if a.topics > 0 {
+        opts.rates.renamed_rewritten = 0.03;
+    }
     let quiet = a.json;
     match generate(&opts, |line| {
         if !quiet {

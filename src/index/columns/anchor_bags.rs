@@ -79,7 +79,10 @@ impl Column for AnchorBags {
 
     fn decode_value(b: &[u8]) -> std::result::Result<AnchorBag, String> {
         if b.len() < HEAD || (b.len() - HEAD) % 4 != 0 || b[0] != FORMAT {
-            return Err(format!("{} bytes: not an anchor bag of format {FORMAT}", b.len()));
+            return Err(format!(
+                "{} bytes: not an anchor bag of format {FORMAT}",
+                b.len()
+            ));
         }
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let values: Vec<u32> = b[HEAD..]
@@ -108,7 +111,11 @@ impl Col<'_, AnchorBags> {
     }
 
     /// Every bag of sweep `sweep`, by target, until `each` returns `Ok(false)`.
-    pub fn of_sweep(&self, sweep: u32, each: impl FnMut(BagKey, AnchorBag) -> Result<bool>) -> Result<()> {
+    pub fn of_sweep(
+        &self,
+        sweep: u32,
+        each: impl FnMut(BagKey, AnchorBag) -> Result<bool>,
+    ) -> Result<()> {
         self.scan_prefix(&sweep.to_be_bytes(), each)
     }
 
@@ -121,7 +128,11 @@ impl Col<'_, AnchorBags> {
         end.push(0xff);
         b.delete_range_cf(self.handle(), sweep.to_be_bytes().to_vec(), end);
         for (target, bag) in bags {
-            b.put_cf(self.handle(), key_of(sweep, target), <AnchorBags as Column>::value(bag));
+            b.put_cf(
+                self.handle(),
+                key_of(sweep, target),
+                <AnchorBags as Column>::value(bag),
+            );
         }
         self.index.db().write(b)?;
         Ok(())

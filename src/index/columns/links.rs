@@ -68,13 +68,29 @@ impl Column for Links {
     }
 }
 
+/// The pages that link one target, each with its links' windows, by source.
+pub type Inbound = Vec<(String, Vec<String>)>;
+
 impl Col<'_, Links> {
     /// The pages of sweep `sweep` that link `target`, with their windows, by source.
-    pub fn inbound(&self, sweep: u32, target: &str) -> Result<Vec<(String, Vec<String>)>> {
-        let mut out = Vec::new();
+    pub fn inbound(&self, sweep: u32, target: &str) -> Result<Inbound> {
+        let mut many = self.inbound_many(sweep, &[target])?;
+        Ok(many.pop().unwrap_or_default())
+    }
+
+    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep.
+    pub fn inbound_many(&self, sweep: u32, targets: &[&str]) -> Result<Vec<Inbound>> {
+        let at: std::collections::HashMap<&str, usize> =
+            targets.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+        let mut out = vec![Inbound::new(); targets.len()];
+        if targets.is_empty() {
+            return Ok(out);
+        }
         self.scan_prefix(&sweep.to_be_bytes(), |k, links| {
-            if let Ok(i) = links.binary_search_by(|l| l.target.as_str().cmp(target)) {
-                out.push((k.source, links[i].windows.clone()));
+            for l in links {
+                if let Some(i) = at.get(l.target.as_str()) {
+                    out[*i].push((k.source.clone(), l.windows));
+                }
             }
             Ok(true)
         })?;
