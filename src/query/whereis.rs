@@ -20,7 +20,9 @@ use serde::Serialize;
 use super::{content_posting, resemblances, round3, CaptureRow, Searcher};
 use crate::compact::CompactSketch;
 use crate::index::candidates;
+use crate::index::columns::links::AnchorSpread;
 use crate::index::Result;
+use crate::links::OutLink;
 use crate::timestamp::Timestamp14;
 
 /// What became of a URL.
@@ -250,8 +252,14 @@ fn follow_links(
     else {
         return Ok(None);
     };
-    let inbound = s.index.links().inbound(was, old)?;
-    let Some((to, pages)) = links_successor(s, old, (was, next), inbound)? else {
+    let mut spread = AnchorSpread::default();
+    let inbound = (s
+        .index
+        .links()
+        .inbound_many(was, &[old.as_str()], Some(&mut spread))?
+        .pop())
+    .unwrap_or_default();
+    let Some((to, pages)) = links_successor(s, old, (was, next), inbound, &spread)? else {
         return Ok(None);
     };
     if visited.contains(&to) {
@@ -273,7 +281,7 @@ fn follow_links(
 
 /// The SURT that the pages linking `old` in sweep `was` (`inbound`) link instead in
 /// sweep `next`: a URL of the same host that they did not link before, linked with the
-/// same anchor text (or a window sharing half its words), by at least half of those
+/// same anchor text, by at least half of those
 /// pages that sweep `next` still has (a page that still links `old` votes for nothing). With the
 /// pages that say so. A page renamed and rewritten keeps what others say of it.
 pub(crate) fn links_successor(
@@ -281,11 +289,19 @@ pub(crate) fn links_successor(
     old: &str,
     (was, next): (u32, u32),
     inbound: crate::index::columns::links::Inbound,
+    spread: &AnchorSpread,
 ) -> Result<Option<(String, Vec<String>)>> {
     let host = crate::url::host_of_surt(old);
     let mut votes: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut still = 0usize;
     for (source, windows) in inbound {
+        // Only the links whose anchor text names this page: not "next" or "previous".
+        let windows: Vec<&String> = (windows.iter())
+            .filter(|w| spread.targets(OutLink::parts(w).1) <= NAMING_ANCHOR)
+            .collect();
+        if windows.is_empty() {
+            continue;
+        }
         if !s.sees_in_sweep(&source, was)? || !s.sees_in_sweep(&source, next)? {
             continue;
         }
@@ -326,19 +342,15 @@ pub(crate) fn links_successor(
     Ok(best.filter(|(_, pages)| 2 * pages.len() >= still))
 }
 
-/// Whether two anchor windows are one link: the same anchor text, or half their words
-/// shared.
+/// Targets an anchor text may name in a sweep and still name the page it links (a
+/// page's title may be the anchor of a few pages' links: versions, translations).
+const NAMING_ANCHOR: usize = 2;
+
+/// Whether two anchor windows are one link: the same anchor text (windows of a list
+/// or a table share most of their words with their neighbours' links).
 fn same_link(a: &str, b: &str) -> bool {
-    use crate::links::{window_words, OutLink};
     let (aa, ab) = (OutLink::parts(a).1, OutLink::parts(b).1);
-    if !aa.is_empty() && aa == ab {
-        return true;
-    }
-    let wa: HashSet<&str> = window_words(a).collect();
-    let wb: HashSet<&str> = window_words(b).collect();
-    let common = wa.intersection(&wb).count();
-    let union = wa.len() + wb.len() - common;
-    union > 0 && 2 * common >= union
+    !aa.is_empty() && aa == ab
 }
 
 /// Candidate docs compared at most: those sharing the most content posting values.

@@ -218,12 +218,13 @@ pub(super) fn transitions(
         // 4. Where the pages that linked it link instead, with the same anchor text (one
         // scan of the earlier sweep's links for all of them).
         let olds: Vec<&str> = unmatched.iter().map(|l| l.surt.as_str()).collect();
-        let inbound = s.index().links().inbound_many(ids[i], &olds)?;
+        let mut spread = crate::index::columns::links::AnchorSpread::default();
+        let inbound = (s.index().links()).inbound_many(ids[i], &olds, Some(&mut spread))?;
         for (l, inbound) in unmatched.into_iter().zip(inbound) {
             if inbound.is_empty() {
                 continue;
             }
-            let found = links_successor(s, &l.surt, (ids[i], ids[i + 1]), inbound)?;
+            let found = links_successor(s, &l.surt, (ids[i], ids[i + 1]), inbound, &spread)?;
             let to = found
                 .and_then(|(t, _)| by_surt.get(t.as_str()).copied())
                 .filter(|j| !taken[*j]);

@@ -74,12 +74,18 @@ pub type Inbound = Vec<(String, Vec<String>)>;
 impl Col<'_, Links> {
     /// The pages of sweep `sweep` that link `target`, with their windows, by source.
     pub fn inbound(&self, sweep: u32, target: &str) -> Result<Inbound> {
-        let mut many = self.inbound_many(sweep, &[target])?;
+        let mut many = self.inbound_many(sweep, &[target], None)?;
         Ok(many.pop().unwrap_or_default())
     }
 
-    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep.
-    pub fn inbound_many(&self, sweep: u32, targets: &[&str]) -> Result<Vec<Inbound>> {
+    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep;
+    /// with `spread`, how many targets each anchor text of the sweep names, too.
+    pub fn inbound_many(
+        &self,
+        sweep: u32,
+        targets: &[&str],
+        mut spread: Option<&mut AnchorSpread>,
+    ) -> Result<Vec<Inbound>> {
         let at: std::collections::HashMap<&str, usize> =
             targets.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         let mut out = vec![Inbound::new(); targets.len()];
@@ -88,6 +94,11 @@ impl Col<'_, Links> {
         }
         self.scan_prefix(&sweep.to_be_bytes(), |k, links| {
             for l in links {
+                if let Some(s) = spread.as_deref_mut() {
+                    for w in &l.windows {
+                        s.note(OutLink::parts(w).1, &l.target);
+                    }
+                }
                 if let Some(i) = at.get(l.target.as_str()) {
                     out[*i].push((k.source.clone(), l.windows));
                 }
@@ -95,5 +106,34 @@ impl Col<'_, Links> {
             Ok(true)
         })?;
         Ok(out)
+    }
+}
+
+/// How many targets each anchor text of a sweep names, up to [`AnchorSpread::MAX`]: an
+/// anchor text that names many ("next", "previous", "index", "here") places a link in a
+/// sequence or a site's navigation; one that names one or two names its target.
+#[derive(Debug, Default)]
+pub struct AnchorSpread(std::collections::HashMap<String, Vec<String>>);
+
+impl AnchorSpread {
+    /// Targets counted per anchor text at most.
+    pub const MAX: usize = 4;
+
+    fn note(&mut self, anchor: &str, target: &str) {
+        if anchor.is_empty() {
+            return;
+        }
+        let t = match self.0.get_mut(anchor) {
+            Some(t) => t,
+            None => self.0.entry(anchor.to_string()).or_default(),
+        };
+        if t.len() < Self::MAX && !t.iter().any(|x| x == target) {
+            t.push(target.to_string());
+        }
+    }
+
+    /// The targets the anchor text names (at most [`Self::MAX`]).
+    pub fn targets(&self, anchor: &str) -> usize {
+        self.0.get(anchor).map_or(0, |t| t.len())
     }
 }
