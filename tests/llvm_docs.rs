@@ -6,7 +6,8 @@
 //! changed page's removed and added lines from the WARC records, through the command and
 //! the JSON API, and its history's replay links answer with the archived bytes; the
 //! change list of the theme change puts gone pages and rewrites first and folds the
-//! template-only pages into one row.
+//! template-only pages into one row; `related` lists pages of the same documentation
+//! section.
 
 mod common;
 
@@ -311,4 +312,50 @@ fn a_result_list_clusters_as_its_urls_do_one_by_one() {
     );
     assert_eq!(status, 400);
     assert!(String::from_utf8_lossy(&body).contains("serve.max_list_urls"));
+}
+
+/// `related` on 50 pages of the newest sweep (every k-th of its 2xx URLs): their top 10
+/// share the page's documentation section (its directory) for at least 80% of the
+/// pages listed. The figure is printed (the guide lists it).
+#[test]
+fn related_pages_share_their_documentation_section() {
+    let Some(db) = index() else { return };
+    let d = db.to_str().unwrap();
+    let sweeps: Value =
+        serde_json::from_slice(&tidemark_ok(&["--db", d, "sweeps", "--json"]).stdout).unwrap();
+    let newest = sweeps.as_array().unwrap().last().unwrap()["label"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = tidemark_ok(&["--db", d, "export", "--format", "jsonl"]);
+    let mut urls: Vec<String> = common::json_lines(&out)
+        .iter()
+        .filter(|r| r["status"] == "200")
+        .filter(|r| r["fetch_time"].as_str().unwrap().starts_with("2025"))
+        .map(|r| r["url"].as_str().unwrap().to_string())
+        .collect();
+    urls.sort();
+    urls.dedup();
+    let section = |u: &str| {
+        u.rsplit_once('/')
+            .map(|(d, _)| d.to_string())
+            .unwrap_or_default()
+    };
+    let (mut listed, mut same, mut asked) = (0, 0, 0);
+    for u in urls.iter().step_by(urls.len() / 50).take(50) {
+        let out = common::tidemark(&["--db", d, "related", u, "--sweep", &newest, "--json"]);
+        if !out.status.success() {
+            continue;
+        }
+        asked += 1;
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for p in r["pages"].as_array().unwrap().iter().take(10) {
+            listed += 1;
+            same += (section(p["url"].as_str().unwrap()) == section(u)) as usize;
+        }
+    }
+    let share = same as f64 / listed.max(1) as f64;
+    println!("related@10 on llvm-docs: {asked} pages asked, {listed} listed, {share:.3} in the page's section");
+    assert!(asked >= 45, "{asked} of 50 pages have inbound links");
+    assert!(share >= 0.8, "{share:.3}");
 }

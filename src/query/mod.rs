@@ -264,10 +264,9 @@ impl<'a> Searcher<'a> {
             .get(&sweep)
             .map(|(_, d)| d.as_str())
             .unwrap_or("");
-        Ok(match crate::timestamp::Timestamp14::from_warc_date(date) {
-            Some(ts) => self.reader.visible(key, ts.as_str()),
-            None => false,
-        })
+        let ts = crate::timestamp::Timestamp14::new(date)
+            .or_else(|| crate::timestamp::Timestamp14::from_warc_date(date));
+        Ok(ts.is_some_and(|ts| self.reader.visible(key, ts.as_str())))
     }
 
     /// A doc's sketch.
