@@ -133,7 +133,8 @@ pub fn window_words(window: &str) -> impl Iterator<Item = &str> {
     window.split(['\t', ' ']).filter(|w| !w.is_empty())
 }
 
-/// The hash of a word, as a page's one-token shingle hashes it.
+/// The hash of a word (bags keep its top 32 bits: two words of a bag share them by
+/// chance with a probability far below the sample's own error).
 #[inline]
 pub fn word_hash(word: &str, seed: u64) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(word.as_bytes(), seed)
@@ -142,7 +143,7 @@ pub fn word_hash(word: &str, seed: u64) -> u64 {
 /// The permuted value of the `k`-th occurrence (from 0) of the word hashed `h` in a
 /// bag: a bag is the set of (word, occurrence) pairs, so that the resemblance of two
 /// sets of them is Σ min / Σ max of the word counts (Haveliwala et al.'s bag
-/// resemblance). The first occurrence permutes like a one-token shingle of a page.
+/// resemblance).
 #[inline]
 pub fn element_value(h: u64, k: u32, seed: u64) -> u64 {
     let perm_seed = seed.rotate_left(32) ^ crate::sketch::PERM_MIX;

@@ -306,6 +306,8 @@ fn requests(s: &Setup) -> Vec<(String, Option<String>, bool)> {
             format!("/api/history?url={e}&diff=1"),
             format!("/api/similar?url={e}&threshold=0.1"),
             format!("/api/cluster?url={e}"),
+            format!("/api/related?url={e}"),
+            format!("/api/inlinks?url={e}"),
             format!("/api/report?host={}", enc(&h)),
             format!("/api/changes?host={}&limit=200", enc(&h)),
             format!(

@@ -198,3 +198,106 @@ fn links_are_kept_per_sweep_with_their_anchor_windows() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Every anchor bag of an index: (sweep, target) → (elements, sources, level, values).
+fn all_bags(db: &Path) -> Vec<(u32, String, u32, u32, u8, Vec<u32>)> {
+    let index = Index::open_read_only(db, &Config::default()).unwrap();
+    let mut out = Vec::new();
+    index
+        .anchor_bags()
+        .for_each(|k, b| {
+            out.push((k.sweep, k.target, b.elements, b.sources, b.level, b.values));
+            Ok(true)
+        })
+        .unwrap();
+    out
+}
+
+/// Anchor bags: each linked URL's bag counts every word of the windows of the links to
+/// it (each occurrence) from the pages that link it; the same bags with one thread or
+/// two, and when built holding a few pairs at a time (the memory bound's shares); with
+/// `links.own_host = false`, only the links from other hosts count.
+#[test]
+fn anchor_bags_count_every_inbound_window_word() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let gen = d.join("gen");
+    let out = common::tidemark_gen(&[
+        "--out",
+        gen.to_str().unwrap(),
+        "--pages",
+        "150",
+        "--hosts",
+        "3",
+        "--sweeps",
+        "2",
+        "--topics",
+        "4",
+        "--seed",
+        "9",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let db = d.join("db");
+    common::ingest_generated(&gen, &db, 2, &[]);
+    let bags = all_bags(&db);
+    // What the links say: per (sweep, target), window words and linking pages.
+    let mut want: std::collections::BTreeMap<(u32, String), (u32, u32)> = Default::default();
+    let mut cross: std::collections::BTreeMap<(u32, String), (u32, u32)> = Default::default();
+    let host = |s: &str| s.split(')').next().unwrap().to_string();
+    for (sweep, target, source, windows) in all_links(&db) {
+        let words = windows
+            .split(['\n', '\t', ' '])
+            .filter(|w| !w.is_empty())
+            .count() as u32;
+        let e = want.entry((sweep, target.clone())).or_default();
+        e.0 += words;
+        e.1 += 1;
+        if host(&source) != host(&target) {
+            let e = cross.entry((sweep, target)).or_default();
+            e.0 += words;
+            e.1 += 1;
+        }
+    }
+    want.retain(|_, (w, _)| *w > 0);
+    cross.retain(|_, (w, _)| *w > 0);
+    let got: std::collections::BTreeMap<(u32, String), (u32, u32)> = bags
+        .iter()
+        .map(|b| ((b.0, b.1.clone()), (b.2, b.3)))
+        .collect();
+    assert_eq!(got, want);
+    assert!(bags.len() > 500, "{} bags", bags.len());
+    assert!(bags
+        .iter()
+        .all(|b| !b.5.is_empty() && b.5.windows(2).all(|v| v[0] < v[1])));
+    // One thread.
+    let one = d.join("db1");
+    common::ingest_generated(&gen, &one, 2, &["--threads", "1"]);
+    assert_eq!(all_bags(&one), bags);
+    // Built again in shares of at most 500 pairs.
+    {
+        let index = Index::open(&one, &Config::default(), false).unwrap();
+        let c = tidemark::ingest::bags::build_with_cap(&index, 2, 500).unwrap();
+        assert!(c.passes > 3, "{c:?}");
+    }
+    assert_eq!(all_bags(&one), bags);
+    // Links from the target's own host left out.
+    let cfg = d.join("cross.toml");
+    std::fs::write(&cfg, "[links]\nown_host = false\n").unwrap();
+    let cross_db = d.join("db-cross");
+    common::ingest_generated(&gen, &cross_db, 2, &["--config", cfg.to_str().unwrap()]);
+    let index = Index::open_read_only(&cross_db, &Config::load(&cfg).unwrap()).unwrap();
+    let mut got: std::collections::BTreeMap<(u32, String), (u32, u32)> = Default::default();
+    index
+        .anchor_bags()
+        .for_each(|k, b| {
+            got.insert((k.sweep, k.target), (b.elements, b.sources));
+            Ok(true)
+        })
+        .unwrap();
+    assert_eq!(got, cross);
+    assert!(!cross.is_empty() && cross.len() < want.len());
+}

@@ -200,6 +200,9 @@ fn ranges_hosts_and_formats() {
             let want = match *name {
                 "moves_within_host" => &t["moves"]["within_host"],
                 "moves_across_hosts" => &t["moves"]["across_hosts"],
+                "moves_by_redirect" => &t["moves"]["by_redirect"],
+                "moves_by_content" => &t["moves"]["by_content"],
+                "moves_by_links" => &t["moves"]["by_links"],
                 "mirrored" => &t["mirrored"],
                 n => &t["urls"][n],
             };

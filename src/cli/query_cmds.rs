@@ -185,6 +185,9 @@ pub fn run_whereis(g: &Globals, a: UrlArgs) -> anyhow::Result<u8> {
         let r = match (e.content_resemblance, e.resemblance) {
             (Some(c), Some(r)) => format!("  content {c:.2} (resemblance {r:.2})"),
             (None, Some(r)) => format!("  resemblance {r:.2}"),
+            _ if !e.linking_pages.is_empty() => {
+                format!("  linked instead by {}", e.linking_pages.join(", "))
+            }
             _ => String::new(),
         };
         writeln!(out, "  {:<9} -> {}  {}{r}", e.kind, e.url, e.date)?;

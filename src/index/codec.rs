@@ -38,6 +38,21 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     }
 }
 
+/// [`decode`] into a value that borrows its strings from `bytes` (a scan that reads
+/// every value once allocates none).
+pub fn decode_borrowed<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
+    match bytes.first() {
+        Some(&VALUE_FORMAT) => {
+            let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
+            bincode::serde::borrow_decode_from_slice(&bytes[1..], config)
+                .map(|(v, _)| v)
+                .map_err(|e| format!("undecodable value: {e}"))
+        }
+        Some(v) => Err(format!("value format {v}, this build reads {VALUE_FORMAT}")),
+        None => Err("empty value".into()),
+    }
+}
+
 /// What an ingest counts: kept per sweep in `sweeps`, and reported per run (the
 /// difference over the run, [`Counts::since`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

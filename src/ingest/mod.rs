@@ -45,7 +45,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-mod bags;
+pub mod bags;
 mod bases;
 mod batch;
 mod commit;

@@ -68,6 +68,17 @@ impl Column for Links {
     }
 }
 
+/// A page's link as [`Col::each_link`] lends it: borrowed from the stored bytes.
+#[derive(Debug, serde::Deserialize)]
+pub struct LinkRef<'a> {
+    /// SURT of the target.
+    #[serde(borrow)]
+    pub target: &'a str,
+    /// Its windows.
+    #[serde(borrow)]
+    pub windows: Vec<&'a str>,
+}
+
 /// The pages that link one target, each with its links' windows, by source.
 pub type Inbound = Vec<(String, Vec<String>)>;
 
@@ -76,6 +87,26 @@ impl Col<'_, Links> {
     pub fn inbound(&self, sweep: u32, target: &str) -> Result<Inbound> {
         let mut many = self.inbound_many(sweep, &[target], None)?;
         Ok(many.pop().unwrap_or_default())
+    }
+
+    /// Every page of sweep `sweep` with its links, borrowed (no string is copied), in
+    /// key order, until `each` returns `Ok(false)`.
+    pub fn each_link(
+        &self,
+        sweep: u32,
+        mut each: impl FnMut(&str, &[LinkRef<'_>]) -> Result<bool>,
+    ) -> Result<()> {
+        let prefix = sweep.to_be_bytes();
+        self.scan_raw(&prefix, None, false, |k, v| {
+            if !k.starts_with(&prefix) {
+                return Ok(false);
+            }
+            let source = std::str::from_utf8(&k[4..])
+                .map_err(|_| super::corrupt::<Links>(k, "a SURT that is not UTF-8"))?;
+            let links: Vec<LinkRef<'_>> = crate::index::codec::decode_borrowed(v)
+                .map_err(|e| super::corrupt::<Links>(k, e))?;
+            each(source, &links)
+        })
     }
 
     /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep;
