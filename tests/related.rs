@@ -105,13 +105,15 @@ fn related_pages_share_their_topic_and_renamed_pages_are_found_by_their_links() 
                     .collect(),
             ));
         } else {
-            // A page no page links: said so, as a usage answer, not a failure.
+            // A page fewer than two pages link has no bag: said so (exit 1), and true.
             assert_eq!(
                 out.status.code(),
                 Some(1),
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
+            let inl = json(&["--db", d, "inlinks", u, "--json"]);
+            assert!(inl["sources"].as_array().unwrap().len() < 2, "{u}: {inl}");
         }
         let similar = json(&[
             "--db",
@@ -139,7 +141,7 @@ fn related_pages_share_their_topic_and_renamed_pages_are_found_by_their_links() 
         sample.len()
     );
     assert!(
-        by_anchors.len() * 10 >= sample.len() * 9,
+        by_anchors.len() * 10 >= sample.len() * 8,
         "{} of {}",
         by_anchors.len(),
         sample.len()
@@ -228,6 +230,10 @@ fn related_pages_share_their_topic_and_renamed_pages_are_found_by_their_links() 
         }
     }
     let asked = deleted.len() + live.len();
+    eprintln!(
+        "false moves: {} of {asked} deleted or unchanged pages",
+        false_moves.len()
+    );
     assert!(
         false_moves.len() * 100 <= asked,
         "{} false moves of {asked}: {false_moves:?}",

@@ -26,31 +26,30 @@ const DECODE_LIMIT: usize = 16 << 20;
 
 /// Decodes a structured value; a wrong version byte or bad bytes are corruption.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    bincode::serde::decode_from_slice(body(bytes)?, config())
+        .map(|(v, _)| v)
+        .map_err(|e| format!("undecodable value: {e}"))
+}
+
+/// The bincode bytes behind the version byte.
+fn body(bytes: &[u8]) -> Result<&[u8], String> {
     match bytes.first() {
-        Some(&VALUE_FORMAT) => {
-            let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
-            bincode::serde::decode_from_slice(&bytes[1..], config)
-                .map(|(v, _)| v)
-                .map_err(|e| format!("undecodable value: {e}"))
-        }
+        Some(&VALUE_FORMAT) => Ok(&bytes[1..]),
         Some(v) => Err(format!("value format {v}, this build reads {VALUE_FORMAT}")),
         None => Err("empty value".into()),
     }
 }
 
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<DECODE_LIMIT>()
+}
+
 /// [`decode`] into a value that borrows its strings from `bytes` (a scan that reads
 /// every value once allocates none).
 pub fn decode_borrowed<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, String> {
-    match bytes.first() {
-        Some(&VALUE_FORMAT) => {
-            let config = bincode::config::standard().with_limit::<DECODE_LIMIT>();
-            bincode::serde::borrow_decode_from_slice(&bytes[1..], config)
-                .map(|(v, _)| v)
-                .map_err(|e| format!("undecodable value: {e}"))
-        }
-        Some(v) => Err(format!("value format {v}, this build reads {VALUE_FORMAT}")),
-        None => Err("empty value".into()),
-    }
+    bincode::serde::borrow_decode_from_slice(body(bytes)?, config())
+        .map(|(v, _)| v)
+        .map_err(|e| format!("undecodable value: {e}"))
 }
 
 /// What an ingest counts: kept per sweep in `sweeps`, and reported per run (the

@@ -2,6 +2,8 @@
 //! the sample of the bag of words of the windows around those links
 //! ([`crate::links::bag_sample`]), in `anchor_bags`.
 //!
+//! A URL linked by fewer than [`MIN_LINKING_PAGES`] pages has none.
+//!
 //! The links of a sweep are keyed by the page that links; a bag gathers them by the
 //! page linked. A scan of the sweep's `links` (borrowed, nothing copied) collects
 //! (target, word) pairs, packed in 8 bytes, which are grouped by target (a counting
@@ -17,6 +19,12 @@ use crate::index::columns::anchor_bags::AnchorBag;
 use crate::index::{Index, Result};
 use crate::links::{bag_sample, window_words, word_hash, BagParams};
 use crate::url::host_of_surt;
+
+/// Pages that must link a URL for it to have a bag: what one page says of a URL is that
+/// page's words, not what the web says of it (on a generated sweep of 100,000 pages,
+/// 89% of the 1.1 million linked URLs, mostly links to nowhere; on llvm-docs, 1 of 50
+/// pages sampled).
+pub const MIN_LINKING_PAGES: u32 = 2;
 
 /// (target, word) pairs held at once: 8 bytes each and 4 more to group them, 192 MB.
 const MAX_PAIRS: usize = 16 << 20;
@@ -100,6 +108,10 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
         let mut share_of = vec![0u32; targets.list.len()];
         let (mut share, mut held) = (0u32, 0usize);
         for (id, t) in targets.list.iter().enumerate() {
+            if t.1 < MIN_LINKING_PAGES {
+                share_of[id] = u32::MAX;
+                continue;
+            }
             if held > 0 && held + t.2 as usize > cap {
                 share += 1;
                 held = 0;
@@ -178,7 +190,7 @@ fn bags_of(
     let mut counted: Vec<(u64, u32)> = Vec::new();
     for (id, t) in targets.iter().enumerate() {
         let mine = &mut words[start[id]..start[id + 1]];
-        if mine.is_empty() || !wanted(id) {
+        if mine.is_empty() || t.1 < MIN_LINKING_PAGES || !wanted(id) {
             continue;
         }
         mine.sort_unstable();

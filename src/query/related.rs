@@ -84,7 +84,8 @@ pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related
         Some(b) if s.sees_in_sweep(&key, id)? => b,
         _ => {
             return Err(IndexError::NotFound(format!(
-                "no page of sweep {label} links {url} (nothing to compare; `tidemark inlinks` lists what links a URL)"
+                "fewer than {} pages of sweep {label} link {url} (nothing to compare; `tidemark inlinks` lists what links a URL)",
+                crate::ingest::bags::MIN_LINKING_PAGES
             )))
         }
     };

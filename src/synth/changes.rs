@@ -101,6 +101,31 @@ impl Web {
         });
     }
 
+    /// A page moved (`m`, its truth): the move's truth settled at the sweep's end, the
+    /// page captured at its new URL.
+    fn moved(
+        &mut self,
+        m: Move,
+        page: Page,
+        moved: Page,
+        truth: &mut Truth,
+        caps: &mut Vec<Planned>,
+        next: &mut Vec<Page>,
+    ) {
+        truth.moves.push(m);
+        self.defer(
+            Target::Move(truth.moves.len() - 1),
+            page,
+            &moved,
+            next.len(),
+        );
+        caps.push(Planned::Page {
+            index: next.len(),
+            revisit: false,
+        });
+        next.push(moved);
+    }
+
     pub(super) fn evolve(
         &mut self,
         pages: Vec<Page>,
@@ -164,7 +189,7 @@ impl Web {
                     }),
                     None => {}
                 }
-                truth.moves.push(Move {
+                let m = Move {
                     from: url,
                     to,
                     old_status,
@@ -173,18 +198,8 @@ impl Web {
                     content_resemblance: 0.0,
                     min_shingles: 0,
                     rewritten: false,
-                });
-                self.defer(
-                    Target::Move(truth.moves.len() - 1),
-                    page,
-                    &moved,
-                    next.len(),
-                );
-                caps.push(Planned::Page {
-                    index: next.len(),
-                    revisit: false,
-                });
-                next.push(moved);
+                };
+                self.moved(m, page, moved, truth, caps, &mut next);
                 continue;
             }
             acc += r.renamed_rewritten;
@@ -202,7 +217,7 @@ impl Web {
                         host: page.host,
                     });
                 }
-                truth.moves.push(Move {
+                let m = Move {
                     from: url,
                     to: self.url(&moved),
                     old_status,
@@ -211,18 +226,8 @@ impl Web {
                     content_resemblance: 0.0,
                     min_shingles: 0,
                     rewritten: true,
-                });
-                self.defer(
-                    Target::Move(truth.moves.len() - 1),
-                    page,
-                    &moved,
-                    next.len(),
-                );
-                caps.push(Planned::Page {
-                    index: next.len(),
-                    revisit: false,
-                });
-                next.push(moved);
+                };
+                self.moved(m, page, moved, truth, caps, &mut next);
                 continue;
             }
             let mut edited = page.clone();

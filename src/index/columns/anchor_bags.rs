@@ -40,10 +40,7 @@ const HEAD: usize = 1 + 4 + 4 + 1;
 
 /// The key bytes of (sweep, target).
 pub fn key_of(sweep: u32, target: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(4 + target.len());
-    k.extend_from_slice(&sweep.to_be_bytes());
-    k.extend_from_slice(target.as_bytes());
-    k
+    super::sweep_surt_key(sweep, target)
 }
 
 impl Column for AnchorBags {
@@ -56,13 +53,8 @@ impl Column for AnchorBags {
     }
 
     fn decode_key(b: &[u8]) -> std::result::Result<BagKey, String> {
-        if b.len() < 4 {
-            return Err(format!("{} bytes: not a sweep id and a SURT", b.len()));
-        }
-        Ok(BagKey {
-            sweep: super::be_u32(&b[..4])?,
-            target: String::from_utf8(b[4..].to_vec()).map_err(|_| "a SURT that is not UTF-8")?,
-        })
+        let (sweep, target) = super::decode_sweep_surt_key(b)?;
+        Ok(BagKey { sweep, target })
     }
 
     fn value(v: &AnchorBag) -> Vec<u8> {

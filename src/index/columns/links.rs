@@ -29,10 +29,7 @@ pub struct LinkKey {
 
 /// The key bytes of (sweep, source).
 pub fn key_of(sweep: u32, source: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(4 + source.len());
-    k.extend_from_slice(&sweep.to_be_bytes());
-    k.extend_from_slice(source.as_bytes());
-    k
+    super::sweep_surt_key(sweep, source)
 }
 
 /// The value bytes of a page's links.
@@ -50,13 +47,8 @@ impl Column for Links {
     }
 
     fn decode_key(b: &[u8]) -> std::result::Result<LinkKey, String> {
-        if b.len() < 4 {
-            return Err(format!("{} bytes: not a sweep id and a SURT", b.len()));
-        }
-        Ok(LinkKey {
-            sweep: super::be_u32(&b[..4])?,
-            source: String::from_utf8(b[4..].to_vec()).map_err(|_| "a SURT that is not UTF-8")?,
-        })
+        let (sweep, source) = super::decode_sweep_surt_key(b)?;
+        Ok(LinkKey { sweep, source })
     }
 
     fn value(v: &Vec<OutLink>) -> Vec<u8> {

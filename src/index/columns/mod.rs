@@ -227,6 +227,23 @@ pub(crate) fn decode_host_sweep_key(b: &[u8]) -> std::result::Result<(String, u3
 }
 
 /// A big-endian u32 of exactly 4 bytes.
+/// Sweep id u32 BE ‖ SURT: the keys of `links` and `anchor_bags`.
+pub(crate) fn sweep_surt_key(sweep: u32, surt: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + surt.len());
+    k.extend_from_slice(&sweep.to_be_bytes());
+    k.extend_from_slice(surt.as_bytes());
+    k
+}
+
+/// [`sweep_surt_key`] undone.
+pub(crate) fn decode_sweep_surt_key(b: &[u8]) -> std::result::Result<(u32, String), String> {
+    if b.len() < 4 {
+        return Err(format!("{} bytes: not a sweep id and a SURT", b.len()));
+    }
+    let surt = String::from_utf8(b[4..].to_vec()).map_err(|_| "a SURT that is not UTF-8")?;
+    Ok((be_u32(&b[..4])?, surt))
+}
+
 pub(crate) fn be_u32(b: &[u8]) -> std::result::Result<u32, String> {
     <[u8; 4]>::try_from(b)
         .map(u32::from_be_bytes)
