@@ -43,10 +43,16 @@ pub struct Inbound {
 
 /// The pages that link `url` in the sweep labelled `sweep` (default: the newest), with
 /// their anchor windows. Under access rules a linking page the reader may not see in
-/// that sweep is not told of.
+/// that sweep is not told of, and a URL it may not see there is not found.
 pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> {
     let (id, label) = s.sweep_by_label(sweep)?;
     let key = surt(url);
+    // A URL the reader may not see in that sweep: as if no page linked it.
+    if !s.sees_in_sweep(&key, id)? {
+        return Err(crate::index::IndexError::NotFound(format!(
+            "no page of sweep {label} links {url}"
+        )));
+    }
     let mut sources = Vec::new();
     for (source, windows) in s.index.links().inbound(id, &key)? {
         if !s.sees_in_sweep(&source, id)? {

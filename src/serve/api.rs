@@ -151,11 +151,12 @@ pub(crate) struct InlinksQuery {
 }
 
 /// The pages that link a URL in a sweep, each with the anchor windows of its links.
-/// Under access rules, linking pages the reader may not see in that sweep are left out.
+/// Under access rules, linking pages the reader may not see in that sweep are left out,
+/// and a URL it may not see there is not found.
 #[utoipa::path(get, path = "/api/inlinks", params(InlinksQuery),
     responses((status = 200, description = "as `tidemark inlinks URL --json`: {url, surt, sweep, sources}"),
               (status = 400, description = "a bad or missing url"),
-              (status = 404, description = "no such sweep")))]
+              (status = 404, description = "no such sweep, or a URL the access rules hide in it")))]
 async fn inlinks(
     State(state): State<Arc<AppState>>,
     ApiQuery(q): ApiQuery<InlinksQuery>,

@@ -492,9 +492,10 @@ impl Web {
             }
             html.push_str(". ");
         }
-        html.push_str("</p>\n");
+        // Without links, the page as before topics were modelled (byte for byte).
+        html.push_str("</p>");
         if !p.links.is_empty() {
-            html.push_str("<p class=\"related\">");
+            html.push_str("\n<p class=\"related\">");
             for l in &p.links {
                 let Some(to) = self.places.get(&l.to) else {
                     continue;
