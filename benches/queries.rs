@@ -26,6 +26,7 @@ fn queries(c: &mut Criterion) {
     let urls = sample_urls(&index, 1000).expect("sample URLs");
     let wopts = WhereisOptions {
         move_floor: config.query.move_floor,
+        links: true,
     };
     let sopts = SimilarOptions {
         threshold: 0.5,

@@ -34,6 +34,7 @@ fn corpus() -> &'static (PathBuf, PathBuf) {
 fn opts() -> WhereisOptions {
     WhereisOptions {
         move_floor: Config::default().query.move_floor,
+        links: true,
     }
 }
 

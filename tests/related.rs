@@ -112,8 +112,14 @@ fn related_pages_share_their_topic_and_renamed_pages_are_found_by_their_links() 
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            let inl = json(&["--db", d, "inlinks", u, "--json"]);
-            assert!(inl["sources"].as_array().unwrap().len() < 2, "{u}: {inl}");
+            let inl = tidemark(&["--db", d, "inlinks", u, "--json"]);
+            if inl.status.success() {
+                let inl: Value = serde_json::from_slice(&inl.stdout).unwrap();
+                assert_eq!(inl["linking_pages"], 1, "{u}: {inl}");
+            } else {
+                // Linked by no page: not found either.
+                assert_eq!(inl.status.code(), Some(1));
+            }
         }
         let similar = json(&[
             "--db",
@@ -278,25 +284,54 @@ fn related_pages_share_their_topic_and_renamed_pages_are_found_by_their_links() 
     let (status, _, _) = srv.get(&format!("/api/related?url={}&limit=0", enc(asked)));
     assert_eq!(status, 400);
     srv.stop();
-    // A host of another page's related list, hidden.
+    // A host of another page's related list, hidden: the page (none of whose linking
+    // pages is on that host) lists none of the host's pages, nor any page the host
+    // links; a page the host links is not found, as for a reader of nothing.
+    let host = |x: &str| x.split('/').nth(2).unwrap_or("").to_string();
+    let linkers = |u: &str| -> Vec<String> {
+        let out = tidemark(&["--db", d, "inlinks", u, "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if v.is_null() {
+            return Vec::new();
+        }
+        (v["sources"].as_array().unwrap().iter())
+            .map(|x| x["source"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let surt_host = |h: &str| {
+        let key = tidemark::url::surt(&format!("https://{h}/"));
+        key.split(')').next().unwrap().to_string() + ")"
+    };
     let (page, other) = by_anchors
         .iter()
         .find_map(|(u, got)| {
-            let host = |x: &str| x.split('/').nth(2).unwrap_or("").to_string();
-            got.iter()
-                .find(|g| host(g) != host(u))
-                .map(|g| (u.clone(), host(g)))
+            let other = got.iter().map(|g| host(g)).find(|h| *h != host(u))?;
+            let hidden = surt_host(&other);
+            (!linkers(u).iter().any(|l| l.starts_with(&hidden))).then(|| (u.clone(), other))
         })
-        .expect("a related page on another host");
+        .expect("a related page on another host, the page not linked from it");
+    let hidden = surt_host(&other);
+    let linked_from_hidden = by_anchors
+        .iter()
+        .map(|(u, _)| u.clone())
+        .find(|u| host(u) != other && linkers(u).iter().any(|l| l.starts_with(&hidden)))
+        .expect("a page the hidden host links");
     let acl = dir.join("rules.aclj");
-    let key = tidemark::url::surt(&format!("https://{other}/"));
-    let prefix = key.split(')').next().unwrap().to_string() + ")/";
-    std::fs::write(&acl, format!("{prefix} - {{\"access\": \"exclude\"}}\n")).unwrap();
+    std::fs::write(&acl, format!("{hidden}/ - {{\"access\": \"exclude\"}}\n")).unwrap();
     let srv = Server::start(&db, &[], &["--acl", acl.to_str().unwrap()]);
     let ruled = srv.json(&format!("/api/related?url={}&limit=30", enc(&page)));
     let text = ruled.to_string();
     assert!(!text.contains(&other), "{other} in {text}");
     assert!(!ruled["pages"].as_array().unwrap().is_empty(), "{ruled}");
+    for p in ruled["pages"].as_array().unwrap() {
+        let from = linkers(p["url"].as_str().unwrap());
+        assert!(
+            !from.iter().any(|l| l.starts_with(&hidden)),
+            "{p}: {from:?}"
+        );
+    }
+    let (status, _, _) = srv.get(&format!("/api/related?url={}", enc(&linked_from_hidden)));
+    assert_eq!(status, 404, "{linked_from_hidden}");
     let inl = srv.json(&format!("/api/inlinks?url={}", enc(&page)));
     assert!(!inl.to_string().contains(&other), "{inl}");
     srv.stop();

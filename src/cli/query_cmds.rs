@@ -144,6 +144,7 @@ fn check_url(cmd: &str, url: &str) -> Option<u8> {
 fn where_opts(g: &Globals) -> WhereisOptions {
     WhereisOptions {
         move_floor: g.config.query.move_floor,
+        links: true,
     }
 }
 
@@ -457,7 +458,7 @@ pub fn run_inlinks(g: &Globals, a: InlinksArgs) -> anyhow::Result<u8> {
         writeln!(out)?;
         return Ok(EXIT_OK);
     }
-    let n = r.sources.len();
+    let n = r.linking_pages;
     writeln!(
         out,
         "{} in sweep {}: linked from {n} page{}",

@@ -90,7 +90,7 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
         let id = targets.id(target);
         let t = &mut targets.list[id as usize];
         t.1 += 1;
-        t.2 += words.len() as u32;
+        t.2 = t.2.saturating_add(words.len() as u32);
         if fits {
             pairs.extend(words.iter().map(|h| ((id as u64) << 32) | *h as u64));
             if pairs.len() > cap {

@@ -8,6 +8,9 @@ use crate::index::Result;
 use crate::links::OutLink;
 use crate::url::surt;
 
+/// Linking pages listed at most (a page every page of a site links has as many).
+pub const MAX_SOURCES: usize = 1000;
+
 /// One anchor window.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Window {
@@ -37,7 +40,9 @@ pub struct Inbound {
     pub surt: String,
     /// The sweep read.
     pub sweep: String,
-    /// The pages that link it in that sweep, by SURT.
+    /// How many pages link it in that sweep.
+    pub linking_pages: usize,
+    /// The pages that link it in that sweep, by SURT (the first [`MAX_SOURCES`]).
     pub sources: Vec<Source>,
 }
 
@@ -47,11 +52,11 @@ pub struct Inbound {
 pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> {
     let (id, label) = s.sweep_by_label(sweep)?;
     let key = surt(url);
+    let none =
+        || crate::index::IndexError::NotFound(format!("no page of sweep {label} links {url}"));
     // A URL the reader may not see in that sweep: as if no page linked it.
     if !s.sees_in_sweep(&key, id)? {
-        return Err(crate::index::IndexError::NotFound(format!(
-            "no page of sweep {label} links {url}"
-        )));
+        return Err(none());
     }
     let mut sources = Vec::new();
     for (source, windows) in s.index.links().inbound(id, &key)? {
@@ -73,10 +78,16 @@ pub fn inbound(s: &Searcher, url: &str, sweep: Option<&str>) -> Result<Inbound> 
                 .collect(),
         });
     }
+    if sources.is_empty() {
+        return Err(none());
+    }
+    let total = sources.len();
+    sources.truncate(MAX_SOURCES);
     Ok(Inbound {
         url: url.to_string(),
         surt: key,
         sweep: label,
+        linking_pages: total,
         sources,
     })
 }

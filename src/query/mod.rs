@@ -235,29 +235,28 @@ impl<'a> Searcher<'a> {
     }
 
     /// Whether this reader may know of the URL of SURT `key` as sweep `sweep` saw it:
-    /// a capture of it in that sweep it may see, or — a URL the sweep did not capture,
-    /// which its pages only link — its rules let it see the key at the sweep's date.
+    /// the sweep's last capture of it (the one its links were read from), or — a URL the
+    /// sweep did not capture, which its pages only link — its rules let it see the key
+    /// at the sweep's date.
     pub fn sees_in_sweep(&self, key: &str, sweep: u32) -> Result<bool> {
         if !self.reader.filtered() {
             return Ok(true);
         }
-        if self
-            .captures_of_surt(key)?
-            .iter()
-            .any(|c| c.info.sweep == sweep)
-        {
-            return Ok(true);
-        }
         let everyone = Reader::everything();
-        let mut captured = false;
+        let mut last: Option<String> = None;
         self.index
             .captures()
-            .scan_url(&everyone, key, |_, (_, _, info)| {
-                captured = info.sweep == sweep;
-                Ok(!captured)
+            .scan_url(&everyone, key, |_, (_, ts, info)| {
+                if info.sweep == sweep {
+                    last = Some(ts.to_string());
+                }
+                Ok(true)
             })?;
-        if captured {
-            return Ok(false);
+        if let Some(ts) = last {
+            let seen = self.captures_of_surt(key)?;
+            return Ok(seen
+                .iter()
+                .any(|c| c.info.sweep == sweep && c.timestamp == ts));
         }
         let date = self
             .sweeps

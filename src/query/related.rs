@@ -74,20 +74,22 @@ const CONTENT_POOL: usize = 5;
 const SHARED_WORDS: usize = 8;
 
 /// The pages related to `url` by their inbound anchor windows in a sweep. Under access
-/// rules, pages the reader may not see in that sweep are not listed, and the anchor
-/// words shown come from linking pages it may see.
+/// rules, pages the reader may not see in that sweep are not listed, nor any page (the
+/// asked one included) that a page it may not see links: a bag counts what every
+/// linking page says.
 pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related> {
     let (id, label) = s.sweep_by_label(opts.sweep.as_deref())?;
     let key = surt(url);
     let limit = opts.limit.max(1);
+    let none = || {
+        IndexError::NotFound(format!(
+            "fewer than {} pages of sweep {label} link {url} (nothing to compare; `tidemark inlinks` lists what links a URL)",
+            crate::ingest::bags::MIN_LINKING_PAGES
+        ))
+    };
     let mine = match s.index.anchor_bags().of(id, &key)? {
         Some(b) if s.sees_in_sweep(&key, id)? => b,
-        _ => {
-            return Err(IndexError::NotFound(format!(
-                "fewer than {} pages of sweep {label} link {url} (nothing to compare; `tidemark inlinks` lists what links a URL)",
-                crate::ingest::bags::MIN_LINKING_PAGES
-            )))
-        }
+        _ => return Err(none()),
     };
     // Every bag of the sweep against it: (resemblance, target, linking pages).
     let mut found: Vec<(f64, String, u32)> = Vec::new();
@@ -101,8 +103,10 @@ pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related
         Ok(true)
     })?;
     found.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let pool = if opts.with_content {
-        limit * CONTENT_POOL
+    // More candidates than asked for when some may be dropped: ranked again with
+    // content, or left out under access rules.
+    let pool = if opts.with_content || s.reader().filtered() {
+        limit.saturating_mul(CONTENT_POOL)
     } else {
         limit
     };
@@ -138,9 +142,16 @@ pub fn related(s: &Searcher, url: &str, opts: &RelatedOptions) -> Result<Related
             shared_anchor_words: Vec::new(),
         });
     }
+    // Under access rules a bag one of whose linking pages the reader may not see says
+    // what that page says: the URL asked is not found, such a page is not listed.
+    let hidden = shared_words(s, id, &key, &mut pages)?;
+    if hidden[0] {
+        return Err(none());
+    }
+    let mut kept = hidden[1..].iter();
+    pages.retain(|_| !kept.next().copied().unwrap_or(true));
     pages.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.surt.cmp(&b.surt)));
     pages.truncate(limit);
-    shared_words(s, id, &key, &mut pages)?;
     for p in &mut pages {
         p.score = round3(p.score);
         p.resemblance = round3(p.resemblance);
@@ -194,17 +205,22 @@ fn url_in(s: &Searcher, key: &str, id: u32) -> Result<String> {
 /// `org,example)/a?b` → `http://example.org/a?b` (a URL no capture spells).
 pub fn url_of_surt(key: &str) -> String {
     let (host, rest) = key.split_once(')').unwrap_or((key, ""));
+    let (host, port) = match host.split_once(':') {
+        Some((h, p)) => (h, format!(":{p}")),
+        None => (host, String::new()),
+    };
     let mut parts: Vec<&str> = host.split(',').collect();
     parts.reverse();
-    format!("http://{}{}", parts.join("."), rest)
+    format!("http://{}{port}{}", parts.join("."), rest)
 }
 
 /// Fills each page's shared anchor words: one scan of the sweep's links, the anchor
 /// texts of links to the asked URL and to each listed page, from pages the reader may
-/// see.
-fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> Result<()> {
-    if pages.is_empty() {
-        return Ok(());
+/// see. Returns, for the asked URL then each page, whether a page the reader may not
+/// see links it.
+fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> Result<Vec<bool>> {
+    if pages.is_empty() && !s.reader().filtered() {
+        return Ok(vec![false]);
     }
     let wanted: HashMap<&str, usize> = std::iter::once(key)
         .chain(pages.iter().map(|p| p.surt.as_str()))
@@ -212,6 +228,7 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
         .map(|(i, k)| (k, i))
         .collect();
     let mut words: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); wanted.len()];
+    let mut hidden = vec![false; wanted.len()];
     let mut visible: HashMap<String, bool> = HashMap::new();
     s.index.links().scan_prefix(&id.to_be_bytes(), |k, links| {
         for l in &links {
@@ -227,6 +244,7 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
                 }
             };
             if !seen {
+                hidden[*i] = true;
                 continue;
             }
             for w in &l.windows {
@@ -250,5 +268,5 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
             .map(|(_, w)| w.clone())
             .collect();
     }
-    Ok(())
+    Ok(hidden)
 }

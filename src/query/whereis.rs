@@ -97,6 +97,10 @@ pub struct WhereIs {
 pub struct WhereisOptions {
     /// Least resemblance for a content move.
     pub move_floor: f64,
+    /// Where the content leads nowhere, follow the links to the URL (two scans of a
+    /// sweep's links a step: the change list, which asks for every gone page of a page
+    /// of rows, goes without).
+    pub links: bool,
 }
 
 /// Hops followed at most (redirects and moves together).
@@ -203,7 +207,11 @@ pub fn whereis(s: &Searcher, url: &str, opts: WhereisOptions) -> Result<WhereIs>
             // The content went nowhere: the pages that linked the URL may say where
             // it went (a page renamed and rewritten).
             None => {
-                if let Some((to, date, pages)) = follow_links(s, &content, &visited)? {
+                let followed = match opts.links {
+                    true => follow_links(s, &content, &visited)?,
+                    false => None,
+                };
+                if let Some((to, date, pages)) = followed {
                     out.evidence.push(Evidence {
                         kind: "links",
                         url: to.clone(),
@@ -252,13 +260,11 @@ fn follow_links(
     else {
         return Ok(None);
     };
-    let mut spread = AnchorSpread::default();
-    let inbound = (s
+    let inbound = s.index.links().inbound(was, old)?;
+    let spread = s
         .index
         .links()
-        .inbound_many(was, &[old.as_str()], Some(&mut spread))?
-        .pop())
-    .unwrap_or_default();
+        .anchor_spread(was, &anchors_of(&[&inbound]))?;
     let Some((to, pages)) = links_successor(s, old, (was, next), inbound, &spread)? else {
         return Ok(None);
     };
@@ -279,11 +285,24 @@ fn follow_links(
     )))
 }
 
+/// The anchor texts of the windows of `inbound` lists.
+pub(crate) fn anchors_of(inbound: &[&crate::index::columns::links::Inbound]) -> HashSet<String> {
+    (inbound.iter())
+        .flat_map(|i| i.iter())
+        .flat_map(|(_, windows)| windows.iter())
+        .map(|w| OutLink::parts(w).1.to_string())
+        .filter(|a| !a.is_empty())
+        .collect()
+}
+
+/// Linking pages a links step reads at most (the first by SURT): each costs two reads.
+const MAX_LINKING_PAGES: usize = 64;
+
 /// The SURT that the pages linking `old` in sweep `was` (`inbound`) link instead in
 /// sweep `next`: a URL of the same host that they did not link before, linked with the
-/// same anchor text, by at least half of those
-/// pages that sweep `next` still has (a page that still links `old` votes for nothing). With the
-/// pages that say so. A page renamed and rewritten keeps what others say of it.
+/// same anchor text, by more than half of those pages that sweep `next` still has (a
+/// page that still links `old` votes for nothing). With the pages that say so. A page
+/// renamed and rewritten keeps what others say of it.
 pub(crate) fn links_successor(
     s: &Searcher,
     old: &str,
@@ -294,7 +313,8 @@ pub(crate) fn links_successor(
     let host = crate::url::host_of_surt(old);
     let mut votes: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     let mut still = 0usize;
-    for (source, windows) in inbound {
+    for (source, windows) in inbound.into_iter().take(MAX_LINKING_PAGES) {
+        crate::index::budget::spend()?;
         // Only the links whose anchor text names this page: not "next" or "previous".
         let windows: Vec<&String> = (windows.iter())
             .filter(|w| spread.targets(OutLink::parts(w).1) <= NAMING_ANCHOR)
@@ -321,7 +341,9 @@ pub(crate) fn links_successor(
         }
         for l in &after {
             if crate::url::host_of_surt(&l.target) != host
-                || before.iter().any(|b| b.target == l.target)
+                || before
+                    .binary_search_by(|b| b.target.as_str().cmp(&l.target))
+                    .is_ok()
                 || !l
                     .windows
                     .iter()
@@ -339,7 +361,7 @@ pub(crate) fn links_successor(
     let best = votes
         .into_iter()
         .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(&a.0)));
-    Ok(best.filter(|(_, pages)| 2 * pages.len() >= still))
+    Ok(best.filter(|(_, pages)| 2 * pages.len() > still))
 }
 
 /// Targets an anchor text may name in a sweep and still name the page it links (a

@@ -289,6 +289,7 @@ pub fn page(index: &Index, who: &Who, list: &Ordered, opts: &ChangesOptions) -> 
                 &row.url,
                 WhereisOptions {
                     move_floor: opts.report.move_floor,
+                    links: false,
                 },
             )?;
             if w.status == Status::Moved {

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use super::{ContentCounts, Moves, SweepRow, Transition, UrlCounts};
 use crate::compact::CompactSketch;
 use crate::index::{unionfind, Result};
-use crate::query::whereis::links_successor;
+use crate::query::whereis::{anchors_of, links_successor};
 use crate::query::{resemblances, Searcher};
 use crate::sketch::Sketch;
 use crate::url::surt;
@@ -218,8 +218,9 @@ pub(super) fn transitions(
         // 4. Where the pages that linked it link instead, with the same anchor text (one
         // scan of the earlier sweep's links for all of them).
         let olds: Vec<&str> = unmatched.iter().map(|l| l.surt.as_str()).collect();
-        let mut spread = crate::index::columns::links::AnchorSpread::default();
-        let inbound = (s.index().links()).inbound_many(ids[i], &olds, Some(&mut spread))?;
+        let inbound = s.index().links().inbound_many(ids[i], &olds)?;
+        let anchors = anchors_of(&inbound.iter().collect::<Vec<_>>());
+        let spread = s.index().links().anchor_spread(ids[i], &anchors)?;
         for (l, inbound) in unmatched.into_iter().zip(inbound) {
             if inbound.is_empty() {
                 continue;

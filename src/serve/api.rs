@@ -91,6 +91,7 @@ async fn whereis(
     let url = checked_url(&state, &q.url)?;
     let opts = WhereisOptions {
         move_floor: state.config.query.move_floor,
+        links: true,
     };
     state
         .with_index(move |s| to_json(&whereis_of(&s.searcher(), &url, opts)?))
@@ -130,13 +131,16 @@ async fn related(
             format!("{limit}: expected 1 to 100"),
         ));
     }
-    let opts = RelatedOptions {
-        sweep: q.sweep,
-        limit,
-        with_content: flag(&q.with_content, "with_content")?,
-    };
+    let with_content = flag(&q.with_content, "with_content")?;
     state
-        .with_index(move |s| to_json(&related_of(&s.searcher(), &url, &opts)?))
+        .with_index(move |s| {
+            let opts = RelatedOptions {
+                sweep: Some(shown_sweep(s, q.sweep.as_deref())?),
+                limit,
+                with_content,
+            };
+            to_json(&related_of(&s.searcher(), &url, &opts)?)
+        })
         .await
 }
 
@@ -163,8 +167,33 @@ async fn inlinks(
 ) -> Result<Json<Value>, ApiError> {
     let url = checked_url(&state, &q.url)?;
     state
-        .with_index(move |s| to_json(&inbound_of(&s.searcher(), &url, q.sweep.as_deref())?))
+        .with_index(move |s| {
+            let sweep = shown_sweep(s, q.sweep.as_deref())?;
+            to_json(&inbound_of(&s.searcher(), &url, Some(&sweep))?)
+        })
         .await
+}
+
+/// The label of the sweep asked for (default: the newest) among those the reader may
+/// see: a sweep its rules hide (an embargo's) is not named, nor told apart from one
+/// that does not exist.
+fn shown_sweep(s: &super::state::Request, asked: Option<&str>) -> Result<String, ApiError> {
+    let shown = s.shown_sweeps()?;
+    let found = match asked {
+        Some(want) => shown.iter().find(|(_, w)| w.label == want),
+        None => shown.iter().max_by_key(|(id, _)| *id),
+    };
+    match (found, asked) {
+        (Some((_, w)), _) => Ok(w.label.clone()),
+        (None, Some(want)) => Err(ApiError::not_found(
+            "sweep",
+            format!("no sweep labelled {want:?}"),
+        )),
+        (None, None) => Err(ApiError::not_found(
+            "sweep",
+            "the index has no sweep".into(),
+        )),
+    }
 }
 
 /// `url=`, `diff=1`
@@ -190,6 +219,7 @@ async fn history(
     let diff = flag(&q.diff, "diff")?;
     let opts = WhereisOptions {
         move_floor: state.config.query.move_floor,
+        links: true,
     };
     let dirs = state.config.serve.archive_paths.clone();
     state

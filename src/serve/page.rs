@@ -224,6 +224,7 @@ pub(crate) async fn lost_and_found(
     let query = q.url.unwrap_or_default().trim().to_string();
     let opts = WhereisOptions {
         move_floor: state.config.query.move_floor,
+        links: true,
     };
     let max = state.config.serve.max_url_chars;
     let asked = query.clone();

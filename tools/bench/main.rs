@@ -760,6 +760,7 @@ fn bench_queries(a: &Args) -> ExitCode {
         let urls = tidemark::query::sample_urls(&index, a.samples)?;
         let wopts = whereis::WhereisOptions {
             move_floor: config.query.move_floor,
+            links: true,
         };
         let sopts = similar::SimilarOptions {
             threshold: 0.5,

@@ -77,7 +77,7 @@ pub type Inbound = Vec<(String, Vec<String>)>;
 impl Col<'_, Links> {
     /// The pages of sweep `sweep` that link `target`, with their windows, by source.
     pub fn inbound(&self, sweep: u32, target: &str) -> Result<Inbound> {
-        let mut many = self.inbound_many(sweep, &[target], None)?;
+        let mut many = self.inbound_many(sweep, &[target])?;
         Ok(many.pop().unwrap_or_default())
     }
 
@@ -101,34 +101,49 @@ impl Col<'_, Links> {
         })
     }
 
-    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep;
-    /// with `spread`, how many targets each anchor text of the sweep names, too.
-    pub fn inbound_many(
-        &self,
-        sweep: u32,
-        targets: &[&str],
-        mut spread: Option<&mut AnchorSpread>,
-    ) -> Result<Vec<Inbound>> {
+    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep.
+    pub fn inbound_many(&self, sweep: u32, targets: &[&str]) -> Result<Vec<Inbound>> {
         let at: std::collections::HashMap<&str, usize> =
             targets.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         let mut out = vec![Inbound::new(); targets.len()];
         if targets.is_empty() {
             return Ok(out);
         }
-        self.scan_prefix(&sweep.to_be_bytes(), |k, links| {
+        self.each_link(sweep, |source, links| {
             for l in links {
-                if let Some(s) = spread.as_deref_mut() {
-                    for w in &l.windows {
-                        s.note(OutLink::parts(w).1, &l.target);
-                    }
-                }
-                if let Some(i) = at.get(l.target.as_str()) {
-                    out[*i].push((k.source.clone(), l.windows));
+                if let Some(i) = at.get(l.target) {
+                    let windows = l.windows.iter().map(|w| w.to_string()).collect();
+                    out[*i].push((source.to_string(), windows));
                 }
             }
             Ok(true)
         })?;
         Ok(out)
+    }
+
+    /// How many targets each of the anchor texts `anchors` names in sweep `sweep` (one
+    /// scan; only those anchors are counted).
+    pub fn anchor_spread(
+        &self,
+        sweep: u32,
+        anchors: &std::collections::HashSet<String>,
+    ) -> Result<AnchorSpread> {
+        let mut spread = AnchorSpread::default();
+        if anchors.is_empty() {
+            return Ok(spread);
+        }
+        self.each_link(sweep, |_, links| {
+            for l in links {
+                for w in &l.windows {
+                    let anchor = OutLink::parts(w).1;
+                    if anchors.contains(anchor) {
+                        spread.note(anchor, l.target);
+                    }
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(spread)
     }
 }
 
