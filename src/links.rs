@@ -66,6 +66,7 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
     let Some(base) = base else {
         return Vec::new();
     };
+    let plain = Plain::of(&base);
     let own = crate::url::surt(page_url);
     let tokens: Vec<&str> = canon.token_iter().collect();
     let n = tokens.len();
@@ -74,14 +75,20 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         if !names_a_page(&l.href) {
             continue;
         }
-        let Ok(mut resolved) = base.join(&l.href) else {
-            continue;
+        let target = match plain.as_ref().and_then(|p| p.resolve(&l.href)) {
+            Some(resolved) => crate::url::surt_as_pywb(&resolved),
+            None => {
+                let Ok(mut resolved) = base.join(&l.href) else {
+                    continue;
+                };
+                if !matches!(resolved.scheme(), "http" | "https") || resolved.host_str().is_none() {
+                    continue;
+                }
+                resolved.set_fragment(None);
+                crate::url::surt_as_pywb(resolved.as_str())
+            }
         };
-        if !matches!(resolved.scheme(), "http" | "https") || resolved.host_str().is_none() {
-            continue;
-        }
-        resolved.set_fragment(None);
-        let Some(target) = crate::url::surt_as_pywb(resolved.as_str()) else {
+        let Some(target) = target else {
             continue;
         };
         if target == own {
@@ -116,6 +123,54 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         .collect()
 }
 
+/// Resolves plain hrefs against a page's base without the URL parser, as it would (most
+/// of a page's links are `/path`, `name.html` or `dir/name.html#part`: the parser's
+/// join was a fifth of the links' time).
+struct Plain {
+    /// `scheme://host[:port]`.
+    origin: String,
+    /// The origin and the base's path up to its last `/`.
+    dir: String,
+}
+
+impl Plain {
+    /// For an http(s) base without user or password.
+    fn of(base: &url::Url) -> Option<Plain> {
+        if !matches!(base.scheme(), "http" | "https")
+            || !base.username().is_empty()
+            || base.password().is_some()
+        {
+            return None;
+        }
+        let mut origin = format!("{}://{}", base.scheme(), base.host_str()?);
+        if let Some(port) = base.port() {
+            origin.push_str(&format!(":{port}"));
+        }
+        let path = base.path();
+        let dir = format!("{origin}{}", &path[..path.rfind('/')? + 1]);
+        Some(Plain { origin, dir })
+    }
+
+    /// The URL `href` names, fragment dropped, when it is a plain path: letters, digits,
+    /// `-._~/`, no `.` or `..` segment, not `//…`. None for any other href.
+    fn resolve(&self, href: &str) -> Option<String> {
+        let href = href.split('#').next().unwrap_or("");
+        let plain =
+            |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/');
+        if href.is_empty()
+            || href.starts_with("//")
+            || !href.bytes().all(|b| plain(&b))
+            || href.split('/').any(|s| s == "." || s == "..")
+        {
+            return None;
+        }
+        Some(match href.starts_with('/') {
+            true => format!("{}{href}", self.origin),
+            false => format!("{}{href}", self.dir),
+        })
+    }
+}
+
 /// How a URL's inbound anchor windows are sketched: part of the index's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BagParams {
@@ -129,15 +184,20 @@ pub struct BagParams {
 }
 
 /// The words of a window: before, anchor and after together.
-pub fn window_words(window: &str) -> impl Iterator<Item = &str> {
-    window.split(['\t', ' ']).filter(|w| !w.is_empty())
+pub fn window_words(window: &str) -> impl Iterator<Item = &[u8]> {
+    (window.as_bytes().split(|b| matches!(b, b'\t' | b' '))).filter(|w| !w.is_empty())
+}
+
+/// What a bag keeps of each word of a window: the top 32 bits of its hash.
+pub fn window_word_hashes(window: &str, seed: u64) -> impl Iterator<Item = u32> + '_ {
+    window_words(window).map(move |w| (word_hash(w, seed) >> 32) as u32)
 }
 
 /// The hash of a word (bags keep its top 32 bits: two words of a bag share them by
 /// chance with a probability far below the sample's own error).
 #[inline]
-pub fn word_hash(word: &str, seed: u64) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(word.as_bytes(), seed)
+pub fn word_hash(word: &[u8], seed: u64) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(word, seed)
 }
 
 /// The permuted value of the `k`-th occurrence (from 0) of the word hashed `h` in a
@@ -218,6 +278,58 @@ mod tests {
         assert_eq!(OutLink::parts(&got[0].windows[0]).1, "d bold");
     }
 
+    /// Plain hrefs resolve as the URL parser resolves them.
+    #[test]
+    fn plain_hrefs_resolve_as_the_parser_resolves_them() {
+        let bases = [
+            "http://example.org/dir/a.html",
+            "https://Example.ORG:8443/dir/sub/",
+            "http://example.org",
+            "http://example.org/a.html?q=1#f",
+            "http://u:p@example.org/dir/",
+            "http://example.org:80/x/y",
+        ];
+        let hrefs = [
+            "b.html",
+            "/c/d.html",
+            "sub/e.html#part",
+            "x",
+            "./x",
+            "../x",
+            "a/../b",
+            "/",
+            "//other.org/x",
+            "a b",
+            "a%20b",
+            "a?b",
+            "#f",
+            "a.html#",
+            "dir/",
+            "~user/",
+            "A/B.HTML",
+            "..",
+            ".",
+            "a//b",
+            "http://other.org/x",
+            "javascript:x",
+            "a:b",
+        ];
+        let mut plain = 0;
+        for b in bases {
+            let base = url::Url::parse(b).unwrap();
+            let Some(p) = Plain::of(&base) else { continue };
+            for h in hrefs {
+                if let Some(got) = p.resolve(h) {
+                    plain += 1;
+                    let mut want = base.join(h).unwrap();
+                    want.set_fragment(None);
+                    assert_eq!(got, want.as_str(), "{b} + {h}");
+                }
+            }
+        }
+        assert!(plain > 30, "{plain}");
+    }
+
     #[test]
     fn base_href_and_unclosed_anchors() {
         let html = r#"<base href="http://mirror.example/docs/"><a href="x.html">x one
@@ -240,7 +352,10 @@ mod tests {
             seed: 7,
         };
         let bag = |words: &[(&str, u32)]| {
-            let c: Vec<(u64, u32)> = words.iter().map(|(w, n)| (word_hash(w, 7), *n)).collect();
+            let c: Vec<(u64, u32)> = words
+                .iter()
+                .map(|(w, n)| (word_hash(w.as_bytes(), 7), *n))
+                .collect();
             bag_sample(&c, &p)
         };
         let (na, la, a) = bag(&[("alpha", 3), ("beta", 1), ("gamma", 2)]);
@@ -251,7 +366,7 @@ mod tests {
         assert_eq!((e.common, e.union), (2, 8));
         // A large bag is sampled: between T and 2T values.
         let big: Vec<(u64, u32)> = (0..5000u64)
-            .map(|i| (word_hash(&i.to_string(), 7), 1))
+            .map(|i| (word_hash(i.to_string().as_bytes(), 7), 1))
             .collect();
         let (n, level, v) = bag_sample(&big, &p);
         assert_eq!(n, 5000);

@@ -47,8 +47,64 @@ pub(crate) fn surt_as_pywb(url: &str) -> Option<String> {
     if raw.starts_with(b"filedesc") {
         return Some(url.to_string());
     }
+    if let Some(key) = plain_surt(raw) {
+        return Some(key);
+    }
     let u = Parsed::parse(raw)?;
     Some(String::from_utf8_lossy(&u.canonical()).into_owned())
+}
+
+/// The key of a plain URL — `http(s)://host[/path]`, the host a name of letters, digits,
+/// `-` and inner dots, the path of letters, digits, `-._~/` without empty, `.` or `..`
+/// segments, no port, query or fragment — without the general steps, which give it
+/// the same (every URL a page links is keyed: the general steps were 7% of the CPU of
+/// a generated sweep's ingest). None for any other URL.
+fn plain_surt(raw: &[u8]) -> Option<String> {
+    let rest = (raw.strip_prefix(b"http://")).or_else(|| raw.strip_prefix(b"https://"))?;
+    let host_end = rest.iter().position(|b| *b == b'/').unwrap_or(rest.len());
+    let (host, path) = rest.split_at(host_end);
+    let label =
+        |l: &[u8]| !l.is_empty() && l.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-');
+    // A name, not an address (`inet_aton` reads digits and dots as one).
+    if !host.split(|b| *b == b'.').all(label)
+        || host.iter().all(|b| b.is_ascii_digit() || *b == b'.')
+        || host.starts_with(b"0x")
+        || host.starts_with(b"0X")
+    {
+        return None;
+    }
+    let segment = |s: &[u8]| {
+        !matches!(s, b"" | b"." | b"..")
+            && s.iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+    };
+    if !path.is_empty() {
+        let inner = path[1..].strip_suffix(b"/").unwrap_or(&path[1..]);
+        if path.len() > 1 && !inner.split(|b| *b == b'/').all(segment) {
+            return None;
+        }
+    }
+    let mut host = host.to_ascii_lowercase();
+    if let Some(after) = host.strip_prefix(b"www") {
+        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        if after.get(digits) == Some(&b'.') {
+            host.drain(..3 + digits + 1);
+        }
+    }
+    let mut out = String::with_capacity(host.len() + path.len() + 2);
+    for (i, l) in host.rsplit(|b| *b == b'.').enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(std::str::from_utf8(l).ok()?);
+    }
+    out.push(')');
+    let path = match path {
+        b"" | b"/" => &b"/"[..],
+        p => p.strip_suffix(b"/").unwrap_or(p),
+    };
+    out.push_str(&std::str::from_utf8(path).ok()?.to_ascii_lowercase());
+    Some(out)
 }
 
 /// A URL split as `handyurl.parse` splits it.
@@ -675,6 +731,82 @@ mod tests {
         ] {
             assert!(check(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn plain_urls_keyed_as_the_general_steps_key_them() {
+        // URLs made of the pieces where plain and general keys could part: every one
+        // the plain steps key must have the general steps' key.
+        let schemes = [
+            "http://",
+            "https://",
+            "HTTP://",
+            "ftp://",
+            "",
+            "http://http://",
+        ];
+        let hosts = [
+            "example.org",
+            "WWW.Example.ORG",
+            "www2.example.org",
+            "www.com",
+            "wwwx.org",
+            "www2x.example.org",
+            "192.168.1.1",
+            "3232235777",
+            "0300.0250.1.1",
+            "1.2.3.a",
+            "0x7f.0.0.1",
+            "a..b",
+            ".a.b",
+            "a.b.",
+            "a_b.org",
+            "xn--bcher-kva.example",
+            "b\u{fc}cher.de",
+            "user@host.org",
+            "host.org:80",
+            "host.org:8080",
+            "",
+        ];
+        let paths = [
+            "",
+            "/",
+            "//",
+            "/a",
+            "/a/",
+            "/A/B.html",
+            "/a//b",
+            "/a/./b",
+            "/a/../b",
+            "/.",
+            "/..",
+            "/a/.",
+            "/~user/x-y_z.txt",
+            "/a%2fb",
+            "/a b",
+            "/(S(abcdefghijklmnopqrstuvwx))/x.aspx",
+            "/index.HTML",
+            "/a/b/",
+            "/a?b=1",
+            "/a#f",
+            "/x;y",
+            "/a:b",
+        ];
+        let mut plain = 0;
+        for sc in schemes {
+            for h in hosts {
+                for p in paths {
+                    let u = format!("{sc}{h}{p}");
+                    let general = Parsed::parse(u.as_bytes())
+                        .map(|x| String::from_utf8_lossy(&x.canonical()).into_owned());
+                    if let Some(k) = plain_surt(u.as_bytes()) {
+                        plain += 1;
+                        assert_eq!(Some(k), general, "{u}");
+                    }
+                }
+            }
+        }
+        assert!(plain > 100, "{plain}");
     }
 
     #[test]

@@ -302,3 +302,92 @@ fn anchor_bags_count_every_inbound_window_word() {
     assert_eq!(got, cross);
     assert!(!cross.is_empty() && cross.len() < want.len());
 }
+
+/// The bags an ingest gathers as it commits are the ones a scan of the sweep's links
+/// builds: a page captured twice in a sweep counts by its last capture's links (what
+/// `links` keeps), and a sweep an ingest adds files to has the bags of all its pages.
+#[test]
+fn bags_count_a_page_by_its_last_capture_and_a_sweep_added_to_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let linker = |links: &[(&str, &str)]| {
+        let a: Vec<String> = links
+            .iter()
+            .map(|(href, text)| format!(r#"<p>see <a href="{href}">{text}</a> here</p>"#))
+            .collect();
+        format!("<html><body>{}</body></html>", a.join("\n"))
+    };
+    let u = |p: &str| format!("http://example.org/{p}");
+    let (p1, p2, p3, p4) = (u("p1.html"), u("p2.html"), u("p3.html"), u("p4.html"));
+    let first = warc(
+        &d.join("one.warc"),
+        &[
+            (
+                &p1,
+                "2026-01-01T00:00:00Z",
+                200,
+                linker(&[("t1.html", "alpha beta"), ("t2.html", "two")]),
+            ),
+            (
+                &p2,
+                "2026-01-01T00:00:01Z",
+                200,
+                linker(&[("t1.html", "gamma")]),
+            ),
+            (
+                &p3,
+                "2026-01-01T00:00:02Z",
+                200,
+                linker(&[("t2.html", "second")]),
+            ),
+            // p1 again: it no longer links t1.
+            (
+                &p1,
+                "2026-01-01T00:00:03Z",
+                200,
+                linker(&[("t2.html", "two again")]),
+            ),
+        ],
+    );
+    let more = warc(
+        &d.join("two.warc"),
+        &[(
+            &p4,
+            "2026-01-01T00:00:04Z",
+            200,
+            linker(&[("t1.html", "delta")]),
+        )],
+    );
+    let db = d.join("db");
+    let ingest = |f: &Path| {
+        tidemark_ok(&[
+            "--db",
+            db.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            "s1",
+            f.to_str().unwrap(),
+        ])
+    };
+    let bags_then_scanned = || {
+        let gathered = all_bags(&db);
+        let index = Index::open(&db, &Config::default(), false).unwrap();
+        tidemark::ingest::bags::build(&index, 1).unwrap();
+        drop(index);
+        (gathered, all_bags(&db))
+    };
+    ingest(&first);
+    let (gathered, scanned) = bags_then_scanned();
+    assert_eq!(gathered, scanned);
+    let sources: Vec<(String, u32)> = gathered.iter().map(|b| (b.1.clone(), b.3)).collect();
+    // t1 is linked by p2 alone now: no bag; t2 by p1 (last capture) and p3.
+    assert_eq!(sources, [(surt(&u("t2.html")), 2)]);
+    ingest(&more);
+    let (gathered, scanned) = bags_then_scanned();
+    assert_eq!(gathered, scanned);
+    let sources: Vec<(String, u32)> = gathered.iter().map(|b| (b.1.clone(), b.3)).collect();
+    assert_eq!(
+        sources,
+        [(surt(&u("t1.html")), 2), (surt(&u("t2.html")), 2)]
+    );
+}

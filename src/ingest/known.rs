@@ -151,7 +151,11 @@ impl Writer<'_> {
         if status.is_none_or(|s| (200..300).contains(&s)) && !cap.links.is_empty() {
             use crate::index::columns::links::{key_of, value_of};
             let lk = key_of(self.sweep_id, &key.surt);
-            batch.put_raw::<Links>(self.index, &lk, &value_of(&cap.links));
+            let value = value_of(&cap.links);
+            batch.put_raw::<Links>(self.index, &lk, &value);
+            if let Some(g) = &self.bag_gather {
+                g.add(&key.surt, &value);
+            }
         }
         if let Some(d) = doc {
             let host = host_of_surt(&key.surt);

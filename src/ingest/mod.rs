@@ -299,6 +299,9 @@ struct Writer<'a> {
     /// The URLs of the writes done since the pair step of the batch being committed
     /// began, by write number ([`known::Latest`]).
     recent_urls: std::collections::VecDeque<(u64, FastSet<String>)>,
+    /// The sweep's links as committed, for its anchor bags, when this run writes all of
+    /// them (the sweep had none before it) and they fit in [`bags::GATHER_BUDGET`].
+    bag_gather: Option<bags::Gathering>,
 }
 
 /// Ingests the WARC/ARC `files` into sweep `opts.sweep`.
@@ -598,6 +601,10 @@ fn ingest_files<'scope>(
         sweep,
         summary,
         files: states,
+        bag_gather: match index.links().any_in(&sweep_id.to_be_bytes())? {
+            false => Some(bags::Gathering::start(scope, bags::params_of(index)?)),
+            true => None,
+        },
     };
     let scan_opts = ScanOptions {
         threads: opts.threads,
@@ -785,11 +792,23 @@ fn ingest_files<'scope>(
     // redesign sweep's last seconds (rd100k: 1.1–1.6 cores busy of 2).
     let next_doc = index.counters().next_doc;
     let (cache, threads, early) = (&w.sketch_cache, w.threads, w.learned_early.as_ref());
-    let build_bags = !todo.is_empty();
+    // A run that read files, or one that ended a run stopped before its bags (with
+    // `--pairs-later`, or killed).
+    let build_bags = !todo.is_empty()
+        || (index.links().any_in(&sweep_id.to_be_bytes())?
+            && !index.anchor_bags().any_in(&sweep_id.to_be_bytes())?);
+    let gathered = w
+        .bag_gather
+        .take()
+        .and_then(|g| g.finish())
+        .filter(|_| build_bags);
     let (learned, spilled, flushed, bags) = std::thread::scope(|s| {
-        // Read from `links`, written in full by now: beside the templates, which do
-        // not read it.
-        let bags = s.spawn(|| build_bags.then(|| bags::build(index, sweep_id)).transpose());
+        // Gathered as committed, or read from `links`, written in full by now: beside
+        // the templates, which do not read it.
+        let bags = s.spawn(|| match gathered {
+            Some(g) => Some(bags::write_gathered(index, sweep_id, g)).transpose(),
+            None => build_bags.then(|| bags::build(index, sweep_id)).transpose(),
+        });
         let learn = s.spawn(|| {
             let t0 = std::time::Instant::now();
             let r = templates::finish(index, sweep_id, &opts.template, cache, threads, early);

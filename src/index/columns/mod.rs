@@ -496,6 +496,16 @@ impl<'a, C: Column> Col<'a, C> {
     /// key before `start` backwards (down to `end`), until `each` returns `Ok(false)`.
     /// The bound lets RocksDB stop at the range's end instead of positioning every
     /// sorted run past it.
+    /// Whether any key starts with `prefix` (a sweep's entries: its id's bytes).
+    pub fn any_in(&self, prefix: &[u8]) -> Result<bool> {
+        let mut any = false;
+        self.scan_raw(prefix, None, false, |k, _| {
+            any = k.starts_with(prefix);
+            Ok(false)
+        })?;
+        Ok(any)
+    }
+
     pub(crate) fn scan_raw(
         &self,
         start: &[u8],
