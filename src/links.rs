@@ -68,8 +68,16 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
     };
     let plain = Plain::of(&base);
     let own = crate::url::surt(page_url);
-    let tokens: Vec<&str> = canon.token_iter().collect();
-    let n = tokens.len();
+    // Tokens `from..to` as the text holds them: separated by one space.
+    let (text, ends) = (canon.text.as_str(), &canon.ends);
+    let n = ends.len();
+    let span = |from: usize, to: usize| -> &str {
+        if from >= to {
+            return "";
+        }
+        let start = if from == 0 { 0 } else { ends[from - 1] as usize + 1 };
+        text.get(start..ends[to - 1] as usize).unwrap_or("")
+    };
     let mut by_target: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for l in &canon.links {
         if !names_a_page(&l.href) {
@@ -99,22 +107,12 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         let anchor_end = end.min(start + MAX_ANCHOR_TOKENS);
         let windows = by_target.entry(target).or_default();
         if windows.len() < MAX_WINDOWS_PER_TARGET {
-            // Built in place: this runs for every link of every page.
-            let mut w = String::with_capacity(16 * (2 * window + anchor_end - start));
-            let words = |from: usize, to: usize, w: &mut String| {
-                for (i, t) in tokens[from..to].iter().enumerate() {
-                    if i > 0 {
-                        w.push(' ');
-                    }
-                    w.push_str(t);
-                }
-            };
-            words(start.saturating_sub(window), start, &mut w);
-            w.push('\t');
-            words(start, anchor_end, &mut w);
-            w.push('\t');
-            words(end, (end + window).min(n), &mut w);
-            windows.push(w);
+            let parts = [
+                span(start.saturating_sub(window), start),
+                span(start, anchor_end),
+                span(end, (end + window).min(n)),
+            ];
+            windows.push(parts.join("\t"));
         }
     }
     by_target

@@ -58,6 +58,13 @@ impl Column for Links {
     fn decode_value(b: &[u8]) -> std::result::Result<Vec<OutLink>, String> {
         decode(b)
     }
+
+    fn tune(o: &mut rocksdb::Options, _t: &mut rocksdb::BlockBasedOptions, _cx: &super::Tuning) {
+        // zstd's fastest level: a sweep's links are as many bytes as all else it adds,
+        // written once, read by scans.
+        o.set_compression_options(-14, 1, 0, 0);
+        o.set_bottommost_compression_options(-14, 1, 0, 0, true);
+    }
 }
 
 /// A page's link as [`Col::each_link`] lends it: borrowed from the stored bytes.
