@@ -233,7 +233,8 @@ pub const GATHER_BUDGET: usize = 768 << 20;
 /// what its earlier links gave. Gives the bags [`build`] would.
 pub struct Gather {
     p: BagParams,
-    target_ids: FastMap<u64, u32>,
+    /// By the 128-bit hash of the SURT (a collision: ~n²/2¹²⁹).
+    target_ids: FastMap<u128, u32>,
     /// Each target's SURT, in one string: target `i` is `surts[surt_at[i]..surt_at[i + 1]]`.
     surts: String,
     surt_at: Vec<usize>,
@@ -246,8 +247,8 @@ pub struct Gather {
     /// (target id, window id | [`FIRST`] for a link's first window); target `u32::MAX`
     /// once taken back.
     uses: Vec<(u32, u32)>,
-    /// Each source page's uses, by the hash of its SURT.
-    sources: FastMap<u64, (usize, usize)>,
+    /// Each source page's uses, by the 128-bit hash of its SURT.
+    sources: FastMap<u128, (usize, usize)>,
     /// CPU seconds of the thread that gathered.
     cpu_s: f64,
 }
@@ -282,7 +283,7 @@ impl Gather {
         self.surts.len()
             + 8 * self.surt_at.len()
             + 4 * self.linkers.len()
-            + 24 * (self.target_ids.len() + self.sources.len())
+            + 32 * (self.target_ids.len() + self.sources.len())
             + 4 * WORD_CHUNK * self.words.len()
             + 12 * self.word_at.len()
             + 8 * self.uses.len()
@@ -292,7 +293,7 @@ impl Gather {
     /// sweep, if any, replaced).
     pub fn add(&mut self, source: &str, links: &[LinkRef<'_>]) {
         let seed = self.p.seed;
-        let sh = xxhash_rust::xxh3::xxh3_64(source.as_bytes());
+        let sh = xxhash_rust::xxh3::xxh3_128(source.as_bytes());
         if let Some((from, to)) = self.sources.get(&sh).copied() {
             for u in &mut self.uses[from..to] {
                 if u.1 & FIRST != 0 {
@@ -309,7 +310,7 @@ impl Gather {
             if !self.p.own_host && host_of_surt(l.target) == host {
                 continue;
             }
-            let th = xxhash_rust::xxh3::xxh3_64(l.target.as_bytes());
+            let th = xxhash_rust::xxh3::xxh3_128(l.target.as_bytes());
             let t = match self.target_ids.get(&th) {
                 Some(t) => *t,
                 None => {
