@@ -75,7 +75,11 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         if from >= to {
             return "";
         }
-        let start = if from == 0 { 0 } else { ends[from - 1] as usize + 1 };
+        let start = if from == 0 {
+            0
+        } else {
+            ends[from - 1] as usize + 1
+        };
         text.get(start..ends[to - 1] as usize).unwrap_or("")
     };
     let mut by_target: std::collections::BTreeMap<String, Vec<String>> = Default::default();
