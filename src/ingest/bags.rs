@@ -201,24 +201,32 @@ fn bags_of(
         if mine.is_empty() || t.1 < MIN_LINKING_PAGES || !wanted(id) {
             continue;
         }
-        mine.sort_unstable();
-        counted.clear();
-        for w in mine.iter() {
-            match counted.last_mut() {
-                Some((h, c)) if *h == *w as u64 => *c += 1,
-                _ => counted.push((*w as u64, 1)),
-            }
+        out.push((t.0.clone(), bag_of(mine, t.1, p, &mut counted)));
+    }
+}
+
+/// The bag of a target linked by `sources` pages whose windows hold `words` (sorted
+/// here); `counted` is scratch.
+fn bag_of(
+    words: &mut [u32],
+    sources: u32,
+    p: &BagParams,
+    counted: &mut Vec<(u64, u32)>,
+) -> AnchorBag {
+    words.sort_unstable();
+    counted.clear();
+    for w in words.iter() {
+        match counted.last_mut() {
+            Some((h, c)) if *h == *w as u64 => *c += 1,
+            _ => counted.push((*w as u64, 1)),
         }
-        let (elements, level, values) = bag_sample(&counted, p);
-        out.push((
-            t.0.clone(),
-            AnchorBag {
-                elements,
-                sources: t.1,
-                level,
-                values,
-            },
-        ));
+    }
+    let (elements, level, values) = bag_sample(counted, p);
+    AnchorBag {
+        elements,
+        sources,
+        level,
+        values,
     }
 }
 
@@ -358,44 +366,21 @@ impl Gather {
             .collect();
         uses.sort_unstable();
         let mut out: Vec<(String, AnchorBag)> = Vec::new();
-        let (mut weighted, mut counted): (Vec<(u32, u32)>, Vec<(u64, u32)>) = Default::default();
-        let mut i = 0;
-        while i < uses.len() {
-            let t = (uses[i] >> 32) as usize;
-            weighted.clear();
-            // Each window of the target with the number of its uses.
-            while i < uses.len() && (uses[i] >> 32) as usize == t {
-                let w = uses[i] as u32 as usize;
-                let mut m = 0u32;
-                while i < uses.len() && uses[i] == ((t as u64) << 32 | w as u64) {
-                    m += 1;
-                    i += 1;
-                }
-                let (chunk, start, end) = self.word_at[w];
-                let words = &self.words[chunk as usize][start as usize..end as usize];
-                weighted.extend(words.iter().map(|h| (*h, m)));
+        let (mut mine, mut counted) = (Vec::new(), Vec::new());
+        for of_target in uses.chunk_by(|a, b| a >> 32 == b >> 32) {
+            let t = (of_target[0] >> 32) as usize;
+            mine.clear();
+            for u in of_target {
+                let (chunk, start, end) = self.word_at[*u as u32 as usize];
+                mine.extend_from_slice(&self.words[chunk as usize][start as usize..end as usize]);
             }
-            weighted.sort_unstable();
-            counted.clear();
-            for (h, m) in &weighted {
-                match counted.last_mut() {
-                    Some((x, c)) if *x == *h as u64 => *c = c.saturating_add(*m),
-                    _ => counted.push((*h as u64, *m)),
-                }
-            }
-            if counted.is_empty() {
+            if mine.is_empty() {
                 continue;
             }
-            let (elements, level, values) = bag_sample(&counted, &self.p);
             let surt = &self.surts[self.surt_at[t]..self.surt_at[t + 1]];
             out.push((
                 surt.to_string(),
-                AnchorBag {
-                    elements,
-                    sources: self.linkers[t],
-                    level,
-                    values,
-                },
+                bag_of(&mut mine, self.linkers[t], &self.p, &mut counted),
             ));
         }
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));

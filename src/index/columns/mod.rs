@@ -492,10 +492,6 @@ impl<'a, C: Column> Col<'a, C> {
         self.scan_prefix(&[], each)
     }
 
-    /// Raw entries from `start` (forward, below `end`), or with `reverse` from the last
-    /// key before `start` backwards (down to `end`), until `each` returns `Ok(false)`.
-    /// The bound lets RocksDB stop at the range's end instead of positioning every
-    /// sorted run past it.
     /// Whether any key starts with `prefix` (a sweep's entries: its id's bytes).
     pub fn any_in(&self, prefix: &[u8]) -> Result<bool> {
         let mut any = false;
@@ -506,6 +502,10 @@ impl<'a, C: Column> Col<'a, C> {
         Ok(any)
     }
 
+    /// Raw entries from `start` (forward, below `end`), or with `reverse` from the last
+    /// key before `start` backwards (down to `end`), until `each` returns `Ok(false)`.
+    /// The bound lets RocksDB stop at the range's end instead of positioning every
+    /// sorted run past it.
     pub(crate) fn scan_raw(
         &self,
         start: &[u8],
