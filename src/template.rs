@@ -46,6 +46,12 @@ impl Default for TemplateParams {
     }
 }
 
+/// The hash of a URL's SURT that orders a host's sample: the same in every sweep, so a
+/// host's sample is mostly the same URLs from sweep to sweep.
+pub fn url_hash(surt: &str) -> u64 {
+    crate::sketch::text_fingerprint(surt, 0x7465_6d70_6c61_7465) as u64
+}
+
 /// A host's template in one sweep, as stored.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Template {

@@ -38,30 +38,6 @@ const LLVM_ALLOWED: &[(&str, &str, &str, &str)] = &[
     ("*", "/api/sweeps", "[].edges", "whole-index counts"),
     ("*", "/api/sweeps", "[].files", "no file listed under rules"),
     (
-        "a prefix excluded",
-        "*",
-        "content_resemblance",
-        "host templates learnt from all pages, hidden ones too",
-    ),
-    (
-        "a prefix excluded",
-        "/api/report",
-        "template_changed_share",
-        "host templates learnt from all pages, hidden ones too",
-    ),
-    (
-        "a prefix excluded",
-        "/",
-        "html: History",
-        "host templates learnt from all pages, hidden ones too",
-    ),
-    (
-        "a prefix excluded",
-        "/report",
-        "html: Pairs of sweeps by content",
-        "host templates learnt from all pages, hidden ones too",
-    ),
-    (
         "an embargo hiding the newest sweep",
         "/api/similar (by doc)",
         "containment",
@@ -97,20 +73,6 @@ const ALLOWED: &[(&str, &str, &str, &str)] = &[
         "/api/sweeps",
         "[].files",
         "no file is listed to a reader under rules (a file may hold only hidden captures)",
-    ),
-    (
-        "an embargo hiding the oldest sweep",
-        "/",
-        "html: History",
-        "a content resemblance leaves out the host's template, learnt from all of its \
-         pages of a sweep and the sweep before, hidden ones too (an aggregate naming no page)",
-    ),
-    (
-        "an embargo hiding the oldest sweep",
-        "*",
-        "content_resemblance_to_previous",
-        "a content resemblance leaves out the host's template, learnt from all of its \
-         pages of a sweep and the sweep before, hidden ones too (an aggregate naming no page)",
     ),
 ];
 

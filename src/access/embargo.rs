@@ -169,6 +169,11 @@ impl Bounds {
             || self.hi.as_deref().is_some_and(|hi| ts > hi);
         under.then_some(self.access)
     }
+
+    /// Whether it hides captures of some date (an embargo that blocks lists them).
+    pub fn hides_some(&self) -> bool {
+        self.access == Access::Exclude && (self.lo.is_some() || self.hi.is_some())
+    }
 }
 
 #[cfg(test)]

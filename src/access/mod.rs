@@ -14,6 +14,7 @@ pub mod embargo;
 pub mod proxies;
 pub mod rules;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 pub use embargo::Embargo;
@@ -116,6 +117,42 @@ struct Viewing {
     /// The last key asked and its rule's access (a scan reads a URL's captures
     /// together).
     last: Mutex<(String, Option<Access>)>,
+    /// What this view learnt of the index (shared by its readers of one snapshot).
+    kept: Arc<Kept>,
+    /// [`Reader::rules_may_hide`], once asked.
+    rules_hide: std::sync::OnceLock<bool>,
+}
+
+/// A host's templates as a view is told of them, where they differ from those stored:
+/// by sweep, the values (`None`: the host has no template there for this view).
+pub type TemplatesSeen = HashMap<u32, Option<Arc<[u32]>>>;
+
+/// What a view learns of one snapshot of the index and keeps while it is served,
+/// shared by the view's readers ([`Reader::keeping`]): hosts' templates learnt from
+/// the pages it shows ([`crate::index::columns::captures::templates_seen`]).
+#[derive(Debug, Default)]
+pub struct Kept {
+    templates: Mutex<HashMap<String, Arc<TemplatesSeen>>>,
+}
+
+/// Hosts whose templates a view keeps before it starts over.
+const KEPT_HOSTS: usize = 1 << 16;
+
+impl Kept {
+    /// The templates of `host` kept, if learnt.
+    pub fn templates_of(&self, host: &str) -> Option<Arc<TemplatesSeen>> {
+        let kept = self.templates.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(host).cloned()
+    }
+
+    /// Keeps the templates of `host`.
+    pub fn keep_templates(&self, host: &str, seen: Arc<TemplatesSeen>) {
+        let mut kept = self.templates.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= KEPT_HOSTS {
+            kept.clear();
+        }
+        kept.insert(host.to_string(), seen);
+    }
 }
 
 impl Reader {
@@ -131,8 +168,33 @@ impl Reader {
             Arc::new(Viewing {
                 view,
                 last: Mutex::new((String::new(), None)),
+                kept: Arc::default(),
+                rules_hide: Default::default(),
             })
         }))
+    }
+
+    /// The same reader keeping what it learns in `kept` (one per snapshot and view,
+    /// [`Reader::scoped`] names the view), so the view's next readers find it.
+    pub fn keeping(self, kept: Arc<Kept>) -> Reader {
+        match self.0 {
+            None => self,
+            Some(v) => Reader(Some(Arc::new(Viewing {
+                view: v.view.clone(),
+                last: Mutex::new((String::new(), None)),
+                kept,
+                rules_hide: Default::default(),
+            }))),
+        }
+    }
+
+    /// What this reader's view keeps (a reader who sees everything keeps nothing:
+    /// a fresh, empty one).
+    pub fn kept(&self) -> Arc<Kept> {
+        match &self.0 {
+            Some(v) => v.kept.clone(),
+            None => Arc::default(),
+        }
     }
 
     /// Whether some capture may be hidden from this reader.
@@ -178,6 +240,28 @@ impl Reader {
             let p = &v.view.policy;
             p.rules
                 .excludes_all_under(prefix, v.view.user.as_deref(), p.default)
+        })
+    }
+
+    /// Whether some capture whose SURT key starts with `prefix` (a host's) may be hidden
+    /// from this reader: a rule excludes one, or an embargo hides some dates.
+    pub fn may_hide_under(&self, prefix: &str) -> bool {
+        self.0.as_ref().is_some_and(|v| {
+            let p = &v.view.policy;
+            v.view.bounds.hides_some()
+                || !(p.rules).excludes_nothing_under(prefix, v.view.user.as_deref(), p.default)
+        })
+    }
+
+    /// Whether a rule may hide a capture of another URL from this reader (some rule
+    /// excludes, or the default does): a revisit's original, for one. Worked out once
+    /// per reader.
+    pub fn rules_may_hide(&self) -> bool {
+        self.0.as_ref().is_some_and(|v| {
+            *v.rules_hide.get_or_init(|| {
+                let p = &v.view.policy;
+                p.default == Some(Access::Exclude) || p.rules.excludes_some()
+            })
         })
     }
 

@@ -116,6 +116,13 @@ impl Acl {
         self.count == 0
     }
 
+    /// Whether some rule excludes (for some user).
+    pub fn excludes_some(&self) -> bool {
+        (self.rules.values().chain(self.exact.values()))
+            .flatten()
+            .any(|r| r.access == Access::Exclude)
+    }
+
     /// The rule that applies to a capture of SURT key `key` for `user` (none: the
     /// default applies).
     pub fn rule_for(&self, key: &str, user: Option<&str>) -> Option<&Rule> {
@@ -205,6 +212,35 @@ impl Acl {
             && (self.exact.iter())
                 .filter(|(k, _)| k.starts_with(prefix))
                 .all(|(_, rules)| under_excluded(rules))
+    }
+}
+
+impl Acl {
+    /// Whether no capture whose SURT key starts with `prefix` (a host's) is excluded
+    /// by these rules for `user`: neither the prefix rule over it (or the default) nor
+    /// a rule under it excludes.
+    pub fn excludes_nothing_under(
+        &self,
+        prefix: &str,
+        user: Option<&str>,
+        default: Option<Access>,
+    ) -> bool {
+        let lets_through =
+            |rules: &[Rule]| pick(rules, user).is_none_or(|r| r.access != Access::Exclude);
+        (self
+            .prefix_rule_for(prefix, user)
+            .map(|r| r.access)
+            .or(default)
+            != Some(Access::Exclude))
+            && (self.rules.range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            )))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .all(|(_, rules)| lets_through(rules))
+            && (self.exact.iter())
+                .filter(|(k, _)| k.starts_with(prefix))
+                .all(|(_, rules)| lets_through(rules))
     }
 }
 
@@ -315,6 +351,35 @@ mod tests {
         let home = acl("com,example)/### - {\"access\": \"exclude\"}\n");
         assert!(!home.excludes_all_under("com,example)/", None, None));
         assert!(home.excludes_all_under("com,example)/", None, Some(Access::Exclude)));
+    }
+
+    #[test]
+    fn nothing_under_a_prefix_is_excluded_only_when_no_rule_over_or_under_it_excludes() {
+        let a = acl(concat!(
+            "com,example)/private - {\"access\": \"exclude\"}\n",
+            "org,wiki)/a/b### - {\"access\": \"exclude\", \"user\": \"guest\"}\n",
+            "org,wiki)/c - {\"access\": \"block\"}\n",
+            "net,other)/ - {\"access\": \"exclude\"}\n",
+            "net,other)/open - {\"access\": \"allow\"}\n",
+        ));
+        let none = |p: &str, user: Option<&str>, default: Option<Access>| {
+            a.excludes_nothing_under(p, user, default)
+        };
+        // A prefix rule under the host excludes part of it.
+        assert!(!none("com,example)", None, None));
+        assert!(none("com,example)/public", None, None));
+        // An exact rule for one user only; a block hides nothing.
+        assert!(none("org,wiki)", None, None));
+        assert!(!none("org,wiki)", Some("guest"), None));
+        // The rule over it excludes (whatever allows under it); the longest prefix
+        // over it allows; the default excludes.
+        assert!(!none("net,other)/x", None, None));
+        assert!(!none("net,other)", None, None));
+        assert!(none("net,other)/open/x", None, None));
+        assert!(!none("io,free)", None, Some(Access::Exclude)));
+        assert!(none("io,free)", None, None));
+        assert!(a.excludes_some());
+        assert!(!acl("org,wiki)/c - {\"access\": \"block\"}\n").excludes_some());
     }
 
     #[test]

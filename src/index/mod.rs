@@ -247,6 +247,9 @@ pub struct Index {
     db: DB,
     path: PathBuf,
     params: IndexParams,
+    /// How templates are learnt (`[template]`): under access rules a host's templates
+    /// are learnt again from the pages a reader may see ([`columns::captures::templates_seen`]).
+    template: crate::template::TemplateParams,
     counters: std::sync::Mutex<Counters>,
     /// The families whose automatic compactions are off in this process (the end of an
     /// ingest turns some off; they are on at open).
@@ -435,6 +438,7 @@ impl Index {
             db,
             path: path.to_path_buf(),
             params: params.clone(),
+            template: config.template,
             counters: Default::default(),
             compactions_paused: Default::default(),
             postings: Default::default(),
@@ -561,6 +565,11 @@ impl Index {
     /// The parameters it was built with.
     pub fn params(&self) -> &IndexParams {
         &self.params
+    }
+
+    /// How templates are learnt (the configuration's `[template]`).
+    pub fn template_params(&self) -> &crate::template::TemplateParams {
+        &self.template
     }
 
     /// Counters (next doc id, current threshold).

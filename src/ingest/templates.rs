@@ -16,8 +16,8 @@
 use std::collections::BTreeSet;
 
 use super::FastMap;
-use crate::compact::CompactSketch;
 use crate::index::codec::CaptureInfo;
+use crate::index::columns::captures::templates_seen::{compacts, learn_sample, sample_docs};
 use crate::index::columns::captures::Captures;
 use crate::index::columns::sweep_pages::{url_hash, SweepPage, SweepPageKey, SweepPages};
 use crate::index::columns::template_values::TemplateValues;
@@ -25,7 +25,7 @@ use crate::index::columns::templates::Templates;
 use crate::index::columns::{Batch, Column};
 use crate::index::sketch_cache::SketchCache;
 use crate::index::{Index, IndexError, Result};
-use crate::template::{content_estimate, learn, union, Template, TemplateParams};
+use crate::template::{content_estimate, union, Template, TemplateParams};
 
 /// Each host's sample so far: the lowest URL hashes of its pages in this sweep.
 pub(super) struct Pages {
@@ -251,7 +251,7 @@ fn one_host(
                 entries
                     .iter()
                     .filter(|(_, v)| !v.revisit)
-                    .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
+                    .map(|(k, v)| (k.hash, v.doc)),
                 p,
             );
             learn_sample(index, &sample, p, &kept, Some(cache))?
@@ -341,70 +341,6 @@ fn one_host(
         }
     }
     Ok((batch, counts, store))
-}
-
-/// A host's sample: the docs of its pages (latest capture per URL, revisits left out)
-/// with the `sample_pages` lowest URL hashes, from its pages as (URL hash, timestamp,
-/// doc), by hash then timestamp.
-fn sample_docs<'a>(
-    pages: impl Iterator<Item = (u64, &'a str, u64)>,
-    p: &TemplateParams,
-) -> Vec<u64> {
-    let mut sample: Vec<(u64, u64)> = Vec::new();
-    let keep = p.sample_pages as usize;
-    for (hash, _, doc) in pages {
-        let n = sample.len();
-        match sample.last_mut() {
-            // A later capture of the same URL: its latest is sampled.
-            Some((h, d)) if *h == hash => *d = doc,
-            _ if n >= keep => break,
-            _ => sample.push((hash, doc)),
-        }
-    }
-    sample.into_iter().map(|(_, d)| d).collect()
-}
-
-/// The template learned from a host's `sample` (its docs): none under
-/// `template.min_pages`.
-fn learn_sample(
-    index: &Index,
-    sample: &[u64],
-    p: &TemplateParams,
-    found: &dyn Fn(u64) -> Option<CompactSketch>,
-    cache: Option<&SketchCache>,
-) -> Result<Option<Template>> {
-    if (sample.len() as u64) < p.min_pages as u64 {
-        return Ok(None);
-    }
-    let mut docs = sample.to_vec();
-    docs.sort_unstable();
-    docs.dedup();
-    let sketches = compacts(index, &docs, found, cache)?;
-    let pages: Vec<&CompactSketch> = sample.iter().filter_map(|d| sketches.get(d)).collect();
-    Ok(learn(&pages, p))
-}
-
-/// The compact sketches of `docs` (ascending): those `found` has (the writer's cache
-/// keeps most of a sweep's new docs and the docs they were compared with), the others
-/// read.
-fn compacts(
-    index: &Index,
-    docs: &[u64],
-    found: &dyn Fn(u64) -> Option<CompactSketch>,
-    cache: Option<&SketchCache>,
-) -> Result<FastMap<u64, CompactSketch>> {
-    let mut out: FastMap<u64, CompactSketch> = Default::default();
-    let mut missed = Vec::new();
-    for d in docs {
-        match found(*d) {
-            Some(c) => {
-                out.insert(*d, c);
-            }
-            None => missed.push(*d),
-        }
-    }
-    out.extend(index.sketches().read_compact(&missed, cache)?);
-    Ok(out)
 }
 
 /// The templates the pair step leaves out of a sweep's new docs when edges are taken on
@@ -501,7 +437,7 @@ pub(super) fn learn_committed(
             pages
                 .iter()
                 .filter(|(_, v)| !v.revisit)
-                .map(|(k, v)| (k.hash, k.timestamp.as_str(), v.doc)),
+                .map(|(k, v)| (k.hash, v.doc)),
             p,
         );
         learn_sample(index, &sample, p, &|_| None, None)

@@ -275,16 +275,22 @@ impl<'a> Searcher<'a> {
 
     /// The template of the host of SURT key `key` in sweep `sweep` (its sample values,
     /// ascending, as [`crate::template`] compares them); empty when none was learned.
-    /// Read once per searcher: the pages a query compares share a few hosts and sweeps.
+    /// Under access rules, as learnt from the pages the reader sees
+    /// ([`crate::index::columns::captures::templates_seen`]). Read once per searcher: the pages a query
+    /// compares share a few hosts and sweeps.
     pub fn template(&self, key: &str, sweep: u32) -> Result<Arc<[u32]>> {
         let at = (host_of_surt(key).to_string(), sweep);
         if let Some(t) = self.templates.lock().ok().and_then(|m| m.get(&at).cloned()) {
             return Ok(t);
         }
-        let values: Arc<[u32]> = match self.index.templates().get(&at)? {
-            Some(t) => t.values.into(),
-            None => Arc::from([]),
-        };
+        let seen = crate::index::columns::captures::templates_seen::of_host(
+            self.index,
+            &self.reader,
+            &at.0,
+        )?;
+        let values = crate::index::columns::captures::templates_seen::values(
+            self.index, &seen, &at.0, sweep,
+        )?;
         if let Ok(mut m) = self.templates.lock() {
             m.insert(at, values.clone());
         }

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use super::{dirs_of, host_name, sections, sweeps_in_range, ReportOptions, TemplateChange};
 use crate::access::{Access, Reader as Who};
+use crate::index::columns::captures::templates_seen;
 use crate::index::{Index, IndexError, Result};
 use crate::query::captures::{CaptureRange, MatchType};
 use crate::query::diff::{source, Archive, Reader};
@@ -253,7 +254,7 @@ pub fn ordered(index: &Index, who: &Who, report: &ReportOptions) -> Result<Order
     let template_only: u64 = only.values().map(|v| v.len() as u64).sum();
     let urls_changed = rows.len() as u64 + template_only;
     rows.extend(
-        folded(index, (a, b), &only, &dirs)?
+        folded(index, who, (a, b), &only, &dirs)?
             .into_iter()
             .map(|r| (r, None)),
     );
@@ -489,6 +490,7 @@ fn resemblance_of(
 /// else one for the host.
 fn folded(
     index: &Index,
+    who: &Who,
     (a, b): (u32, u32),
     only: &BTreeMap<(String, String, String), Vec<f64>>,
     dirs: &BTreeMap<(String, String, String), (u64, u64)>,
@@ -504,12 +506,11 @@ fn folded(
         if pages == 0 {
             continue;
         }
-        let key = host.to_string();
         let share = match (
-            index.templates().get(&(key.clone(), a))?,
-            index.templates().get(&(key, b))?,
+            templates_seen::template(index, who, host, a)?,
+            templates_seen::template(index, who, host, b)?,
         ) {
-            (Some(x), Some(y)) => Some(crate::template::changed_share(&x.values, &y.values)),
+            (Some(x), Some(y)) => Some(crate::template::changed_share(&x, &y)),
             _ => None,
         };
         let whole = TemplateChange::of_host(host, share, pages, both);

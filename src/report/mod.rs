@@ -25,6 +25,7 @@ use moves::transitions;
 use tally::{State, Tally};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -591,19 +592,38 @@ fn sections(dirs: &[(&(String, String, String), &(u64, u64))]) -> Vec<(String, (
 /// access rules) are named: a host the rules hide is not told of by its templates.
 fn template_changes(
     index: &Index,
+    reader: &Reader,
     range: &[SweepDates],
     template_only: &[BTreeMap<String, (u64, u64)>],
     dir_only: &[BTreeMap<(String, String, String), (u64, u64)>],
     host_filter: Option<&str>,
     seen: &BTreeMap<String, (u64, Vec<f64>)>,
 ) -> Result<Vec<Vec<TemplateChange>>> {
-    let mut by_host: BTreeMap<String, HashMap<u32, Vec<u32>>> = BTreeMap::new();
+    let mut by_host: BTreeMap<String, HashMap<u32, Arc<[u32]>>> = BTreeMap::new();
     index.templates().for_each(|(host, sweep), t| {
         if host_filter.is_none_or(|h| h == host) && seen.contains_key(&host) {
-            by_host.entry(host).or_default().insert(sweep, t.values);
+            by_host
+                .entry(host)
+                .or_default()
+                .insert(sweep, t.values.into());
         }
         Ok(true)
     })?;
+    // Under access rules, as learnt from the pages the reader sees.
+    for host in seen
+        .keys()
+        .filter(|h| host_filter.is_none_or(|f| f == h.as_str()))
+    {
+        for (sweep, t) in
+            crate::index::columns::captures::templates_seen::of_host(index, reader, host)?.iter()
+        {
+            let ts = by_host.entry(host.clone()).or_default();
+            match t {
+                Some(t) => ts.insert(*sweep, t.clone()),
+                None => ts.remove(sweep),
+            };
+        }
+    }
     let mut out = Vec::new();
     for (i, only) in template_only.iter().enumerate() {
         let (a, b) = (range[i].0, range[i + 1].0);
@@ -726,6 +746,7 @@ pub fn report(index: &Index, reader: &Reader, opts: &ReportOptions) -> Result<Re
     )?;
     let templates = template_changes(
         index,
+        reader,
         range,
         &tally.template_only,
         &tally.dir_only,

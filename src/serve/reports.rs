@@ -98,6 +98,7 @@ impl Reports {
         build: impl FnOnce(&Index, &Reader) -> Result<Built, IndexError> + Send + 'static,
     ) -> Result<Built, ApiError> {
         let key = reader.scoped(&key);
+        let reader = served.keeping(reader);
         let mut rx = served.reports.slot(&key, || {
             let (tx, rx) = watch::channel(None);
             let served = served.clone();

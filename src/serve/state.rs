@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
-use crate::access::{Acl, Policy, Reader};
+use crate::access::{Acl, Kept, Policy, Reader};
 use crate::config::Config;
 use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
@@ -32,6 +32,8 @@ pub struct Served {
     sweeps: Arc<Vec<(u32, SweepInfo)>>,
     /// The sweeps as each view's readers see them ([`Served::shown_sweeps`]).
     shown: std::sync::Mutex<HashMap<String, Arc<Vec<(u32, SweepInfo)>>>>,
+    /// What each view learnt of this snapshot ([`Served::keeping`]).
+    kept: std::sync::Mutex<HashMap<String, Arc<Kept>>>,
     /// (sweep id, file number) → the path the file was ingested from.
     pub files: HashMap<(u32, u32), PathBuf>,
     /// What every query over this snapshot shares, read once.
@@ -84,6 +86,23 @@ impl Served {
         Ok(v)
     }
 
+    /// `reader`, keeping what it learns of this snapshot with the others of its view
+    /// (hosts' templates learnt from the pages it sees): learnt once per snapshot and
+    /// view.
+    pub fn keeping(&self, reader: Reader) -> Reader {
+        if !reader.filtered() {
+            return reader;
+        }
+        let key = reader.scoped("kept");
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        // Views come and go with the hour (an embargo's bounds): start over past a few.
+        if kept.len() >= 64 && !kept.contains_key(&key) {
+            kept.clear();
+        }
+        let k = kept.entry(key).or_default().clone();
+        reader.keeping(k)
+    }
+
     /// How many sweeps it holds.
     pub fn sweep_count(&self) -> usize {
         self.sweeps.len()
@@ -116,6 +135,7 @@ impl Served {
             index,
             sweeps,
             shown: Default::default(),
+            kept: Default::default(),
             files,
             prepared,
             stats: std::sync::OnceLock::new(),
@@ -218,6 +238,7 @@ impl<'a> Request<'a> {
         reader: Reader,
         _worker: &tokio::sync::OwnedSemaphorePermit,
     ) -> Request<'a> {
+        let reader = served.keeping(reader);
         Request { served, reader }
     }
 

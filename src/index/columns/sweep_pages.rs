@@ -57,11 +57,7 @@ pub struct SweepPage {
     pub revisit: bool,
 }
 
-/// The hash of a URL's SURT that orders a host's sample: the same in every sweep, so a
-/// host's sample is mostly the same URLs from sweep to sweep.
-pub fn url_hash(surt: &str) -> u64 {
-    crate::sketch::text_fingerprint(surt, 0x7465_6d70_6c61_7465) as u64
-}
+pub use crate::template::url_hash;
 
 /// Bytes of a key after the host's 0x00: hash, timestamp, file and record numbers.
 const KEY_TAIL: usize = 8 + 14 + 8;

@@ -9,7 +9,10 @@
 //! Written by ingest (every capture). Read by `whereis`, `history`, the report, `stats`,
 //! `export`, the CDX, Wayback and Memento endpoints of the service (prefix and range
 //! scans) and ingest (the previous capture of a URL, a revisit's original). Scans yield
-//! only the captures the thread's reader may see ([`crate::access`]).
+//! only the captures the reader may see ([`crate::access`]), their content resemblances
+//! measured without templates learnt from hidden pages ([`templates_seen`]).
+
+pub mod templates_seen;
 
 use super::{corrupt, Col, Column};
 use crate::access::Reader;
@@ -264,14 +267,42 @@ pub(crate) fn seen<'k>(
     }
     let mut info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
     unname_hidden_redirect(r, &mut info);
-    // The resemblance to the previous capture was measured against a capture this
-    // reader may not see: not told (it would say that capture exists, and how alike).
-    // A URL's earlier captures share its rule; only an embargo on earlier dates can
-    // hide one while this one is seen: when the oldest date is seen, so is every one.
+    // The resemblances to the previous capture were measured against the capture
+    // before with content: when this reader may not see it, or sees no content there
+    // (a revisit of a hidden original), they are not told (they would say that it
+    // exists, and how alike). The content resemblance left out the host's templates;
+    // where those learnt from the pages the reader sees differ, it is measured again.
+    // The walk back is needed when that capture may be hidden: by an embargo on earlier
+    // dates, or by a rule (its original, of another URL); or to measure again.
     let measured = info.r_prev.is_some() || info.cr_prev.is_some();
-    if r.filtered() && measured && !r.visible(s, OLDEST) && !previous_seen(col, r, s, k)? {
-        info.r_prev = None;
-        info.cr_prev = None;
+    let host = crate::url::host_of_surt(s);
+    let templates = match r.filtered() && info.cr_prev.is_some() {
+        true => templates_seen::of_host(col.index, r, host)?,
+        false => Default::default(),
+    };
+    if r.filtered()
+        && measured
+        && (!templates.is_empty() || r.rules_may_hide() || !r.visible(s, OLDEST))
+    {
+        match previous_seen(col, r, s, k)? {
+            None => {
+                info.r_prev = None;
+                info.cr_prev = None;
+            }
+            Some((sweep, doc)) if info.cr_prev.is_some() => {
+                if templates.contains_key(&info.sweep) || templates.contains_key(&sweep) {
+                    let removed = crate::template::union(
+                        &templates_seen::values(col.index, &templates, host, sweep)?,
+                        &templates_seen::values(col.index, &templates, host, info.sweep)?,
+                    );
+                    info.cr_prev = match info.doc {
+                        Some(d) => content_resemblance(col.index, doc, d, &removed)?,
+                        None => None,
+                    };
+                }
+            }
+            Some(_) => {}
+        }
     }
     // A revisit's content is the record it repeats: when the reader may see no earlier
     // capture of that content that is not a revisit, it has none for them (as an index
@@ -291,9 +322,16 @@ pub(crate) fn seen<'k>(
 /// The earliest 14-digit date.
 const OLDEST: &str = "00000101000000";
 
-/// Whether `r` may see the capture before key `k` that its stored resemblances were
-/// measured against: the latest earlier capture of SURT `s` with content.
-fn previous_seen(col: &Col<'_, Captures>, r: &Reader, s: &str, k: &[u8]) -> Result<bool> {
+/// The capture before key `k` that its stored resemblances were measured against (the
+/// latest earlier capture of SURT `s` with content), as reader `r` sees it: its sweep
+/// and doc, or none when `r` may not see it or sees no content there (a revisit whose
+/// original it may not see).
+fn previous_seen(
+    col: &Col<'_, Captures>,
+    r: &Reader,
+    s: &str,
+    k: &[u8],
+) -> Result<Option<(u32, u64)>> {
     let prefix = url_prefix(s);
     // (A reverse walk starts at the key itself: skipped.)
     for item in col.iter_raw(k, Some(&prefix), true) {
@@ -302,12 +340,35 @@ fn previous_seen(col: &Col<'_, Captures>, r: &Reader, s: &str, k: &[u8]) -> Resu
             continue;
         }
         let info = Captures::decode_value(&pv).map_err(|e| corrupt::<Captures>(&pk, e))?;
-        if info.doc.is_some() {
+        if let Some(doc) = info.doc {
             let (ps, pt) = split(&pk).map_err(|e| corrupt::<Captures>(&pk, e))?;
-            return Ok(r.visible(ps, pt));
+            let seen = r.visible(ps, pt)
+                && (info.kind != crate::read::RecordKind::Revisit
+                    || super::original_seen(col.index, r, doc, pt)?);
+            return Ok(seen.then_some((info.sweep, doc)));
         }
     }
-    Ok(true)
+    Ok(None)
+}
+
+/// The content resemblance of docs `a` and `b` with `removed` (template values) left
+/// out of both, as ingest measures it.
+fn content_resemblance(
+    index: &crate::index::Index,
+    a: u64,
+    b: u64,
+    removed: &[u32],
+) -> Result<Option<f32>> {
+    let mut docs = [a, b];
+    docs.sort_unstable();
+    let sketches = index.sketches().read_compact(&docs, None)?;
+    let found = |d: u64| sketches.iter().find(|(x, _)| *x == d).map(|(_, s)| s);
+    Ok(match (found(a), found(b)) {
+        (Some(x), Some(y)) => {
+            crate::template::content_estimate(x, y, removed).map(|e| e.resemblance as f32)
+        }
+        _ => None,
+    })
 }
 
 /// Drops a redirect's target when reader `r` may not be told of it.
