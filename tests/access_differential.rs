@@ -37,20 +37,6 @@ const LLVM_ALLOWED: &[(&str, &str, &str, &str)] = &[
     ("*", "/api/sweeps", "[].captures", "whole-index counts"),
     ("*", "/api/sweeps", "[].edges", "whole-index counts"),
     ("*", "/api/sweeps", "[].files", "no file listed under rules"),
-    (
-        "an embargo hiding the newest sweep",
-        "/api/similar (by doc)",
-        "containment",
-        "as /api/similar by URL (below)",
-    ),
-    (
-        "an embargo hiding the newest sweep",
-        "/api/similar",
-        "containment",
-        "posting lists are of the whole index: a value on more docs than the common-shingle \
-         cap, hidden ones counted, adds no candidate (src/index/candidates.rs), so similar \
-         may miss a near-duplicate an index without the hidden docs finds",
-    ),
 ];
 
 /// Differences that stay, by case, endpoint (the path up to `?`) and what differs

@@ -133,16 +133,39 @@ pub type TemplatesSeen = HashMap<u32, Option<Arc<[u32]>>>;
 #[derive(Debug, Default)]
 pub struct Kept {
     templates: Mutex<HashMap<String, Arc<TemplatesSeen>>>,
+    /// Whether the view sees a doc (a capture of it that is no revisit), by doc.
+    docs: Mutex<HashMap<u64, bool>>,
+    /// The least doc from which on the view sees none (docs are numbered as first met:
+    /// an embargo on the newest captures hides the newest docs), once worked out.
+    pub hidden_from: std::sync::OnceLock<u64>,
 }
 
 /// Hosts whose templates a view keeps before it starts over.
 const KEPT_HOSTS: usize = 1 << 16;
+
+/// Docs a view keeps whether it sees before it starts over.
+const KEPT_DOCS: usize = 1 << 20;
 
 impl Kept {
     /// The templates of `host` kept, if learnt.
     pub fn templates_of(&self, host: &str) -> Option<Arc<TemplatesSeen>> {
         let kept = self.templates.lock().unwrap_or_else(|e| e.into_inner());
         kept.get(host).cloned()
+    }
+
+    /// Whether the view sees doc `doc`, if known.
+    pub fn doc_seen(&self, doc: u64) -> Option<bool> {
+        let kept = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(&doc).copied()
+    }
+
+    /// Keeps whether the view sees doc `doc`.
+    pub fn keep_doc_seen(&self, doc: u64, seen: bool) {
+        let mut kept = self.docs.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= KEPT_DOCS {
+            kept.clear();
+        }
+        kept.insert(doc, seen);
     }
 
     /// Keeps the templates of `host`.

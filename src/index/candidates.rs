@@ -9,6 +9,7 @@
 use super::postings::{self, Fresh, OverCap, Stored, U64Map, COMMON_HEAD};
 use super::postings::{entry_fields, ENTRY};
 use super::{Index, Result};
+use crate::access::Reader;
 
 /// A doc sharing posting values with the sketch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,11 +78,14 @@ pub fn with_heads(mut kept: Vec<u64>, over: &[bool], heads: &[u64]) -> Vec<u64> 
 
 /// Searches the candidates of a doc by its posting level and values (in full: from
 /// [`super::postings::posting_values`] of a sketch made now, or
-/// [`Index::posting_values`] of a stored doc).
+/// [`Index::posting_values`] of a stored doc), as reader `r` may be told of them: a
+/// list over the cap only because of docs `r` does not see is the list of those it
+/// sees, where the kept part of the list tells it ([`list_seen`]).
 pub fn search(
     index: &Index,
     fresh: &Fresh,
     over_cap: &OverCap,
+    r: &Reader,
     (level, values): (u8, Vec<u64>),
 ) -> Result<Candidates> {
     let p = index.params();
@@ -90,16 +94,39 @@ pub fn search(
     let mut shared: U64Map<Shared> = U64Map::default();
     let mut heads: Vec<u64> = Vec::new();
     let mut over = vec![false; values.len()];
+    let mut seen_list: Vec<u8>;
     for (i, (v, stored)) in values.iter().zip(lookup.lists()).enumerate() {
         let fresh = fresh.entries(*v);
-        let list: &[u8] = match stored {
-            Stored::Over(head) => {
-                heads.extend_from_slice(head);
-                over[i] = true;
-                continue;
+        let (list, fresh): (&[u8], &[u8]) = match stored {
+            Stored::Over(head) => match r.filtered() {
+                true => match list_seen(index, r, *v, None, fresh)? {
+                    Some(l) => {
+                        seen_list = l;
+                        (&seen_list, &[])
+                    }
+                    None => {
+                        heads.extend_from_slice(head);
+                        over[i] = true;
+                        continue;
+                    }
+                },
+                false => {
+                    heads.extend_from_slice(head);
+                    over[i] = true;
+                    continue;
+                }
+            },
+            Stored::Absent => (&[], fresh),
+            Stored::List(l) if r.filtered() && l.len() + fresh.len() > cap_bytes => {
+                match list_seen(index, r, *v, Some(l), fresh)? {
+                    Some(l) => {
+                        seen_list = l;
+                        (&seen_list, &[])
+                    }
+                    None => (l, fresh),
+                }
             }
-            Stored::Absent => &[],
-            Stored::List(l) => l,
+            Stored::List(l) => (l, fresh),
         };
         let entries = list.chunks_exact(ENTRY).chain(fresh.chunks_exact(ENTRY));
         if list.len() + fresh.len() > cap_bytes {
@@ -129,4 +156,76 @@ pub fn search(
         heads,
         over,
     })
+}
+
+/// The list of posting value `value` as an index of the captures reader `r` sees would
+/// hold it (the entries of the docs `r` sees), when what is kept tells it: the list is
+/// kept whole (`stored`, as a lookup found it under the cap, with `fresh`), or past its
+/// kept entries (the first cap + 1, read again) every doc is one `r` does not see (docs
+/// from [`hidden_from`] on: an embargo on the newest captures). None otherwise: the
+/// list stays over the cap, as for every reader.
+fn list_seen(
+    index: &Index,
+    r: &Reader,
+    value: u64,
+    stored: Option<&[u8]>,
+    fresh: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    let mut kept = Vec::new();
+    let list = match stored {
+        Some(l) => l,
+        None => {
+            if postings::kept_list(index, value, &mut kept)? {
+                let from = hidden_from(index, r)?;
+                let last = kept
+                    .len()
+                    .checked_sub(ENTRY)
+                    .map(|at| entry_fields(&kept[at..]).0);
+                if last.is_none_or(|d| d + 1 < from) {
+                    return Ok(None);
+                }
+            }
+            &kept
+        }
+    };
+    let mut out = Vec::new();
+    for e in list.chunks_exact(ENTRY).chain(fresh.chunks_exact(ENTRY)) {
+        if doc_seen(index, r, entry_fields(e).0)? {
+            out.extend_from_slice(e);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Whether reader `r` sees doc `doc`: a capture of it that is no revisit (an index
+/// of the captures it sees holds the doc exactly then). Kept per view.
+fn doc_seen(index: &Index, r: &Reader, doc: u64) -> Result<bool> {
+    let kept = r.kept();
+    if let Some(seen) = kept.doc_seen(doc) {
+        return Ok(seen);
+    }
+    let seen = super::columns::original_seen(index, r, doc, "99999999999999")?;
+    kept.keep_doc_seen(doc, seen);
+    Ok(seen)
+}
+
+/// Docs [`hidden_from`] looks at, at most, from the newest down.
+const HIDDEN_WALK: u64 = 1 << 18;
+
+/// The least doc from which on reader `r` sees none, from the newest doc down (at most
+/// [`HIDDEN_WALK`] of them looked at): once per view, whatever the request's budget.
+fn hidden_from(index: &Index, r: &Reader) -> Result<u64> {
+    let kept = r.kept();
+    if let Some(b) = kept.hidden_from.get() {
+        return Ok(*b);
+    }
+    let next = index.counters().next_doc;
+    let b = super::budget::Budget::unbounded().run(|| {
+        let mut b = next;
+        while b > 0 && next - b < HIDDEN_WALK && !doc_seen(index, r, b - 1)? {
+            b -= 1;
+        }
+        Ok::<u64, super::IndexError>(b)
+    })?;
+    Ok(*kept.hidden_from.get_or_init(|| b))
 }

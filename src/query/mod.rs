@@ -312,6 +312,7 @@ impl<'a> Searcher<'a> {
             self.index,
             &self.fresh,
             &self.over_cap,
+            &self.reader,
             content_posting(posting, template),
         )?;
         let mut out: Vec<(u32, u64)> = found.shared.iter().map(|c| (c.count, c.doc)).collect();

@@ -60,7 +60,8 @@ fn matches(
     let index = s.index;
     // Every candidate is compared (no estimate from the shared count first: a query
     // may ask below the edge floor).
-    let cands = candidates::search(index, &s.fresh, &s.over_cap, posting)?.to_compare(|_| true);
+    let cands =
+        candidates::search(index, &s.fresh, &s.over_cap, &s.reader, posting)?.to_compare(|_| true);
     let mine = CompactSketch::of(sketch);
     let mut out = Vec::new();
     for (d, theirs) in index.sketches().read_compact(&cands, None)? {

@@ -397,7 +397,7 @@ fn successor(
     if posting.1.is_empty() {
         return Ok(None);
     }
-    let cands = candidates::search(s.index, &s.fresh, &s.over_cap, posting)?;
+    let cands = candidates::search(s.index, &s.fresh, &s.over_cap, &s.reader, posting)?;
     // The most sharing first (ties: lower doc), then the heads of over-cap lists.
     let mut shared = cands.shared.clone();
     shared.sort_unstable_by(|a, b| b.count.cmp(&a.count).then(a.doc.cmp(&b.doc)));

@@ -223,6 +223,21 @@ pub fn lookup(index: &Index, values: &[u64], over: &OverCap) -> Result<Lookup> {
     Ok(out)
 }
 
+/// The stored list of `value` as far as it is kept (its first cap + 1 entries, by doc),
+/// appended to `out`; whether more may have been dropped (it holds cap + 1).
+pub fn kept_list(index: &Index, value: u64, out: &mut Vec<u8>) -> Result<bool> {
+    let store = index.postings_store()?;
+    let cap = index.params().common_shingle_cap as usize;
+    let mut n = 0;
+    for r in store.runs() {
+        if n > cap {
+            break;
+        }
+        n += r.entries_of(value, out, cap + 1 - n);
+    }
+    Ok(n > cap)
+}
+
 fn heads_of(list: &[u8]) -> Vec<u64> {
     list.chunks_exact(ENTRY)
         .take(COMMON_HEAD)
