@@ -140,11 +140,12 @@ pub struct Kept {
     pub hidden_from: std::sync::OnceLock<u64>,
 }
 
-/// Hosts whose templates a view keeps before it starts over.
-const KEPT_HOSTS: usize = 1 << 16;
+/// Hosts whose templates a view keeps before it starts over (an entry is about 100
+/// bytes, and the server keeps 64 views at most).
+const KEPT_HOSTS: usize = 1 << 15;
 
-/// Docs a view keeps whether it sees before it starts over.
-const KEPT_DOCS: usize = 1 << 20;
+/// Docs a view keeps whether it sees before it starts over (about 32 bytes each).
+const KEPT_DOCS: usize = 1 << 17;
 
 impl Kept {
     /// The templates of `host` kept, if learnt.

@@ -107,6 +107,7 @@ impl Reports {
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     Budget::unbounded().run(|| build(served.index_for_build(), &reader))
                 }));
+                super::memory::give_back();
                 let answer = match built {
                     Ok(Ok(r)) => Ok(r),
                     Ok(Err(e)) => Err(ApiError::from(e)),
