@@ -5,7 +5,8 @@
 //! server runs a hundred threads or more, and freed memory piled up in their arenas:
 //! over one run of `tools/budgets.py` on a million captures its resident size grew
 //! from 2.4 GB to 6.9 GB while the report builds ran, after the crowd had gone; with
-//! two arenas it stayed at 3.0–3.4 GB (2026-11-29).
+//! two arenas it stayed at 3.0–3.4 GB, and at 2.6 GB once the binary's mimalloc also
+//! handed freed pages back within 10 ms (`tidemark serve` sets that) (2026-11-29).
 
 /// Caps glibc's arenas at two (the server's threads share them): called before the
 /// server starts its threads.
