@@ -289,6 +289,11 @@ impl Reader {
         })
     }
 
+    /// Whether an embargo hides captures of some dates from this reader.
+    pub fn dates_may_hide(&self) -> bool {
+        (self.0.as_ref()).is_some_and(|v| v.view.bounds.hides_some())
+    }
+
     /// Whether this reader may be told of the URL at all: false when a rule excludes it
     /// (a redirect's target, for one).
     pub fn url_shown(&self, url: &str) -> bool {

@@ -37,6 +37,7 @@ pub struct Args {
 
 pub fn run(g: &Globals, a: Args) -> anyhow::Result<u8> {
     crate::purge_freed_pages_soon();
+    tidemark::serve::few_arenas();
     let mut config = g.config.clone();
     if let Some(l) = a.listen {
         config.serve.listen = l;

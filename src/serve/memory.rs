@@ -8,8 +8,8 @@
 //! two arenas it stayed at 3.0–3.4 GB, and at 2.6 GB once the binary's mimalloc also
 //! handed freed pages back within 10 ms (`tidemark serve` sets that) (2026-11-29).
 
-/// Caps glibc's arenas at two (the server's threads share them): called before the
-/// server starts its threads.
+/// Caps glibc's arenas at two (the server's threads share them): `tidemark serve` calls
+/// it first, before any thread of its own or RocksDB's allocates.
 pub fn few_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: sets one integer parameter of glibc's allocator; no memory is touched.

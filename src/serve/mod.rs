@@ -24,6 +24,7 @@ mod gate;
 pub mod links;
 pub mod memento;
 mod memory;
+pub use memory::few_arenas;
 mod metrics;
 pub mod page;
 mod params;
@@ -147,7 +148,6 @@ impl utoipa::Modify for CommonAnswers {
 /// the bound address (with port 0, the one the system chose) before the first request.
 pub async fn serve(opts: ServeOptions, on_listen: impl FnOnce(SocketAddr)) -> anyhow::Result<()> {
     gate::allow_descriptors(opts.config.serve.max_connections);
-    memory::few_arenas();
     let state = Arc::new(AppState::new(opts.db.clone(), opts.config.clone())?);
     let listener = tokio::net::TcpListener::bind(&opts.config.serve.listen)
         .await

@@ -582,6 +582,14 @@ pub(crate) fn original_seen(
     let col = Col::<captures::Captures>::new(index);
     let prefix = doc.to_be_bytes();
     let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut found = false;
+    // Oldest first, a few at a time as they are met: the first is most often the original.
+    let check = |keys: &mut Vec<Vec<u8>>| -> Result<bool> {
+        let any = (col.get_many(keys)?.into_iter().flatten())
+            .any(|info| info.kind != crate::read::RecordKind::Revisit);
+        keys.clear();
+        Ok(any)
+    };
     Col::<doc_captures::DocCaptures>::new(index).scan_raw(&prefix, None, false, |k, v| {
         if !k.starts_with(&prefix) {
             return Ok(false);
@@ -594,16 +602,11 @@ pub(crate) fn original_seen(
             ck.push(0);
             ck.extend_from_slice(&k[8..]);
             keys.push(ck);
-        }
-        Ok(true)
-    })?;
-    // Oldest first, a few at a time: the first is most often the original.
-    for chunk in keys.chunks(8) {
-        for info in col.get_many(chunk)?.into_iter().flatten() {
-            if info.kind != crate::read::RecordKind::Revisit {
-                return Ok(true);
+            if keys.len() >= 8 {
+                found = check(&mut keys)?;
             }
         }
-    }
-    Ok(false)
+        Ok(!found)
+    })?;
+    Ok(found || (!keys.is_empty() && check(&mut keys)?))
 }

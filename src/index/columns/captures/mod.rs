@@ -272,34 +272,38 @@ pub(crate) fn seen<'k>(
     // (a revisit of a hidden original), they are not told (they would say that it
     // exists, and how alike). The content resemblance left out the host's templates;
     // where those learnt from the pages the reader sees differ, it is measured again.
-    // The walk back is needed when that capture may be hidden: by an embargo on earlier
-    // dates, or by a rule (its original, of another URL); or to measure again.
+    // The walk back is needed when that capture may be hidden: by an embargo, or by a
+    // rule (its original, of another URL); or to measure again.
     let measured = info.r_prev.is_some() || info.cr_prev.is_some();
     let host = crate::url::host_of_surt(s);
-    let templates = match r.filtered() && info.cr_prev.is_some() {
+    let templates = match r.filtered() && measured {
         true => templates_seen::of_host(col.index, r, host)?,
         false => Default::default(),
     };
     if r.filtered()
         && measured
-        && (!templates.is_empty() || r.rules_may_hide() || !r.visible(s, OLDEST))
+        && (!templates.is_empty() || r.rules_may_hide() || r.dates_may_hide())
     {
         match previous_seen(col, r, s, k)? {
             None => {
                 info.r_prev = None;
                 info.cr_prev = None;
             }
-            Some((sweep, doc)) if info.cr_prev.is_some() => {
-                if templates.contains_key(&info.sweep) || templates.contains_key(&sweep) {
-                    let removed = crate::template::union(
-                        &templates_seen::values(col.index, &templates, host, sweep)?,
-                        &templates_seen::values(col.index, &templates, host, info.sweep)?,
-                    );
-                    info.cr_prev = match info.doc {
-                        Some(d) => content_resemblance(col.index, doc, d, &removed)?,
-                        None => None,
-                    };
-                }
+            // Another doc (the same one is 1.0 either way), whose content resemblance
+            // (or none: all template) the templates of either sweep changed.
+            Some((sweep, doc))
+                if info.r_prev.is_some()
+                    && info.doc.is_some_and(|d| d != doc)
+                    && (templates.contains_key(&info.sweep) || templates.contains_key(&sweep)) =>
+            {
+                let removed = crate::template::union(
+                    &templates_seen::values(col.index, &templates, host, sweep)?,
+                    &templates_seen::values(col.index, &templates, host, info.sweep)?,
+                );
+                info.cr_prev = match info.doc {
+                    Some(d) => content_resemblance(col.index, doc, d, &removed)?,
+                    None => None,
+                };
             }
             Some(_) => {}
         }
@@ -318,9 +322,6 @@ pub(crate) fn seen<'k>(
     }
     Ok(Some((s, t, info)))
 }
-
-/// The earliest 14-digit date.
-const OLDEST: &str = "00000101000000";
 
 /// The capture before key `k` that its stored resemblances were measured against (the
 /// latest earlier capture of SURT `s` with content), as reader `r` sees it: its sweep

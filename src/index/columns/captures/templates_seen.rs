@@ -65,39 +65,71 @@ pub fn template(index: &Index, r: &Reader, host: &str, sweep: u32) -> Result<Opt
     })
 }
 
-/// A page as the sample orders it: URL hash, timestamp, file and record, doc.
-type Page = (u64, String, [u8; 8], u64);
+/// A page as the sample orders it: URL hash, timestamp (its 14 digits as a number),
+/// file and record numbers, doc.
+type Page = (u64, u64, [u8; 8], u64);
+
+/// Keeps, of `pages`, the captures of the `keep` lowest URL hashes, in sample order.
+fn prune(pages: &mut Vec<Page>, keep: usize) {
+    pages.sort_unstable();
+    let mut distinct = 0;
+    let mut end = pages.len();
+    for (i, p) in pages.iter().enumerate() {
+        if i == 0 || pages[i - 1].0 != p.0 {
+            distinct += 1;
+            if distinct > keep {
+                end = i;
+                break;
+            }
+        }
+    }
+    pages.truncate(end);
+}
 
 fn learn_seen(index: &Index, r: &Reader, host: &str) -> Result<TemplatesSeen> {
+    let p = index.template_params();
+    let keep = p.sample_pages.max(1) as usize;
     // Each sweep's pages the sample could hold (captures with a doc that are not
-    // revisits: `sweep_pages`), those the reader sees, and whether one is hidden.
-    let mut by_sweep: BTreeMap<u32, (Vec<Page>, bool)> = BTreeMap::new();
+    // revisits: `sweep_pages`) that the reader sees, the lowest hashes only; and the
+    // lowest hash of those it does not see.
+    let mut by_sweep: BTreeMap<u32, (Vec<Page>, Option<u64>)> = BTreeMap::new();
     let prefix = host.as_bytes();
     index.captures().scan_raw(prefix, None, false, |k, v| {
         if !k.starts_with(prefix) {
             return Ok(false);
         }
+        let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
+        // (A host SURT without its `)` is a prefix of others.)
+        if crate::url::host_of_surt(s) != host {
+            return Ok(true);
+        }
         let info = Captures::decode_value(v).map_err(|e| corrupt::<Captures>(k, e))?;
         let Some(doc) = info.doc.filter(|_| info.kind != RecordKind::Revisit) else {
             return Ok(true);
         };
-        let (s, t) = split(k).map_err(|e| corrupt::<Captures>(k, e))?;
-        let pages = by_sweep.entry(info.sweep).or_default();
+        let (pages, hidden) = by_sweep.entry(info.sweep).or_default();
+        let hash = url_hash(s);
         if r.visible(s, t) {
             let record: [u8; 8] = k[k.len() - 8..].try_into().expect("a capture key's tail");
-            pages.0.push((url_hash(s), t.to_string(), record, doc));
+            pages.push((hash, t.parse().unwrap_or(0), record, doc));
+            if pages.len() >= 2 * keep + 1024 {
+                prune(pages, keep);
+            }
         } else {
-            pages.1 = true;
+            *hidden = Some(hidden.map_or(hash, |h| h.min(hash)));
         }
         Ok(true)
     })?;
-    let p = index.template_params();
     let mut out = TemplatesSeen::default();
     for (sweep, (mut pages, hidden)) in by_sweep {
-        if !hidden {
+        let Some(hidden) = hidden else { continue };
+        prune(&mut pages, keep);
+        // No hidden page before the sample's last hash: the sample of all the pages is
+        // this one, page for page (and the stored template is its own).
+        let distinct = pages.windows(2).filter(|w| w[0].0 != w[1].0).count() + 1;
+        if !pages.is_empty() && distinct == keep && pages.last().is_some_and(|l| l.0 < hidden) {
             continue;
         }
-        pages.sort_unstable();
         let sample = sample_docs(pages.iter().map(|(h, _, _, d)| (*h, *d)), p);
         let learnt = learn_sample(index, &sample, p, &|_| None, None)?;
         let stored = index.templates().get(&(host.to_string(), sweep))?;
