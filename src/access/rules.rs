@@ -197,25 +197,9 @@ impl Acl {
         user: Option<&str>,
         default: Option<Access>,
     ) -> bool {
-        let excluded = |r: Option<&Rule>| r.map(|r| r.access).or(default) == Some(Access::Exclude);
-        let under_excluded =
-            |rules: &[Rule]| pick(rules, user).is_none_or(|r| r.access == Access::Exclude);
-        // The prefix rule over it: an exact rule on the prefix itself names one URL,
-        // and is checked below with the rules under it.
-        excluded(self.prefix_rule_for(prefix, user))
-            && (self.rules.range::<str, _>((
-                std::ops::Bound::Included(prefix),
-                std::ops::Bound::Unbounded,
-            )))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .all(|(_, rules)| under_excluded(rules))
-            && (self.exact.iter())
-                .filter(|(k, _)| k.starts_with(prefix))
-                .all(|(_, rules)| under_excluded(rules))
+        self.all_under(prefix, user, default, |a| a == Access::Exclude)
     }
-}
 
-impl Acl {
     /// Whether no capture whose SURT key starts with `prefix` (a host's) is excluded
     /// by these rules for `user`: neither the prefix rule over it (or the default) nor
     /// a rule under it excludes.
@@ -225,22 +209,34 @@ impl Acl {
         user: Option<&str>,
         default: Option<Access>,
     ) -> bool {
-        let lets_through =
-            |rules: &[Rule]| pick(rules, user).is_none_or(|r| r.access != Access::Exclude);
-        (self
-            .prefix_rule_for(prefix, user)
-            .map(|r| r.access)
-            .or(default)
-            != Some(Access::Exclude))
+        self.all_under(prefix, user, default, |a| a != Access::Exclude)
+    }
+
+    /// Whether `holds` holds of the access the prefix rule over `prefix` gives for
+    /// `user` (else `default`; with neither, the URLs are allowed: `holds` of that is
+    /// read as not of `exclude`) and of the access of every rule under it, exact or
+    /// prefix (a key whose rules are all other users' leaves it to the rules over it).
+    fn all_under(
+        &self,
+        prefix: &str,
+        user: Option<&str>,
+        default: Option<Access>,
+        holds: impl Fn(Access) -> bool,
+    ) -> bool {
+        let under = |rules: &[Rule]| pick(rules, user).is_none_or(|r| holds(r.access));
+        // The prefix rule over it: an exact rule on the prefix itself names one URL,
+        // and is checked with the rules under it.
+        let over = (self.prefix_rule_for(prefix, user).map(|r| r.access)).or(default);
+        over.map_or(!holds(Access::Exclude), &holds)
             && (self.rules.range::<str, _>((
                 std::ops::Bound::Included(prefix),
                 std::ops::Bound::Unbounded,
             )))
             .take_while(|(k, _)| k.starts_with(prefix))
-            .all(|(_, rules)| lets_through(rules))
+            .all(|(_, rules)| under(rules))
             && (self.exact.iter())
                 .filter(|(k, _)| k.starts_with(prefix))
-                .all(|(_, rules)| lets_through(rules))
+                .all(|(_, rules)| under(rules))
     }
 }
 
