@@ -68,6 +68,12 @@ pub struct ServeConfig {
     pub max_url_chars: usize,
     /// Index entries one request may read (0: no count; the deadline still holds).
     pub max_scan_rows: u64,
+    /// Megabytes what the access views learn of a snapshot (hosts' templates and docs
+    /// as each view sees them) may hold in all; the least recently used go first.
+    pub view_cache_mb: u64,
+    /// Megabytes the change reports and change lists built for a snapshot may hold in
+    /// all; the least recently asked go first (and are built again when asked).
+    pub report_cache_mb: usize,
     /// `filter` parameters one CDX query may give.
     pub max_filters: usize,
     /// URLs of one list POSTed to `/api/cluster`.
@@ -342,9 +348,11 @@ impl Config {
             || v.max_filters == 0
             || v.max_list_urls == 0
             || v.max_replay_bytes == 0
+            || v.view_cache_mb == 0
+            || v.report_cache_mb == 0
             || v.poll_ms == 0
         {
-            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_list_urls, max_replay_bytes and poll_ms must be at least 1".into());
+            return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_list_urls, max_replay_bytes, view_cache_mb, report_cache_mb and poll_ms must be at least 1".into());
         }
         if v.collection.is_empty()
             || !v

@@ -129,53 +129,133 @@ pub type TemplatesSeen = HashMap<u32, Option<Arc<[u32]>>>;
 
 /// What a view learns of one snapshot of the index and keeps while it is served,
 /// shared by the view's readers ([`Reader::keeping`]): hosts' templates learnt from
-/// the pages it shows ([`crate::index::columns::captures::templates_seen`]).
-#[derive(Debug, Default)]
+/// the pages it shows ([`crate::index::columns::captures::templates_seen`]) and whether
+/// it sees a doc, in the snapshot's [`Learnt`] under this view's number.
+#[derive(Debug)]
 pub struct Kept {
-    templates: Mutex<HashMap<String, Arc<TemplatesSeen>>>,
-    /// Whether the view sees a doc (a capture of it that is no revisit), by doc.
-    docs: Mutex<HashMap<u64, bool>>,
+    /// This view's number in `learnt` (unique in the process).
+    id: u64,
+    learnt: Arc<Learnt>,
     /// The least doc from which on the view sees none (docs are numbered as first met:
-    /// an embargo on the newest captures hides the newest docs), once worked out.
-    pub hidden_from: std::sync::OnceLock<u64>,
+    /// an embargo on the newest captures hides the newest docs), once worked out
+    /// ([`Kept::hidden_from`]).
+    hidden_from: Mutex<Option<u64>>,
 }
 
-/// Hosts whose templates a view keeps before it starts over (an entry is about 100
-/// bytes, and the server keeps 64 views at most).
-const KEPT_HOSTS: usize = 1 << 15;
+/// What the views of one snapshot learn, bounded in bytes together: the least
+/// recently used out first; one build of an entry at a time (a second reader asking
+/// for it meanwhile waits for the first's).
+pub struct Learnt {
+    templates: moka::sync::Cache<(u64, String), Arc<TemplatesSeen>, ahash::RandomState>,
+    docs: moka::sync::Cache<(u64, u64), bool, ahash::RandomState>,
+}
 
-/// Docs a view keeps whether it sees before it starts over (about 32 bytes each).
-const KEPT_DOCS: usize = 1 << 17;
+impl std::fmt::Debug for Learnt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Learnt")
+            .field("templates", &self.templates.entry_count())
+            .field("docs", &self.docs.entry_count())
+            .finish()
+    }
+}
+
+/// Bytes a cache entry costs besides its key and value (the cache's own node, its
+/// place in the recency lists and the frequency sketch; measured by
+/// `learnt_entries_cost_what_they_weigh`).
+const ENTRY_COST: u32 = 200;
+
+impl Learnt {
+    /// Caches holding `bytes` at most in all (a tenth for docs seen, the rest for
+    /// templates).
+    pub fn new(bytes: u64) -> Learnt {
+        let docs = bytes / 10;
+        Learnt {
+            templates: moka::sync::Cache::builder()
+                .max_capacity(bytes - docs)
+                .eviction_policy(moka::policy::EvictionPolicy::lru())
+                .weigher(|k: &(u64, String), v: &Arc<TemplatesSeen>| {
+                    let values: usize = v
+                        .values()
+                        .map(|t| t.as_ref().map_or(0, |t| 16 + 4 * t.len()))
+                        .sum();
+                    let bytes = k.1.len() + 32 * v.len() + values;
+                    ENTRY_COST.saturating_add(u32::try_from(bytes).unwrap_or(u32::MAX))
+                })
+                .build_with_hasher(ahash::RandomState::new()),
+            docs: moka::sync::Cache::builder()
+                .max_capacity(docs)
+                .eviction_policy(moka::policy::EvictionPolicy::lru())
+                .weigher(|_: &(u64, u64), _: &bool| ENTRY_COST + 24)
+                .build_with_hasher(ahash::RandomState::new()),
+        }
+    }
+
+    /// Bytes held (as weighed), after pending evictions.
+    pub fn weight(&self) -> u64 {
+        self.templates.run_pending_tasks();
+        self.docs.run_pending_tasks();
+        self.templates.weighted_size() + self.docs.weighted_size()
+    }
+}
+
+/// The views' numbers in [`Learnt`] caches.
+static NEXT_VIEW: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytes learnt by readers outside the server (the commands), all of them together.
+const LEARNT_ELSEWHERE: u64 = 16 << 20;
+
+impl Default for Kept {
+    /// What a reader outside the server keeps: its own number in one cache the
+    /// process shares.
+    fn default() -> Kept {
+        static SHARED: std::sync::LazyLock<Arc<Learnt>> =
+            std::sync::LazyLock::new(|| Arc::new(Learnt::new(LEARNT_ELSEWHERE)));
+        Kept::new(SHARED.clone())
+    }
+}
 
 impl Kept {
-    /// The templates of `host` kept, if learnt.
-    pub fn templates_of(&self, host: &str) -> Option<Arc<TemplatesSeen>> {
-        let kept = self.templates.lock().unwrap_or_else(|e| e.into_inner());
-        kept.get(host).cloned()
+    /// A view's, keeping what it learns in `learnt` (its snapshot's).
+    pub fn new(learnt: Arc<Learnt>) -> Kept {
+        Kept {
+            id: NEXT_VIEW.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            learnt,
+            hidden_from: Default::default(),
+        }
+    }
+
+    /// The templates of `host`: kept, or made by `learn` (once: a reader asking
+    /// meanwhile waits for it) and kept.
+    pub fn templates_of<E: Clone + Send + Sync + 'static>(
+        &self,
+        host: &str,
+        learn: impl FnOnce() -> Result<Arc<TemplatesSeen>, E>,
+    ) -> Result<Arc<TemplatesSeen>, E> {
+        (self.learnt.templates)
+            .try_get_with((self.id, host.to_string()), learn)
+            .map_err(|e| (*e).clone())
+    }
+
+    /// The least doc from which on the view sees none: kept, or worked out by `find`
+    /// (once: a reader asking meanwhile waits for it) and kept.
+    pub fn hidden_from<E>(&self, find: impl FnOnce() -> Result<u64, E>) -> Result<u64, E> {
+        let mut kept = self.hidden_from.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(b) = *kept {
+            return Ok(b);
+        }
+        let b = find()?;
+        *kept = Some(b);
+        Ok(b)
     }
 
     /// Whether the view sees doc `doc`, if known.
     pub fn doc_seen(&self, doc: u64) -> Option<bool> {
-        let kept = self.docs.lock().unwrap_or_else(|e| e.into_inner());
-        kept.get(&doc).copied()
+        self.learnt.docs.get(&(self.id, doc))
     }
 
     /// Keeps whether the view sees doc `doc`.
     pub fn keep_doc_seen(&self, doc: u64, seen: bool) {
-        let mut kept = self.docs.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= KEPT_DOCS {
-            kept.clear();
-        }
-        kept.insert(doc, seen);
-    }
-
-    /// Keeps the templates of `host`.
-    pub fn keep_templates(&self, host: &str, seen: Arc<TemplatesSeen>) {
-        let mut kept = self.templates.lock().unwrap_or_else(|e| e.into_inner());
-        if kept.len() >= KEPT_HOSTS {
-            kept.clear();
-        }
-        kept.insert(host.to_string(), seen);
+        self.learnt.docs.insert((self.id, doc), seen);
     }
 }
 
@@ -381,5 +461,94 @@ mod tests {
     fn an_open_policy_makes_no_view() {
         let p = Arc::new(Policy::default());
         assert!(p.view(Some("staff".into())).is_none());
+    }
+
+    fn values(n: usize) -> Arc<TemplatesSeen> {
+        Arc::new(HashMap::from([
+            (1, Some(Arc::from(vec![7u32; n]))),
+            (2, None),
+        ]))
+    }
+
+    #[test]
+    fn learnt_stays_within_its_bytes_and_keeps_the_recent() {
+        let learnt = Arc::new(Learnt::new(1 << 20));
+        let kept = Kept::new(learnt.clone());
+        let other = Kept::new(learnt.clone());
+        for h in 0..20_000 {
+            let host = format!("org,example{h})");
+            let t = kept
+                .templates_of(&host, || Ok::<_, ()>(values(40)))
+                .unwrap();
+            assert_eq!(t.len(), 2);
+            kept.keep_doc_seen(h, h % 2 == 0);
+        }
+        let weight = learnt.weight();
+        assert!(weight <= 1 << 20, "{weight} bytes weighed");
+        assert!(
+            weight > 1 << 19,
+            "{weight} bytes weighed: the cache is not used"
+        );
+        // The last host learnt is kept; the first went; another view learns its own.
+        let again = kept.templates_of("org,example19999)", || Err("learnt again"));
+        assert_eq!(again.unwrap().len(), 2);
+        let first = kept.templates_of("org,example0)", || Err("learnt again"));
+        assert_eq!(first.unwrap_err(), "learnt again");
+        let others = other.templates_of("org,example19999)", || Err("learnt again"));
+        assert_eq!(others.unwrap_err(), "learnt again");
+        assert_eq!(kept.doc_seen(19_998), Some(true));
+        assert_eq!(kept.doc_seen(19_999), Some(false));
+        assert_eq!(kept.doc_seen(0), None);
+        assert_eq!(other.doc_seen(19_998), None);
+    }
+
+    #[test]
+    fn readers_asking_together_wait_for_one_learning() {
+        let kept = Arc::new(Kept::new(Arc::new(Learnt::new(1 << 20))));
+        let learnt = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let (kept, learnt) = (kept.clone(), learnt.clone());
+                std::thread::spawn(move || {
+                    let t = kept.templates_of("org,example)", || {
+                        learnt.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        Ok::<_, ()>(values(3))
+                    });
+                    let b = kept.hidden_from(|| {
+                        learnt.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        Ok::<_, ()>(42)
+                    });
+                    (t.unwrap().len(), b.unwrap())
+                })
+            })
+            .collect();
+        for t in threads {
+            assert_eq!(t.join().unwrap(), (2, 42));
+        }
+        assert_eq!(learnt.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// What an entry of docs seen costs in memory, beside what it is weighed:
+    /// `cargo test --release --lib learnt_entries_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn learnt_entries_cost_what_they_weigh() {
+        fn rss() -> u64 {
+            let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+            let pages: u64 = statm.split(' ').nth(1).unwrap().parse().unwrap();
+            pages * 4096
+        }
+        let kept = Kept::new(Arc::new(Learnt::new(1 << 30)));
+        let n = 1_000_000;
+        let before = rss();
+        for d in 0..n {
+            kept.keep_doc_seen(d, true);
+        }
+        kept.learnt.docs.run_pending_tasks();
+        let cost = (rss() - before) / n;
+        println!("{cost} bytes a doc entry (weighed {})", ENTRY_COST + 24);
+        assert!(cost <= u64::from(ENTRY_COST + 24));
     }
 }

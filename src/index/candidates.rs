@@ -213,19 +213,17 @@ fn doc_seen(index: &Index, r: &Reader, doc: u64) -> Result<bool> {
 const HIDDEN_WALK: u64 = 1 << 18;
 
 /// The least doc from which on reader `r` sees none, from the newest doc down (at most
-/// [`HIDDEN_WALK`] of them looked at): once per view, whatever the request's budget.
+/// [`HIDDEN_WALK`] of them looked at): once per view, whatever the request's budget
+/// (a reader asking meanwhile waits for it).
 fn hidden_from(index: &Index, r: &Reader) -> Result<u64> {
-    let kept = r.kept();
-    if let Some(b) = kept.hidden_from.get() {
-        return Ok(*b);
-    }
-    let next = index.counters().next_doc;
-    let b = super::budget::Budget::unbounded().run(|| {
-        let mut b = next;
-        while b > 0 && next - b < HIDDEN_WALK && !doc_seen(index, r, b - 1)? {
-            b -= 1;
-        }
-        Ok::<u64, super::IndexError>(b)
-    })?;
-    Ok(*kept.hidden_from.get_or_init(|| b))
+    r.kept().hidden_from(|| {
+        let next = index.counters().next_doc;
+        super::budget::Budget::unbounded().run(|| {
+            let mut b = next;
+            while b > 0 && next - b < HIDDEN_WALK && !doc_seen(index, r, b - 1)? {
+                b -= 1;
+            }
+            Ok::<u64, super::IndexError>(b)
+        })
+    })
 }

@@ -54,6 +54,19 @@ impl CaptureRow {
         self.info.status.is_none_or(|s| (200..300).contains(&s))
     }
 
+    /// Bytes its texts hold on the heap (for caches that weigh what they keep).
+    pub fn heap_bytes(&self) -> usize {
+        let i = &self.info;
+        let opt = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+        self.surt.len()
+            + self.timestamp.len()
+            + i.url.len()
+            + i.file.len()
+            + opt(&i.mime)
+            + opt(&i.digest)
+            + opt(&i.redirect)
+    }
+
     /// A 3xx with a target.
     pub fn redirect(&self) -> Option<&str> {
         match self.info.status {

@@ -162,6 +162,22 @@ pub struct Ordered {
     rows: Vec<Found>,
 }
 
+impl Ordered {
+    /// Bytes it holds, about: each row's fixed part, its texts (as the length of its
+    /// JSON: with the fields' names, more than their heap bytes) and its captures'.
+    pub fn weight(&self) -> usize {
+        let mut bytes = std::mem::size_of::<Ordered>() + self.from.len() + self.to.len();
+        for (row, captures) in &self.rows {
+            bytes += std::mem::size_of::<Found>();
+            bytes += serde_json::to_vec(row).map_or(0, |j| j.len());
+            if let Some((a, b)) = captures {
+                bytes += a.heap_bytes() + b.heap_bytes();
+            }
+        }
+        bytes
+    }
+}
+
 /// The ordered list of `report`'s two sweeps (see [`changes`]).
 pub fn ordered(index: &Index, who: &Who, report: &ReportOptions) -> Result<Ordered> {
     let s = Searcher::with(index, &crate::query::Prepared::load(index)?, who.clone());

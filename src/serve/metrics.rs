@@ -60,6 +60,8 @@ pub struct Metrics {
     snapshot: Gauge,
     sweeps: Gauge,
     snapshot_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    view_cache: Gauge,
+    report_cache: Gauge,
     ingest: IngestGauges,
     follower_lag: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
@@ -246,6 +248,18 @@ impl Default for Metrics {
             "Seconds since the snapshot being served was published",
             snapshot_age.clone(),
         );
+        let view_cache = Gauge::default();
+        registry.register(
+            "view_cache_bytes",
+            "Bytes held by what readers under access rules learnt of the snapshot being served (as weighed; serve.view_cache_mb at most)",
+            view_cache.clone(),
+        );
+        let report_cache = Gauge::default();
+        registry.register(
+            "report_cache_bytes",
+            "Bytes held by the change reports and change lists built for the snapshot being served (as weighed; serve.report_cache_mb at most)",
+            report_cache.clone(),
+        );
         let ingest = IngestGauges::default();
         ingest.register(&mut registry);
         Metrics {
@@ -259,6 +273,8 @@ impl Default for Metrics {
             snapshot,
             sweeps,
             snapshot_age,
+            view_cache,
+            report_cache,
             follower_lag: Default::default(),
         }
     }
@@ -276,24 +292,27 @@ impl Metrics {
     }
 
     /// The text a scrape gets; `snapshot`: the one served (its number, sweeps and when
-    /// it was published), if any; `ingest`: an ingest running into the index, if any.
+    /// it was published, the bytes its views learnt and its reports hold), if any; `ingest`: an ingest
+    /// running into the index, if any.
     pub fn render(
         &self,
-        snapshot: Option<(u64, usize, SystemTime)>,
+        snapshot: Option<(u64, usize, SystemTime, (u64, u64))>,
         ingest: Option<&IngestProgress>,
         follower_lag: f64,
     ) -> String {
         self.ingest.set(ingest);
         self.follower_lag.set(follower_lag);
-        let (number, sweeps, age) = match snapshot {
-            Some((n, s, published)) => {
+        let (number, sweeps, age, (learnt, reports)) = match snapshot {
+            Some((n, s, published, cached)) => {
                 let age = SystemTime::now()
                     .duration_since(published)
                     .unwrap_or_default();
-                (n as i64, s as i64, age.as_secs_f64())
+                (n as i64, s as i64, age.as_secs_f64(), cached)
             }
-            None => (0, 0, 0.0),
+            None => (0, 0, 0.0, (0, 0)),
         };
+        self.view_cache.set(learnt as i64);
+        self.report_cache.set(reports as i64);
         self.snapshot.set(number);
         self.sweeps.set(sweeps);
         self.snapshot_age.set(age);

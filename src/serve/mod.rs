@@ -365,9 +365,10 @@ async fn metrics_public(State(state): State<Arc<AppState>>) -> Response {
 
 /// The metrics, in the OpenMetrics text format (Prometheus reads it).
 #[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`; while an ingest runs into the index, `tidemark_ingest_running`, `tidemark_ingest_step{step}`, `tidemark_ingest_records`, `tidemark_ingest_input_bytes`, `tidemark_ingest_input_total_bytes`, `tidemark_ingest_docs_paired`, `tidemark_ingest_docs_waiting`, `tidemark_ingest_seconds`. Served on `serve.metrics_listen` instead when that is set, and only there under access rules or an embargo (404 here)")))]
+    responses((status = 200, description = "OpenMetrics text: `tidemark_http_requests_total{route,status}`, `tidemark_http_request_duration_seconds{route}`, `tidemark_http_errors_total{route,code}`, `tidemark_worker_slot_wait_seconds`, `tidemark_connections_refused_total`, `tidemark_snapshot`, `tidemark_snapshot_sweeps`, `tidemark_snapshot_age_seconds`, `tidemark_view_cache_bytes`, `tidemark_report_cache_bytes`; while an ingest runs into the index, `tidemark_ingest_running`, `tidemark_ingest_step{step}`, `tidemark_ingest_records`, `tidemark_ingest_input_bytes`, `tidemark_ingest_input_total_bytes`, `tidemark_ingest_docs_paired`, `tidemark_ingest_docs_waiting`, `tidemark_ingest_seconds`. Served on `serve.metrics_listen` instead when that is set, and only there under access rules or an embargo (404 here)")))]
 async fn metrics_text(State(state): State<Arc<AppState>>) -> Response {
-    let snapshot = (state.current()).map(|s| (s.number, s.sweep_count(), s.published));
+    let snapshot =
+        (state.current()).map(|s| (s.number, s.sweep_count(), s.published, s.cache_bytes()));
     let ingest = crate::ingest::progress_file::read(&state.db).filter(|p| p.running());
     (
         [(

@@ -12,7 +12,9 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use super::error::ApiError;
-use super::state::{AppState, Built, ReportSlot as Slot, Reports, Served};
+use super::state::{
+    AppState, Built, ReportEntry, ReportSlot as Slot, ReportSlots, Reports, Served,
+};
 use crate::access::Reader;
 use crate::index::budget::Budget;
 use crate::index::{Index, IndexError};
@@ -28,7 +30,7 @@ pub async fn report(state: &Arc<AppState>, opts: ReportOptions) -> Result<Arc<Re
         &served,
         state.reader(),
         key,
-        deadline,
+        (deadline, state.config.serve.report_cache_mb << 20),
         move |index, reader| Ok(Built::Report(Arc::new(build(index, reader, &opts)?))),
     );
     match built.await? {
@@ -52,7 +54,7 @@ pub async fn changes(
         &served,
         state.reader(),
         key,
-        deadline,
+        (deadline, state.config.serve.report_cache_mb << 20),
         move |index, reader| Ok(Built::Changes(Arc::new(ordered(index, reader, &opts)?))),
     );
     match built.await? {
@@ -79,9 +81,10 @@ fn now(state: &Arc<AppState>) -> Result<(Arc<Served>, Instant), ApiError> {
     Ok((served, deadline.checked_sub(margin).unwrap_or(deadline)))
 }
 
-/// Builds kept per snapshot at most; past this, built ones are forgotten (they are
-/// built again when asked), and a request that would start one more build while this
-/// many are under way is refused.
+/// Builds kept per snapshot at most (and `serve.report_cache_mb` of them); past this,
+/// the least recently asked built ones are forgotten (they are built again when asked),
+/// and a request that would start one more build while this many are under way is
+/// refused.
 const MAX_REPORTS: usize = 64;
 
 /// One build at a time, for the whole server: a build reads the whole index.
@@ -89,12 +92,13 @@ static BUILDING: Mutex<()> = Mutex::new(());
 
 impl Reports {
     /// What `build` builds for `reader` over `served` (kept under `key`, scoped to the
-    /// reader's view), built now or before, or 503 when it is not ready by `deadline`.
+    /// reader's view, with the others built within `cap` bytes), built now or before, or
+    /// 503 when it is not ready by `deadline`.
     async fn get(
         served: &Arc<Served>,
         reader: Reader,
         key: String,
-        deadline: Instant,
+        (deadline, cap): (Instant, usize),
         build: impl FnOnce(&Index, &Reader) -> Result<Built, IndexError> + Send + 'static,
     ) -> Result<Built, ApiError> {
         let key = reader.scoped(&key);
@@ -102,6 +106,7 @@ impl Reports {
         let mut rx = served.reports.slot(&key, || {
             let (tx, rx) = watch::channel(None);
             let served = served.clone();
+            let key = key.clone();
             std::thread::spawn(move || {
                 let _one = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -115,7 +120,9 @@ impl Reports {
                         "the report could not be built (see the server log)".into(),
                     )),
                 };
+                let weight = answer.as_ref().map_or(0, Built::weight);
                 let _ = tx.send(Some(answer));
+                served.reports.built(&key, weight, cap);
             });
             rx
         })?;
@@ -135,19 +142,140 @@ impl Reports {
     /// The slot of `key`, started by `start` when there is none.
     fn slot(&self, key: &str, start: impl FnOnce() -> Slot) -> Result<Slot, ApiError> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = slots.get(key) {
-            return Ok(s.clone());
+        slots.asked += 1;
+        let asked = slots.asked;
+        if let Some(s) = slots.by_key.get_mut(key) {
+            s.used = asked;
+            return Ok(s.slot.clone());
         }
-        if slots.len() >= MAX_REPORTS {
-            slots.retain(|_, s| s.borrow().is_none());
-            if slots.len() >= MAX_REPORTS {
+        if slots.by_key.len() >= MAX_REPORTS {
+            let building = (slots.by_key.values())
+                .filter(|s| s.weight.is_none())
+                .count();
+            if building >= MAX_REPORTS {
                 return Err(ApiError::unavailable(format!(
                     "{MAX_REPORTS} reports are being built: ask again in a moment"
                 )));
             }
+            // The least recently asked built one makes room.
+            forget_least_used(&mut slots, |_| true);
         }
-        let s = start();
-        slots.insert(key.to_string(), s.clone());
-        Ok(s)
+        let slot = start();
+        let entry = ReportEntry {
+            slot: slot.clone(),
+            weight: None,
+            used: asked,
+        };
+        slots.by_key.insert(key.to_string(), entry);
+        Ok(slot)
+    }
+
+    /// Notes that `key`'s build is done and weighs `weight` bytes: one over `cap` alone
+    /// is not kept (its waiting requests still get it); else the others built are
+    /// forgotten, the least recently asked first, until those kept weigh `cap` at most.
+    fn built(&self, key: &str, weight: usize, cap: usize) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if weight > cap {
+            slots.by_key.remove(key);
+            return;
+        }
+        let Some(s) = slots.by_key.get_mut(key) else {
+            return;
+        };
+        s.weight = Some(weight);
+        slots.bytes += weight;
+        while slots.bytes > cap && forget_least_used(&mut slots, |k| k != key) {}
+    }
+
+    /// Bytes the built reports and change lists weigh.
+    pub fn bytes(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).bytes
+    }
+}
+
+/// Forgets the least recently asked built entry whose key `may` allows; false when
+/// there was none.
+fn forget_least_used(slots: &mut ReportSlots, may: impl Fn(&str) -> bool) -> bool {
+    let least = (slots.by_key.iter())
+        .filter(|(k, s)| s.weight.is_some() && may(k))
+        .min_by_key(|(_, s)| s.used)
+        .map(|(k, _)| k.clone());
+    let Some(k) = least else {
+        return false;
+    };
+    if let Some(s) = slots.by_key.remove(&k) {
+        slots.bytes -= s.weight.unwrap_or(0);
+    }
+    true
+}
+
+impl Built {
+    /// Bytes it holds, about: a report's JSON length (each text with its field's name:
+    /// more than its heap bytes), a change list's [`crate::report::changes::Ordered::weight`].
+    fn weight(&self) -> usize {
+        let mut count = Count(0);
+        match self {
+            Built::Report(r) => {
+                let _ = serde_json::to_writer(&mut count, r.as_ref());
+            }
+            Built::Changes(c) => count.0 += c.weight(),
+        }
+        count.0 + std::mem::size_of::<Built>()
+    }
+}
+
+/// A writer that counts the bytes written to it.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len();
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start() -> Slot {
+        watch::channel(None).1
+    }
+
+    #[test]
+    fn built_ones_past_the_bytes_go_least_recently_asked_first() {
+        let r = Reports::default();
+        for k in ["a", "b", "c"] {
+            r.slot(k, start).unwrap();
+            r.built(k, 40, 100);
+        }
+        // Three of 40 bytes within 100: "a", asked least recently, went.
+        assert_eq!(r.bytes(), 80);
+        let kept = |r: &Reports| {
+            let slots = r.slots.lock().unwrap();
+            let mut k: Vec<String> = slots.by_key.keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(kept(&r), ["b", "c"]);
+        // "b" asked again: "c" goes for "d".
+        r.slot("b", start).unwrap();
+        r.slot("d", start).unwrap();
+        r.built("d", 40, 100);
+        assert_eq!(kept(&r), ["b", "d"]);
+        // One over the bytes alone is not kept, and costs the others nothing.
+        r.slot("huge", start).unwrap();
+        r.built("huge", 500, 100);
+        assert_eq!(kept(&r), ["b", "d"]);
+        assert_eq!(r.bytes(), 80);
+        // Builds under way are never forgotten.
+        r.slot("e", start).unwrap();
+        r.slot("f", start).unwrap();
+        r.built("f", 100, 100);
+        assert_eq!(kept(&r), ["e", "f"]);
+        assert_eq!(r.bytes(), 100);
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
-use crate::access::{Acl, Kept, Policy, Reader};
+use crate::access::{Acl, Kept, Learnt, Policy, Reader};
 use crate::config::Config;
 use crate::index::budget::Budget;
 use crate::index::codec::SweepInfo;
@@ -17,6 +17,10 @@ use crate::index::snapshots::{self, Lease};
 use crate::index::unionfind::ClusterIds;
 use crate::index::{Index, IndexError};
 use crate::query::{CaptureRow, Prepared, Searcher};
+
+/// Views whose sweeps and learning a snapshot keeps (each small; their learning is
+/// weighed in `Learnt`).
+const VIEWS_KEPT: u64 = 64;
 
 /// One published snapshot, open read-only. Requests hold it (an `Arc`) from their start
 /// to their end, so a request sees one snapshot however long it streams.
@@ -31,9 +35,11 @@ pub struct Served {
     /// Its sweeps, by id (as a reader who sees everything sees them).
     sweeps: Arc<Vec<(u32, SweepInfo)>>,
     /// The sweeps as each view's readers see them ([`Served::shown_sweeps`]).
-    shown: std::sync::Mutex<HashMap<String, Arc<Vec<(u32, SweepInfo)>>>>,
-    /// What each view learnt of this snapshot ([`Served::keeping`]).
-    kept: std::sync::Mutex<HashMap<String, Arc<Kept>>>,
+    shown: moka::sync::Cache<String, Arc<Vec<(u32, SweepInfo)>>>,
+    /// What each view learnt of this snapshot ([`Served::keeping`]), in `learnt`.
+    kept: moka::sync::Cache<String, Arc<Kept>>,
+    /// What the views learnt, `serve.view_cache_mb` at most in all.
+    learnt: Arc<Learnt>,
     /// (sweep id, file number) → the path the file was ingested from.
     pub files: HashMap<(u32, u32), PathBuf>,
     /// What every query over this snapshot shares, read once.
@@ -66,41 +72,34 @@ impl Served {
         if !reader.filtered() {
             return Ok(self.sweeps.clone());
         }
-        let key = reader.scoped("sweeps");
-        let lock = || self.shown.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = lock().get(&key) {
-            return Ok(v.clone());
-        }
-        // Once per snapshot and view, whatever the request that asks first may spend:
-        // past its deadline the answer is still kept for the next.
-        let v = crate::index::budget::Budget::unbounded().run(|| {
-            let firsts = self.index.host_sweeps().firsts()?;
-            shown(&self.index, &self.sweeps, reader, &firsts).map(Arc::new)
-        })?;
-        let mut kept = lock();
-        // Views come and go with the hour (an embargo's bounds): start over past a few.
-        if kept.len() >= 64 {
-            kept.clear();
-        }
-        kept.insert(key, v.clone());
-        Ok(v)
+        // Once per snapshot and view (a request asking meanwhile waits for it), whatever
+        // the request that asks first may spend: past its deadline it is still kept.
+        let shown = || {
+            crate::index::budget::Budget::unbounded().run(|| {
+                let firsts = self.index.host_sweeps().firsts()?;
+                shown(&self.index, &self.sweeps, reader, &firsts).map(Arc::new)
+            })
+        };
+        (self.shown.try_get_with(reader.scoped("sweeps"), shown)).map_err(|e| (*e).clone())
     }
 
     /// `reader`, keeping what it learns of this snapshot with the others of its view
-    /// (hosts' templates learnt from the pages it sees): learnt once per snapshot and
-    /// view.
+    /// (hosts' templates learnt from the pages it sees, the docs it sees): learnt once
+    /// per snapshot and view, `serve.view_cache_mb` at most for all views.
     pub fn keeping(&self, reader: Reader) -> Reader {
         if !reader.filtered() {
             return reader;
         }
-        let key = reader.scoped("kept");
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        // Views come and go with the hour (an embargo's bounds): start over past a few.
-        if kept.len() >= 64 && !kept.contains_key(&key) {
-            kept.clear();
-        }
-        let k = kept.entry(key).or_default().clone();
-        reader.keeping(k)
+        let kept = (self.kept).get_with(reader.scoped("kept"), || {
+            Arc::new(Kept::new(self.learnt.clone()))
+        });
+        reader.keeping(kept)
+    }
+
+    /// Bytes held by what the views learnt of this snapshot and by its reports and
+    /// change lists (as weighed).
+    pub fn cache_bytes(&self) -> (u64, u64) {
+        (self.learnt.weight(), self.reports.bytes() as u64)
     }
 
     /// How many sweeps it holds.
@@ -134,8 +133,11 @@ impl Served {
             published,
             index,
             sweeps,
-            shown: Default::default(),
-            kept: Default::default(),
+            // Views come and go with the hour (an embargo's bounds): the last used few
+            // are kept.
+            shown: moka::sync::Cache::new(VIEWS_KEPT),
+            kept: moka::sync::Cache::new(VIEWS_KEPT),
+            learnt: Arc::new(Learnt::new(config.serve.view_cache_mb << 20)),
             files,
             prepared,
             stats: std::sync::OnceLock::new(),
@@ -150,7 +152,28 @@ impl Served {
 /// built (`None`) or built (its answer). Filled and read by [`super::reports`].
 #[derive(Default)]
 pub struct Reports {
-    pub(super) slots: std::sync::Mutex<HashMap<String, ReportSlot>>,
+    pub(super) slots: std::sync::Mutex<ReportSlots>,
+}
+
+/// The builds of one snapshot: each being built or built, with what a built one weighs
+/// and when it was last asked for (the least recently asked go first past
+/// `serve.report_cache_mb`).
+#[derive(Default)]
+pub(super) struct ReportSlots {
+    pub(super) by_key: HashMap<String, ReportEntry>,
+    /// Bytes the built ones weigh.
+    pub(super) bytes: usize,
+    /// Asks so far (the clock of `used`).
+    pub(super) asked: u64,
+}
+
+/// One build in [`ReportSlots`].
+pub(super) struct ReportEntry {
+    pub(super) slot: ReportSlot,
+    /// Bytes once built.
+    pub(super) weight: Option<usize>,
+    /// The ask that last found it.
+    pub(super) used: u64,
 }
 
 /// What a whole-index pass built: a report, or the ordered change list of two sweeps.

@@ -24,23 +24,20 @@ type FastMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 /// The templates of `host` (a host SURT, through its `)`) that differ for reader `r`
 /// from those stored, by sweep (`None`: the host has none there for this reader); empty
 /// for a reader who sees everything. One walk over the host's captures, once per host
-/// and view, whatever the request's budget (the next request uses it).
+/// and view, whatever the request's budget (the next request uses it; one asking
+/// meanwhile waits for it).
 pub fn of_host(index: &Index, r: &Reader, host: &str) -> Result<Arc<TemplatesSeen>> {
     if !r.filtered() {
         return Ok(Arc::default());
     }
-    let kept = r.kept();
-    if let Some(t) = kept.templates_of(host) {
-        return Ok(t);
-    }
-    let seen = match r.may_hide_under(host) {
-        true => {
-            Arc::new(crate::index::budget::Budget::unbounded().run(|| learn_seen(index, r, host))?)
-        }
-        false => Arc::default(),
-    };
-    kept.keep_templates(host, seen.clone());
-    Ok(seen)
+    r.kept().templates_of(host, || {
+        Ok(match r.may_hide_under(host) {
+            true => Arc::new(
+                crate::index::budget::Budget::unbounded().run(|| learn_seen(index, r, host))?,
+            ),
+            false => Arc::default(),
+        })
+    })
 }
 
 /// The template values of `host` in `sweep` as reader `r` is told of them: the stored
