@@ -354,6 +354,9 @@ impl Config {
         {
             return Err("serve.max_concurrency, request_timeout_s, max_slow_answers, max_connections, max_connections_per_client, max_url_chars, max_filters, max_list_urls, max_replay_bytes, view_cache_mb, report_cache_mb and poll_ms must be at least 1".into());
         }
+        if v.view_cache_mb > 1 << 20 || v.report_cache_mb > 1 << 20 {
+            return Err("serve.view_cache_mb and report_cache_mb are in megabytes: at most 1048576 (a terabyte)".into());
+        }
         if v.collection.is_empty()
             || !v
                 .collection

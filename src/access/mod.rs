@@ -190,10 +190,8 @@ impl Learnt {
         }
     }
 
-    /// Bytes held (as weighed), after pending evictions.
+    /// Bytes held (as weighed; evictions under way may not be counted yet).
     pub fn weight(&self) -> u64 {
-        self.templates.run_pending_tasks();
-        self.docs.run_pending_tasks();
         self.templates.weighted_size() + self.docs.weighted_size()
     }
 }
@@ -234,6 +232,11 @@ impl Kept {
         (self.learnt.templates)
             .try_get_with((self.id, host.to_string()), learn)
             .map_err(|e| (*e).clone())
+    }
+
+    /// The least doc from which on the view sees none, when worked out.
+    pub fn hidden_from_known(&self) -> Option<u64> {
+        *self.hidden_from.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The least doc from which on the view sees none: kept, or worked out by `find`
@@ -483,6 +486,8 @@ mod tests {
             assert_eq!(t.len(), 2);
             kept.keep_doc_seen(h, h % 2 == 0);
         }
+        learnt.templates.run_pending_tasks();
+        learnt.docs.run_pending_tasks();
         let weight = learnt.weight();
         assert!(weight <= 1 << 20, "{weight} bytes weighed");
         assert!(

@@ -201,6 +201,9 @@ fn list_seen(
 /// of the captures it sees holds the doc exactly then). Kept per view.
 fn doc_seen(index: &Index, r: &Reader, doc: u64) -> Result<bool> {
     let kept = r.kept();
+    if kept.hidden_from_known().is_some_and(|from| doc >= from) {
+        return Ok(false);
+    }
     if let Some(seen) = kept.doc_seen(doc) {
         return Ok(seen);
     }
@@ -220,7 +223,10 @@ fn hidden_from(index: &Index, r: &Reader) -> Result<u64> {
         let next = index.counters().next_doc;
         super::budget::Budget::unbounded().run(|| {
             let mut b = next;
-            while b > 0 && next - b < HIDDEN_WALK && !doc_seen(index, r, b - 1)? {
+            // Not kept one by one: the walk would push every other doc out of the
+            // view cache, and the bound answers for the docs past it.
+            let seen = |d| super::columns::original_seen(index, r, d, "99999999999999");
+            while b > 0 && next - b < HIDDEN_WALK && !seen(b - 1)? {
                 b -= 1;
             }
             Ok::<u64, super::IndexError>(b)

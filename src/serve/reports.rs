@@ -120,7 +120,14 @@ impl Reports {
                         "the report could not be built (see the server log)".into(),
                     )),
                 };
-                let weight = answer.as_ref().map_or(0, Built::weight);
+                // An error is not kept (the next request builds again); nor is a build
+                // whose weighing failed.
+                let weight = match &answer {
+                    Ok(b) => {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.weight())).ok()
+                    }
+                    Err(_) => None,
+                };
                 let _ = tx.send(Some(answer));
                 served.reports.built(&key, weight, cap);
             });
@@ -170,15 +177,17 @@ impl Reports {
         Ok(slot)
     }
 
-    /// Notes that `key`'s build is done and weighs `weight` bytes: one over `cap` alone
-    /// is not kept (its waiting requests still get it); else the others built are
-    /// forgotten, the least recently asked first, until those kept weigh `cap` at most.
-    fn built(&self, key: &str, weight: usize, cap: usize) {
+    /// Notes that `key`'s build is done and weighs `weight` bytes (`None`: it failed, and
+    /// is forgotten). The others built are forgotten, the least recently asked first,
+    /// until those kept weigh `cap` at most, or this one alone is left (one over `cap` is
+    /// kept, alone: built again on every request, a list of a million changes would
+    /// hold the one build of the server for minutes each time).
+    fn built(&self, key: &str, weight: Option<usize>, cap: usize) {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if weight > cap {
+        let Some(weight) = weight else {
             slots.by_key.remove(key);
             return;
-        }
+        };
         let Some(s) = slots.by_key.get_mut(key) else {
             return;
         };
@@ -250,7 +259,7 @@ mod tests {
         let r = Reports::default();
         for k in ["a", "b", "c"] {
             r.slot(k, start).unwrap();
-            r.built(k, 40, 100);
+            r.built(k, Some(40), 100);
         }
         // Three of 40 bytes within 100: "a", asked least recently, went.
         assert_eq!(r.bytes(), 80);
@@ -264,17 +273,21 @@ mod tests {
         // "b" asked again: "c" goes for "d".
         r.slot("b", start).unwrap();
         r.slot("d", start).unwrap();
-        r.built("d", 40, 100);
+        r.built("d", Some(40), 100);
         assert_eq!(kept(&r), ["b", "d"]);
-        // One over the bytes alone is not kept, and costs the others nothing.
+        // One over the bytes is kept alone (not built again for each request).
         r.slot("huge", start).unwrap();
-        r.built("huge", 500, 100);
-        assert_eq!(kept(&r), ["b", "d"]);
-        assert_eq!(r.bytes(), 80);
-        // Builds under way are never forgotten.
+        r.built("huge", Some(500), 100);
+        assert_eq!(kept(&r), ["huge"]);
+        assert_eq!(r.bytes(), 500);
+        // Builds under way are never forgotten; a failed one is.
         r.slot("e", start).unwrap();
         r.slot("f", start).unwrap();
-        r.built("f", 100, 100);
+        r.slot("g", start).unwrap();
+        r.built("f", Some(100), 100);
+        assert_eq!(kept(&r), ["e", "f", "g"]);
+        assert_eq!(r.bytes(), 100);
+        r.built("g", None, 100);
         assert_eq!(kept(&r), ["e", "f"]);
         assert_eq!(r.bytes(), 100);
     }

@@ -22,6 +22,15 @@ use crate::query::{CaptureRow, Prepared, Searcher};
 /// weighed in `Learnt`).
 const VIEWS_KEPT: u64 = 64;
 
+/// A cache of [`VIEWS_KEPT`] views, the least recently used out first (a new view is
+/// always let in: a view refused would learn again on every request).
+fn views_kept<V: Clone + Send + Sync + 'static>() -> moka::sync::Cache<String, V> {
+    moka::sync::Cache::builder()
+        .max_capacity(VIEWS_KEPT)
+        .eviction_policy(moka::policy::EvictionPolicy::lru())
+        .build()
+}
+
 /// One published snapshot, open read-only. Requests hold it (an `Arc`) from their start
 /// to their end, so a request sees one snapshot however long it streams.
 pub struct Served {
@@ -135,8 +144,8 @@ impl Served {
             sweeps,
             // Views come and go with the hour (an embargo's bounds): the last used few
             // are kept.
-            shown: moka::sync::Cache::new(VIEWS_KEPT),
-            kept: moka::sync::Cache::new(VIEWS_KEPT),
+            shown: views_kept(),
+            kept: views_kept(),
             learnt: Arc::new(Learnt::new(config.serve.view_cache_mb << 20)),
             files,
             prepared,
