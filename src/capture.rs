@@ -47,7 +47,7 @@ pub struct Capture {
     pub warnings: Vec<String>,
     /// The page's outgoing links with their anchor windows (HTML pages, when
     /// [`Scratch::anchor_window`] is set).
-    pub links: Vec<crate::links::OutLink>,
+    pub links: crate::links::PageLinks,
     /// The doc the index held for the payload digest when a worker read the record
     /// (the record was then not canonicalized or sketched). Digests are never removed
     /// nor remapped, so the commit takes it as read, not with a lookup of its own.
@@ -100,7 +100,7 @@ impl Capture {
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
             warnings: warning.into_iter().collect(),
-            links: Vec::new(),
+            links: Default::default(),
             payload_doc: None,
         }
     }

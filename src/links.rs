@@ -17,7 +17,8 @@ pub const MAX_ANCHOR_TOKENS: usize = 16;
 /// a table says the same thing each time).
 pub const MAX_WINDOWS_PER_TARGET: usize = 8;
 
-/// The links of one page to one target.
+/// The links of one page to one target, its windows as text (what `inlinks`, `whereis`
+/// and `related` show).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutLink {
     /// SURT of the target, fragment dropped.
@@ -38,6 +39,282 @@ impl OutLink {
     }
 }
 
+/// A page's outgoing links as kept: the words of their anchor windows once, each window
+/// as ranges of them. Windows of nearby links overlap (a menu's links share their
+/// neighbours): on llvm-docs a page's windows held 4× the tokens of their union, on the
+/// generated 100,000-page sweep 1.5× (2026-11-29), and kept as text each window was
+/// stored, encoded and hashed for the bags again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageLinks {
+    /// The tokens windows cover, each once, in page order, separated by one space (runs
+    /// no window covers are left out: tokens apart on the page may meet here, where no
+    /// window crosses from one to the other).
+    pub words: String,
+    /// The links, by target SURT.
+    pub links: Vec<PageLink>,
+}
+
+/// The links of one page to one target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageLink {
+    /// SURT of the target, fragment dropped.
+    pub target: String,
+    /// Each link's window, in page order.
+    pub windows: Vec<Window>,
+}
+
+/// Where a window's words are among its page's [`PageLinks::words`]: `before` tokens
+/// from token `at`, then the anchor's `anchor` tokens, then `skip` tokens not in the
+/// window (an anchor's past [`MAX_ANCHOR_TOKENS`]), then the `after` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// The window's first token.
+    pub at: u32,
+    /// Tokens before the anchor.
+    pub before: u32,
+    /// The anchor's tokens kept.
+    pub anchor: u32,
+    /// Tokens between the anchor kept and the after part.
+    pub skip: u32,
+    /// Tokens after the anchor.
+    pub after: u32,
+}
+
+impl Window {
+    /// Its token ranges among the page's words: before, anchor, after.
+    pub fn ranges(&self) -> [std::ops::Range<usize>; 3] {
+        let at = self.at as usize;
+        let anchor_at = at + self.before as usize;
+        let after_at = anchor_at + self.anchor as usize + self.skip as usize;
+        [
+            at..anchor_at,
+            anchor_at..anchor_at + self.anchor as usize,
+            after_at..after_at + self.after as usize,
+        ]
+    }
+
+    /// The window as text (before, anchor, after joined by `\t`), as [`OutLink`] holds it.
+    pub fn text(&self, tokens: &Tokens<'_>) -> String {
+        let [b, a, f] = self.ranges();
+        let mut s = String::new();
+        s.push_str(tokens.span(b));
+        s.push('\t');
+        s.push_str(tokens.span(a));
+        s.push('\t');
+        s.push_str(tokens.span(f));
+        s
+    }
+}
+
+/// [`PageLinks`] borrowed from its stored bytes (a scan of a sweep's links copies no
+/// string).
+#[derive(Debug, Deserialize)]
+pub struct PageLinksRef<'a> {
+    /// As [`PageLinks::words`].
+    #[serde(borrow)]
+    pub words: &'a str,
+    /// As [`PageLinks::links`].
+    #[serde(borrow)]
+    pub links: Vec<PageLinkRef<'a>>,
+}
+
+/// [`PageLink`] borrowed.
+#[derive(Debug, Deserialize)]
+pub struct PageLinkRef<'a> {
+    /// As [`PageLink::target`].
+    #[serde(borrow)]
+    pub target: &'a str,
+    /// As [`PageLink::windows`].
+    pub windows: Vec<Window>,
+}
+
+impl PageLinks {
+    /// The same links borrowed.
+    pub fn as_ref(&self) -> PageLinksRef<'_> {
+        PageLinksRef {
+            words: &self.words,
+            links: (self.links.iter())
+                .map(|l| PageLinkRef {
+                    target: &l.target,
+                    windows: l.windows.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Links whose windows are text ([`OutLink`]), each window's tokens kept apart.
+    pub fn from_texts(links: &[(&str, Vec<&str>)]) -> PageLinks {
+        let mut out = PageLinks::default();
+        let mut n = 0u32;
+        for (target, windows) in links {
+            let mut ws = Vec::with_capacity(windows.len());
+            for w in windows {
+                let (b, a, f) = OutLink::parts(w);
+                let mut count = |part: &str| -> u32 {
+                    let mut c = 0;
+                    for t in part.split(' ').filter(|t| !t.is_empty()) {
+                        if !out.words.is_empty() {
+                            out.words.push(' ');
+                        }
+                        out.words.push_str(t);
+                        c += 1;
+                    }
+                    c
+                };
+                let at = n;
+                let (before, anchor, after) = (count(b), count(a), count(f));
+                n += before + anchor + after;
+                ws.push(Window {
+                    at,
+                    before,
+                    anchor,
+                    skip: 0,
+                    after,
+                });
+            }
+            out.links.push(PageLink {
+                target: target.to_string(),
+                windows: ws,
+            });
+        }
+        out
+    }
+
+    /// The links with their windows as text.
+    pub fn to_out_links(&self) -> Vec<OutLink> {
+        self.as_ref().to_out_links()
+    }
+
+    /// Whether the page links nothing.
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty()
+    }
+}
+
+impl PageLinksRef<'_> {
+    /// The links with their windows as text.
+    pub fn to_out_links(&self) -> Vec<OutLink> {
+        let tokens = Tokens::of(self.words);
+        (self.links.iter())
+            .map(|l| OutLink {
+                target: l.target.to_string(),
+                windows: l.windows.iter().map(|w| w.text(&tokens)).collect(),
+            })
+            .collect()
+    }
+}
+
+/// The tokens of a [`PageLinks::words`], by index.
+pub struct Tokens<'a> {
+    words: &'a str,
+    /// Byte offset just past each token.
+    ends: Vec<u32>,
+}
+
+impl<'a> Tokens<'a> {
+    /// The tokens of `words` (one space between tokens).
+    pub fn of(words: &'a str) -> Tokens<'a> {
+        let mut ends: Vec<u32> = memchr::memchr_iter(b' ', words.as_bytes())
+            .map(|i| i as u32)
+            .collect();
+        if !words.is_empty() {
+            ends.push(words.len() as u32);
+        }
+        Tokens { words, ends }
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Tokens `r` as the words hold them (one space between); "" for a range past them.
+    pub fn span(&self, r: std::ops::Range<usize>) -> &'a str {
+        if r.start >= r.end || r.end > self.ends.len() {
+            return "";
+        }
+        let start = if r.start == 0 {
+            0
+        } else {
+            self.ends[r.start - 1] as usize + 1
+        };
+        self.words
+            .get(start..self.ends[r.end - 1] as usize)
+            .unwrap_or("")
+    }
+
+    /// Each token's [`word_hash`]'s top 32 bits (what a bag keeps of a word).
+    pub fn word_hashes(&self, seed: u64) -> impl Iterator<Item = u32> + '_ {
+        let mut from = 0usize;
+        self.ends.iter().map(move |&e| {
+            let w = &self.words.as_bytes()[from..e as usize];
+            from = e as usize + 1;
+            (word_hash(w, seed) >> 32) as u32
+        })
+    }
+}
+
+/// A page's links from their stored bytes: the layout of [`PageLinks`] (format byte
+/// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text (format byte 1, a list of
+/// [`OutLink`]: written by development builds of schema 17 before 2026-11-29), read as
+/// it is. `each` gets the links borrowed where the layout allows.
+pub fn with_page_links<R>(
+    bytes: &[u8],
+    each: impl FnOnce(&PageLinksRef<'_>) -> R,
+) -> Result<R, String> {
+    match bytes.first() {
+        Some(&PAGE_LINKS_FORMAT) => {
+            let links: PageLinksRef<'_> =
+                crate::index::codec::decode_borrowed_as(PAGE_LINKS_FORMAT, bytes)?;
+            Ok(each(&links))
+        }
+        Some(&crate::index::codec::VALUE_FORMAT) => {
+            #[derive(Deserialize)]
+            struct Text<'a> {
+                #[serde(borrow)]
+                target: &'a str,
+                #[serde(borrow)]
+                windows: Vec<&'a str>,
+            }
+            let old: Vec<Text<'_>> = crate::index::codec::decode_borrowed(bytes)?;
+            let texts: Vec<(&str, Vec<&str>)> =
+                old.into_iter().map(|t| (t.target, t.windows)).collect();
+            let links = PageLinks::from_texts(&texts);
+            Ok(each(&links.as_ref()))
+        }
+        Some(v) => Err(format!(
+            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and 1"
+        )),
+        None => Err("empty value".into()),
+    }
+}
+
+/// The stored bytes of a page's links.
+pub fn encode_page_links(links: &PageLinks) -> Vec<u8> {
+    crate::index::codec::encode_as(PAGE_LINKS_FORMAT, links)
+}
+
+/// A page's links, owned, from their stored bytes (either layout).
+pub fn decode_page_links(bytes: &[u8]) -> Result<PageLinks, String> {
+    with_page_links(bytes, |l| PageLinks {
+        words: l.words.to_string(),
+        links: (l.links.iter())
+            .map(|k| PageLink {
+                target: k.target.to_string(),
+                windows: k.windows.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// Format byte of [`PageLinks`] values.
+pub const PAGE_LINKS_FORMAT: u8 = 2;
+
 /// Whether an href can name a page: not a fragment of this one, not a script, mail or
 /// telephone link, not inline data.
 fn names_a_page(href: &str) -> bool {
@@ -53,9 +330,9 @@ fn names_a_page(href: &str) -> bool {
 /// The outgoing links of the page at `page_url` whose canonical form is `canon`, by
 /// target SURT (sorted); links to the page itself left out. `window` tokens either
 /// side of each anchor.
-pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
+pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> PageLinks {
     if canon.links.is_empty() {
-        return Vec::new();
+        return PageLinks::default();
     }
     // Parsed once; each href is joined to it (an absolute one replaces it).
     let page = url::Url::parse(page_url.trim()).ok();
@@ -64,25 +341,13 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         _ => page.clone(),
     };
     let Some(base) = base else {
-        return Vec::new();
+        return PageLinks::default();
     };
     let plain = Plain::of(&base);
     let own = crate::url::surt(page_url);
-    // Tokens `from..to` as the text holds them: separated by one space.
-    let (text, ends) = (canon.text.as_str(), &canon.ends);
-    let n = ends.len();
-    let span = |from: usize, to: usize| -> &str {
-        if from >= to {
-            return "";
-        }
-        let start = if from == 0 {
-            0
-        } else {
-            ends[from - 1] as usize + 1
-        };
-        text.get(start..ends[to - 1] as usize).unwrap_or("")
-    };
-    let mut by_target: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let n = canon.ends.len();
+    // Each window as page token positions: before from .0, anchor .1..=.2, after .3..=.4.
+    let mut by_target: std::collections::BTreeMap<String, Vec<[usize; 5]>> = Default::default();
     for l in &canon.links {
         if !names_a_page(&l.href) {
             continue;
@@ -111,18 +376,84 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> Vec<OutLink> {
         let anchor_end = end.min(start + MAX_ANCHOR_TOKENS);
         let windows = by_target.entry(target).or_default();
         if windows.len() < MAX_WINDOWS_PER_TARGET {
-            let parts = [
-                span(start.saturating_sub(window), start),
-                span(start, anchor_end),
-                span(end, (end + window).min(n)),
-            ];
-            windows.push(parts.join("\t"));
+            windows.push([
+                start.saturating_sub(window),
+                start,
+                anchor_end,
+                end,
+                (end + window).min(n),
+            ]);
         }
     }
-    by_target
-        .into_iter()
-        .map(|(target, windows)| OutLink { target, windows })
-        .collect()
+    // The tokens the windows cover, as runs of page tokens, merged.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for w in by_target.values().flatten() {
+        runs.push((w[0], w[2]));
+        runs.push((w[3], w[4]));
+    }
+    runs.retain(|r| r.0 < r.1);
+    runs.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(runs.len());
+    for r in runs {
+        match merged.last_mut() {
+            Some(m) if r.0 <= m.1 => m.1 = m.1.max(r.1),
+            _ => merged.push(r),
+        }
+    }
+    // Each run's first token among the words.
+    let mut firsts = Vec::with_capacity(merged.len());
+    let (text, ends) = (canon.text.as_str(), &canon.ends);
+    let mut words = String::new();
+    let mut count = 0usize;
+    for &(from, to) in &merged {
+        firsts.push(count);
+        count += to - from;
+        let start = if from == 0 {
+            0
+        } else {
+            ends[from - 1] as usize + 1
+        };
+        if !words.is_empty() {
+            words.push(' ');
+        }
+        words.push_str(text.get(start..ends[to - 1] as usize).unwrap_or(""));
+    }
+    // A page token's place among the words (a token in a run, or the end of the run
+    // before it for a position just past a run).
+    let place = |t: usize| -> usize {
+        let i = merged.partition_point(|r| r.0 <= t);
+        if i == 0 {
+            return 0;
+        }
+        let (from, to) = merged[i - 1];
+        firsts[i - 1] + (t.min(to) - from)
+    };
+    let links = (by_target.into_iter())
+        .map(|(target, windows)| PageLink {
+            target,
+            windows: (windows.iter())
+                .map(|w| {
+                    let at = place(w[0]);
+                    let (before, anchor, after) = (w[1] - w[0], w[2] - w[1], w[4] - w[3]);
+                    // The after part's first token: where it lies when it has tokens,
+                    // else just past the anchor.
+                    let after_at = if after > 0 {
+                        place(w[3])
+                    } else {
+                        at + before + anchor
+                    };
+                    Window {
+                        at: at as u32,
+                        before: before as u32,
+                        anchor: anchor as u32,
+                        skip: (after_at - (at + before + anchor)) as u32,
+                        after: after as u32,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    PageLinks { words, links }
 }
 
 /// Resolves plain hrefs against a page's base without the URL parser, as it would (most
@@ -254,7 +585,121 @@ mod tests {
     fn links_of(html: &str, url: &str, window: usize) -> Vec<OutLink> {
         let mut c = Canon::default();
         canonicalize(html.as_bytes(), MediaKind::Html, None, &mut c);
-        out_links(&c, url, window)
+        out_links(&c, url, window).to_out_links()
+    }
+
+    /// The windows as the page's own tokens give them (before, anchor, after), link by
+    /// link, grouped by target: what the words kept once must give back.
+    fn windows_from_the_page(c: &Canon, base: &str, window: usize) -> Vec<OutLink> {
+        let n = c.ends.len();
+        let span = |from: usize, to: usize| -> String {
+            (from..to)
+                .map(|i| {
+                    let s = if i == 0 {
+                        0
+                    } else {
+                        c.ends[i - 1] as usize + 1
+                    };
+                    &c.text[s..c.ends[i] as usize]
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut by: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for l in &c.links {
+            let target = crate::url::surt_as_pywb(&format!("{base}{}", l.href)).unwrap();
+            let (start, end) = ((l.start as usize).min(n), (l.end as usize).min(n));
+            let end = end.max(start);
+            let w = by.entry(target).or_default();
+            if w.len() < MAX_WINDOWS_PER_TARGET {
+                w.push(format!(
+                    "{}\t{}\t{}",
+                    span(start.saturating_sub(window), start),
+                    span(start, end.min(start + MAX_ANCHOR_TOKENS)),
+                    span(end, (end + window).min(n))
+                ));
+            }
+        }
+        by.into_iter()
+            .map(|(target, windows)| OutLink { target, windows })
+            .collect()
+    }
+
+    /// Windows kept as runs of the page's words once give each link's window back:
+    /// neighbours that overlap, anchors longer than kept, anchors without words,
+    /// targets linked more often than kept, windows of every width.
+    #[test]
+    fn windows_kept_once_give_each_window_back() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        let mut shared = 0usize;
+        for case in 0..400 {
+            let mut html = String::from("<html><body><p>");
+            for _ in 0..next(60) {
+                match next(10) {
+                    0..=6 => html.push_str(&format!("w{} ", next(40))),
+                    7 => html.push_str(&format!("<a href=\"p{}.html\">", next(12))),
+                    8 => {
+                        let words: Vec<String> = (0..next(30)).map(|i| format!("a{i}")).collect();
+                        html.push_str(&format!(
+                            "<a href=\"p{}.html\">{}</a> ",
+                            next(12),
+                            words.join(" ")
+                        ));
+                    }
+                    _ => html.push_str("</a> "),
+                }
+            }
+            html.push_str("</p></body></html>");
+            let window = next(11) as usize;
+            let mut c = Canon::default();
+            canonicalize(html.as_bytes(), MediaKind::Html, None, &mut c);
+            let kept = out_links(&c, "http://example.org/d/page.html", window);
+            let want = windows_from_the_page(&c, "http://example.org/d/", window);
+            assert_eq!(
+                kept.to_out_links(),
+                want,
+                "case {case}: {html} window {window}"
+            );
+            // Through the stored bytes too.
+            let bytes = encode_page_links(&kept);
+            assert_eq!(decode_page_links(&bytes).unwrap(), kept);
+            let windows: usize = want.iter().map(|l| l.windows.len()).sum();
+            let tokens = Tokens::of(&kept.words).len();
+            let in_windows: usize = (want.iter())
+                .flat_map(|l| &l.windows)
+                .map(|w| w.split(['\t', ' ']).filter(|t| !t.is_empty()).count())
+                .sum();
+            assert!(tokens <= in_windows, "case {case}");
+            shared += (windows > 1 && tokens < in_windows) as usize;
+        }
+        assert!(shared > 100, "{shared}");
+    }
+
+    /// Values of the first layout (windows as text) read as the same links.
+    #[test]
+    fn links_kept_as_text_read_as_they_were() {
+        let old = vec![
+            OutLink {
+                target: "org,example)/a".into(),
+                windows: vec!["one two\tthe a\tthree".into(), "\tA\t".into()],
+            },
+            OutLink {
+                target: "org,example)/b".into(),
+                windows: vec!["x\t\ty z".into()],
+            },
+        ];
+        let bytes = crate::index::codec::encode(&old);
+        assert_eq!(bytes[0], 1);
+        assert_eq!(decode_page_links(&bytes).unwrap().to_out_links(), old);
+        assert!(with_page_links(&[9, 0], |_| ())
+            .unwrap_err()
+            .contains("links format 9"));
     }
 
     #[test]

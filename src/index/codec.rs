@@ -19,6 +19,28 @@ pub fn encode<T: Serialize>(v: &T) -> Vec<u8> {
     out
 }
 
+/// Encodes a value whose family reads two layouts behind its own format byte `format`
+/// (not [`VALUE_FORMAT`]).
+pub fn encode_as<T: Serialize>(format: u8, v: &T) -> Vec<u8> {
+    let mut out = encode(v);
+    out[0] = format;
+    out
+}
+
+/// [`decode_borrowed`] of a value written by [`encode_as`] with `format`.
+pub fn decode_borrowed_as<'a, T: Deserialize<'a>>(
+    format: u8,
+    bytes: &'a [u8],
+) -> Result<T, String> {
+    match bytes.first() {
+        Some(v) if *v == format => bincode::serde::borrow_decode_from_slice(&bytes[1..], config())
+            .map(|(v, _)| v)
+            .map_err(|e| format!("undecodable value: {e}")),
+        Some(v) => Err(format!("value format {v}, expected {format}")),
+        None => Err("empty value".into()),
+    }
+}
+
 /// Most bytes a decoded value may claim. bincode believes the lengths it reads and
 /// allocates them before reading: a damaged length of 4 GB was a 4 GB allocation
 /// (found by fuzzing). No value of the index comes near this.

@@ -20,9 +20,8 @@ use serde::Serialize;
 
 use super::FastMap;
 use crate::index::columns::anchor_bags::AnchorBag;
-use crate::index::columns::links::LinkRef;
 use crate::index::{Index, Result};
-use crate::links::{bag_sample, window_word_hashes, BagParams};
+use crate::links::{bag_sample, BagParams, PageLinksRef, Tokens};
 use crate::url::host_of_surt;
 
 /// Pages that must link a URL for it to have a bag: what one page says of a URL is that
@@ -155,16 +154,20 @@ fn scan(
     p: &BagParams,
     mut each: impl FnMut(&str, &[u32]),
 ) -> Result<()> {
-    let mut words: Vec<u32> = Vec::new();
-    index.links().each_link(sweep, |source, links| {
+    let (mut hashes, mut words): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    index.links().each_link(sweep, |source, page| {
         let host = host_of_surt(source);
-        for l in links {
+        hashes.clear();
+        hashes.extend(Tokens::of(page.words).word_hashes(p.seed));
+        for l in &page.links {
             if !p.own_host && host_of_surt(l.target) == host {
                 continue;
             }
             words.clear();
             for w in &l.windows {
-                words.extend(window_word_hashes(w, p.seed));
+                for r in w.ranges() {
+                    words.extend_from_slice(hashes.get(r).unwrap_or(&[]));
+                }
             }
             each(l.target, &words);
         }
@@ -247,13 +250,13 @@ pub struct Gather {
     surts: String,
     surt_at: Vec<usize>,
     linkers: Vec<u32>,
-    /// Each window's word hashes, in chunks that are never moved (a growing vector's
-    /// copies and fresh pages were half the gather's time): window `i`'s are
-    /// `word_at[i] = (chunk, start, end)`.
+    /// Each page's word hashes (its windows' words once), in chunks that are never moved
+    /// (a growing vector's copies and fresh pages were half the gather's time); a run of
+    /// a window's words is `word_at[i] = (chunk, start, end)`.
     words: Vec<Vec<u32>>,
     word_at: Vec<(u32, u32, u32)>,
-    /// (target id, window id | [`FIRST`] for a link's first window); target `u32::MAX`
-    /// once taken back.
+    /// (target id, run id | [`FIRST`] for a link's first run); target `u32::MAX` once
+    /// taken back. A window is one run, or two when its anchor's tail is not in it.
     uses: Vec<(u32, u32)>,
     /// Each source page's uses, by the 128-bit hash of its SURT.
     sources: FastMap<u128, (usize, usize)>,
@@ -264,9 +267,9 @@ pub struct Gather {
 /// Word hashes in a chunk of [`Gather::words`] (16 MiB).
 const WORD_CHUNK: usize = 4 << 20;
 
-/// Marks the use of a link's first window: the link's page counts once.
+/// Marks the use of a link's first run: the link's page counts once.
 const FIRST: u32 = 1 << 31;
-/// The window of a link that has none (its page still counts).
+/// The run of a link that has no words (its page still counts).
 const NO_WINDOW: u32 = FIRST - 1;
 
 impl Gather {
@@ -299,8 +302,7 @@ impl Gather {
 
     /// The links of the page `source` as written to `links` (its earlier ones in the
     /// sweep, if any, replaced).
-    pub fn add(&mut self, source: &str, links: &[LinkRef<'_>]) {
-        let seed = self.p.seed;
+    pub fn add(&mut self, source: &str, page: &PageLinksRef<'_>) {
         let sh = xxhash_rust::xxh3::xxh3_128(source.as_bytes());
         if let Some((from, to)) = self.sources.get(&sh).copied() {
             for u in &mut self.uses[from..to] {
@@ -314,7 +316,18 @@ impl Gather {
         }
         let from = self.uses.len();
         let host = host_of_surt(source);
-        for l in links {
+        // The page's words hashed once, into the chunk its windows' runs point to
+        // (windows are not shared between pages: on a generated sweep 2.4 million of
+        // 2.6 million were distinct, and looking each up cost more than it saved).
+        let tokens = Tokens::of(page.words);
+        let n = tokens.len();
+        if self.words.last().is_none_or(|c| c.len() + n > c.capacity()) {
+            self.words.push(Vec::with_capacity(WORD_CHUNK.max(n)));
+        }
+        let chunk = self.words.len() - 1;
+        let base = self.words[chunk].len();
+        self.words[chunk].extend(tokens.word_hashes(self.p.seed));
+        for l in &page.links {
             if !self.p.own_host && host_of_surt(l.target) == host {
                 continue;
             }
@@ -331,26 +344,34 @@ impl Gather {
                 }
             };
             self.linkers[t as usize] += 1;
-            if l.windows.is_empty() {
-                self.uses.push((t, NO_WINDOW | FIRST));
-            }
-            for (i, w) in l.windows.iter().enumerate() {
-                // Windows are not shared: on a generated sweep 2.4 million of 2.6
-                // million were distinct (a window of 8 words reaches past a menu into the
-                // page's own words), and looking each up cost more than it saved.
-                let id = self.word_at.len() as u32;
-                // At most this many words (one byte and a separator each).
-                let n = w.len() / 2 + 1;
-                if self.words.last().is_none_or(|c| c.len() + n > c.capacity()) {
-                    self.words.push(Vec::with_capacity(WORD_CHUNK.max(n)));
+            let mut first = FIRST;
+            for w in &l.windows {
+                let [b, a, f] = w.ranges();
+                // Before and anchor are one run; after follows it unless tokens lie
+                // between (an anchor's past its first tokens).
+                let runs = if f.is_empty() {
+                    [b.start..a.end, 0..0]
+                } else if a.end == f.start {
+                    [b.start..f.end, 0..0]
+                } else {
+                    [b.start..a.end, f]
+                };
+                for r in runs {
+                    if r.is_empty() || r.end > n {
+                        continue;
+                    }
+                    let id = self.word_at.len() as u32;
+                    self.word_at.push((
+                        chunk as u32,
+                        (base + r.start) as u32,
+                        (base + r.end) as u32,
+                    ));
+                    self.uses.push((t, id | first));
+                    first = 0;
                 }
-                let chunk = self.words.len() - 1;
-                let c = &mut self.words[chunk];
-                let start = c.len();
-                c.extend(window_word_hashes(w, seed));
-                self.word_at
-                    .push((chunk as u32, start as u32, c.len() as u32));
-                self.uses.push((t, if i == 0 { id | FIRST } else { id }));
+            }
+            if first != 0 {
+                self.uses.push((t, NO_WINDOW | FIRST));
             }
         }
         self.sources.insert(sh, (from, self.uses.len()));
@@ -407,9 +428,8 @@ impl Gathering {
                 let Some(g) = &mut gather else { continue };
                 // Bytes this run encoded: a failure to decode them gives up the gather
                 // (the bags are then built from `links`, which reports it).
-                match crate::index::codec::decode_borrowed::<Vec<LinkRef<'_>>>(&bytes) {
-                    Ok(links) => g.add(&source, &links),
-                    Err(_) => gather = None,
+                if crate::links::with_page_links(&bytes, |page| g.add(&source, page)).is_err() {
+                    gather = None;
                 }
                 if gather.as_ref().is_some_and(|g| g.bytes() > GATHER_BUDGET) {
                     gather = None;
@@ -478,15 +498,13 @@ mod tests {
         let t = std::time::Instant::now();
         let mut decoded = 0usize;
         for (_, v) in &pages {
-            let l: Vec<LinkRef<'_>> = crate::index::codec::decode_borrowed(v).unwrap();
-            decoded += l.len();
+            decoded += crate::links::with_page_links(v, |l| l.links.len()).unwrap();
         }
         eprintln!("decode {} links: {:?}", decoded, t.elapsed());
         let t = std::time::Instant::now();
         let mut g = Gather::new(params_of(&index).unwrap());
         for (s, v) in &pages {
-            let l: Vec<LinkRef<'_>> = crate::index::codec::decode_borrowed(v).unwrap();
-            g.add(s, &l);
+            crate::links::with_page_links(v, |l| g.add(s, l)).unwrap();
         }
         eprintln!("gather: {:?}, {} MB", t.elapsed(), g.bytes() >> 20);
         let t = std::time::Instant::now();

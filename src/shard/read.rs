@@ -344,9 +344,9 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             text_fingerprint,
             sketch: None,
             links: match links.is_valid(i) {
-                true => crate::index::codec::decode(links.value(i))
+                true => crate::links::decode_page_links(links.value(i))
                     .map_err(|e| (no, format!("its links: {e}")))?,
-                false => Vec::new(),
+                false => Default::default(),
             },
             title: opt(&title, i),
             payload_len: payload_length.value(i),

@@ -408,7 +408,7 @@ impl Rows {
         self.file.append_value(&self.name);
         self.text.append_option(text);
         self.links.append_option(
-            (!cap.links.is_empty()).then(|| crate::index::codec::encode(&cap.links)),
+            (!cap.links.is_empty()).then(|| crate::links::encode_page_links(&cap.links)),
         );
     }
 

@@ -1,7 +1,7 @@
-//! `links`: sweep id u32 BE ‖ source SURT → the page's outgoing links in that sweep, each
-//! target SURT with its anchor windows ([`crate::links::OutLink`] list, sorted by target;
-//! codec: format byte, bincode). A window is `before \t anchor \t after`, tokens
-//! separated by one space.
+//! `links`: sweep id u32 BE ‖ source SURT → the page's outgoing links in that sweep: the
+//! words of their anchor windows once, and each target SURT with its windows as ranges of
+//! those words ([`crate::links::PageLinks`]; format byte 2, bincode). Values of format 1
+//! (a list of [`crate::links::OutLink`], windows as text) are read as they are.
 //!
 //! One entry a page: the commit adds one put per HTML capture, whatever its number of
 //! links (keyed by target, a page's hundred links were a hundred puts on the committing
@@ -11,9 +11,8 @@
 //! capture's links); read by `inlinks`.
 
 use super::{Col, Column};
-use crate::index::codec::{decode, encode};
 use crate::index::Result;
-use crate::links::OutLink;
+use crate::links::{OutLink, PageLinks, PageLinksRef, Tokens};
 
 /// Marker of the `links` column family.
 pub struct Links;
@@ -33,8 +32,8 @@ pub fn key_of(sweep: u32, source: &str) -> Vec<u8> {
 }
 
 /// The value bytes of a page's links.
-pub fn value_of(links: &[OutLink]) -> Vec<u8> {
-    encode(&links)
+pub fn value_of(links: &PageLinks) -> Vec<u8> {
+    crate::links::encode_page_links(links)
 }
 
 impl Column for Links {
@@ -52,11 +51,19 @@ impl Column for Links {
     }
 
     fn value(v: &Vec<OutLink>) -> Vec<u8> {
-        value_of(v)
+        let texts: Vec<(&str, Vec<&str>)> = (v.iter())
+            .map(|l| {
+                (
+                    l.target.as_str(),
+                    l.windows.iter().map(|w| w.as_str()).collect(),
+                )
+            })
+            .collect();
+        value_of(&PageLinks::from_texts(&texts))
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<Vec<OutLink>, String> {
-        decode(b)
+        crate::links::with_page_links(b, |l| l.to_out_links())
     }
 
     fn tune(o: &mut rocksdb::Options, _t: &mut rocksdb::BlockBasedOptions, _cx: &super::Tuning) {
@@ -65,17 +72,6 @@ impl Column for Links {
         o.set_compression_options(-14, 1, 0, 0);
         o.set_bottommost_compression_options(-14, 1, 0, 0, true);
     }
-}
-
-/// A page's link as [`Col::each_link`] lends it: borrowed from the stored bytes.
-#[derive(Debug, serde::Deserialize)]
-pub struct LinkRef<'a> {
-    /// SURT of the target.
-    #[serde(borrow)]
-    pub target: &'a str,
-    /// Its windows.
-    #[serde(borrow)]
-    pub windows: Vec<&'a str>,
 }
 
 /// The pages that link one target, each with its links' windows, by source.
@@ -93,7 +89,7 @@ impl Col<'_, Links> {
     pub fn each_link(
         &self,
         sweep: u32,
-        mut each: impl FnMut(&str, &[LinkRef<'_>]) -> Result<bool>,
+        mut each: impl FnMut(&str, &PageLinksRef<'_>) -> Result<bool>,
     ) -> Result<()> {
         let prefix = sweep.to_be_bytes();
         self.scan_raw(&prefix, None, false, |k, v| {
@@ -102,9 +98,8 @@ impl Col<'_, Links> {
             }
             let source = std::str::from_utf8(&k[4..])
                 .map_err(|_| super::corrupt::<Links>(k, "a SURT that is not UTF-8"))?;
-            let links: Vec<LinkRef<'_>> = crate::index::codec::decode_borrowed(v)
-                .map_err(|e| super::corrupt::<Links>(k, e))?;
-            each(source, &links)
+            crate::links::with_page_links(v, |links| each(source, links))
+                .map_err(|e| super::corrupt::<Links>(k, e))?
         })
     }
 
@@ -116,10 +111,12 @@ impl Col<'_, Links> {
         if targets.is_empty() {
             return Ok(out);
         }
-        self.each_link(sweep, |source, links| {
-            for l in links {
+        self.each_link(sweep, |source, page| {
+            let mut tokens: Option<Tokens<'_>> = None;
+            for l in &page.links {
                 if let Some(i) = at.get(l.target) {
-                    let windows = l.windows.iter().map(|w| w.to_string()).collect();
+                    let tokens = tokens.get_or_insert_with(|| Tokens::of(page.words));
+                    let windows = l.windows.iter().map(|w| w.text(tokens)).collect();
                     out[*i].push((source.to_string(), windows));
                 }
             }
@@ -139,10 +136,11 @@ impl Col<'_, Links> {
         if anchors.is_empty() {
             return Ok(spread);
         }
-        self.each_link(sweep, |_, links| {
-            for l in links {
+        self.each_link(sweep, |_, page| {
+            let tokens = Tokens::of(page.words);
+            for l in &page.links {
                 for w in &l.windows {
-                    let anchor = OutLink::parts(w).1;
+                    let anchor = tokens.span(w.ranges()[1].clone());
                     if anchors.contains(anchor) {
                         spread.note(anchor, l.target);
                     }
