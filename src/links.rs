@@ -346,8 +346,9 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> PageLinks {
     let plain = Plain::of(&base);
     let own = crate::url::surt(page_url);
     let n = canon.ends.len();
-    // Each window as page token positions: before from .0, anchor .1..=.2, after .3..=.4.
-    let mut by_target: std::collections::BTreeMap<String, Vec<[usize; 5]>> = Default::default();
+    // Each link's target and window as page token positions: before from .0, anchor
+    // .1..=.2, after .3..=.4.
+    let mut found: Vec<(String, [usize; 5])> = Vec::with_capacity(canon.links.len());
     for l in &canon.links {
         if !names_a_page(&l.href) {
             continue;
@@ -374,20 +375,34 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> PageLinks {
         let (start, end) = ((l.start as usize).min(n), (l.end as usize).min(n));
         let end = end.max(start);
         let anchor_end = end.min(start + MAX_ANCHOR_TOKENS);
-        let windows = by_target.entry(target).or_default();
-        if windows.len() < MAX_WINDOWS_PER_TARGET {
-            windows.push([
+        found.push((
+            target,
+            [
                 start.saturating_sub(window),
                 start,
                 anchor_end,
                 end,
                 (end + window).min(n),
-            ]);
+            ],
+        ));
+    }
+    // By target, each target's in page order, its first windows kept.
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut kept = 0;
+    for i in 0..found.len() {
+        kept = if i > 0 && found[i].0 == found[i - 1].0 {
+            kept + 1
+        } else {
+            0
+        };
+        if kept >= MAX_WINDOWS_PER_TARGET {
+            found[i].1[0] = usize::MAX;
         }
     }
+    found.retain(|f| f.1[0] != usize::MAX);
     // The tokens the windows cover, as runs of page tokens, merged.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for w in by_target.values().flatten() {
+    let mut runs: Vec<(usize, usize)> = Vec::with_capacity(2 * found.len());
+    for (_, w) in &found {
         runs.push((w[0], w[2]));
         runs.push((w[3], w[4]));
     }
@@ -428,31 +443,34 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> PageLinks {
         let (from, to) = merged[i - 1];
         firsts[i - 1] + (t.min(to) - from)
     };
-    let links = (by_target.into_iter())
-        .map(|(target, windows)| PageLink {
-            target,
-            windows: (windows.iter())
-                .map(|w| {
-                    let at = place(w[0]);
-                    let (before, anchor, after) = (w[1] - w[0], w[2] - w[1], w[4] - w[3]);
-                    // The after part's first token: where it lies when it has tokens,
-                    // else just past the anchor.
-                    let after_at = if after > 0 {
-                        place(w[3])
-                    } else {
-                        at + before + anchor
-                    };
-                    Window {
-                        at: at as u32,
-                        before: before as u32,
-                        anchor: anchor as u32,
-                        skip: (after_at - (at + before + anchor)) as u32,
-                        after: after as u32,
-                    }
-                })
-                .collect(),
-        })
-        .collect();
+    let mut links: Vec<PageLink> = Vec::new();
+    for (target, w) in found {
+        let window = {
+            let at = place(w[0]);
+            let (before, anchor, after) = (w[1] - w[0], w[2] - w[1], w[4] - w[3]);
+            // The after part's first token: where it lies when it has tokens,
+            // else just past the anchor.
+            let after_at = if after > 0 {
+                place(w[3])
+            } else {
+                at + before + anchor
+            };
+            Window {
+                at: at as u32,
+                before: before as u32,
+                anchor: anchor as u32,
+                skip: (after_at - (at + before + anchor)) as u32,
+                after: after as u32,
+            }
+        };
+        match links.last_mut() {
+            Some(l) if l.target == target => l.windows.push(window),
+            _ => links.push(PageLink {
+                target,
+                windows: vec![window],
+            }),
+        }
+    }
     PageLinks { words, links }
 }
 
@@ -497,10 +515,14 @@ impl Plain {
         {
             return None;
         }
-        Some(match href.starts_with('/') {
-            true => format!("{}{href}", self.origin),
-            false => format!("{}{href}", self.dir),
-        })
+        let head = match href.starts_with('/') {
+            true => &self.origin,
+            false => &self.dir,
+        };
+        let mut url = String::with_capacity(head.len() + href.len());
+        url.push_str(head);
+        url.push_str(href);
+        Some(url)
     }
 }
 
