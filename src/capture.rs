@@ -46,8 +46,10 @@ pub struct Capture {
     /// Things that could not be undone (bad chunking, unknown content coding).
     pub warnings: Vec<String>,
     /// The page's outgoing links with their anchor windows (HTML pages, when
-    /// [`Scratch::anchor_window`] is set).
-    pub links: crate::links::PageLinks,
+    /// [`Scratch::anchor_window`] is set), encoded as the `links` family keeps them
+    /// ([`crate::links::encode_page_links`]; empty: none): on the worker, not the
+    /// committing thread.
+    pub links: Vec<u8>,
     /// The doc the index held for the payload digest when a worker read the record
     /// (the record was then not canonicalized or sketched). Digests are never removed
     /// nor remapped, so the commit takes it as read, not with a lookup of its own.
@@ -100,7 +102,7 @@ impl Capture {
             payload_len: rec.block.len() as u64,
             truncated: rec.over_cap,
             warnings: warning.into_iter().collect(),
-            links: Default::default(),
+            links: Vec::new(),
             payload_doc: None,
         }
     }
@@ -259,9 +261,7 @@ pub fn analyze_unless_known(
                 charset.as_deref(),
                 &mut scratch.canon,
             );
-            if let Some(url) = &cap_.url {
-                cap_.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
-            }
+            read_links(&mut cap_, scratch);
         }
         cap_.mime = mime;
         return cap_;
@@ -286,7 +286,10 @@ pub fn analyze_unless_known(
 /// The links of the page just canonicalized into `scratch`.
 fn read_links(cap: &mut Capture, scratch: &Scratch) {
     if let Some(url) = &cap.url {
-        cap.links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+        let links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+        if !links.is_empty() {
+            cap.links = crate::links::encode_page_links(&links);
+        }
     }
 }
 

@@ -149,12 +149,11 @@ impl Writer<'_> {
         self.pending.holds.url(&key.surt);
         // What the page says of the pages it links (a page that answered).
         if status.is_none_or(|s| (200..300).contains(&s)) && !cap.links.is_empty() {
-            use crate::index::columns::links::{key_of, value_of};
+            use crate::index::columns::links::key_of;
             let lk = key_of(self.sweep_id, &key.surt);
-            let value = value_of(&cap.links);
-            batch.put_raw::<Links>(self.index, &lk, &value);
+            batch.put_raw::<Links>(self.index, &lk, &cap.links);
             if let Some(g) = &self.bag_gather {
-                g.add(&key.surt, &value);
+                g.add(&key.surt, &cap.links);
             }
         }
         if let Some(d) = doc {

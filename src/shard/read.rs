@@ -344,9 +344,13 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             text_fingerprint,
             sketch: None,
             links: match links.is_valid(i) {
-                true => crate::links::decode_page_links(links.value(i))
-                    .map_err(|e| (no, format!("its links: {e}")))?,
-                false => Default::default(),
+                true => {
+                    let bytes = links.value(i);
+                    crate::links::with_page_links(bytes, |_| ())
+                        .map_err(|e| (no, format!("its links: {e}")))?;
+                    bytes.to_vec()
+                }
+                false => Vec::new(),
             },
             title: opt(&title, i),
             payload_len: payload_length.value(i),

@@ -407,9 +407,8 @@ impl Rows {
         self.warnings.append(true);
         self.file.append_value(&self.name);
         self.text.append_option(text);
-        self.links.append_option(
-            (!cap.links.is_empty()).then(|| crate::links::encode_page_links(&cap.links)),
-        );
+        self.links
+            .append_option((!cap.links.is_empty()).then_some(&cap.links[..]));
     }
 
     /// Writes the rows held as one batch.
