@@ -475,7 +475,7 @@ pub fn write_gathered(index: &Index, sweep: u32, gather: Gather) -> Result<BagCo
 mod tests {
     use super::*;
 
-    /// `TIDEMARK_GATHER_DB=DIR cargo test --release --lib gather_speed -- --ignored --nocapture`
+    /// `TIDEMARK_GATHER_DB=DIR [TIDEMARK_GATHER_SWEEP=ID] cargo test --release --lib gather_speed -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn gather_speed() {
@@ -484,7 +484,9 @@ mod tests {
             Index::open_read_only(std::path::Path::new(&db), &crate::config::Config::default())
                 .unwrap();
         let mut pages: Vec<(String, Vec<u8>)> = Vec::new();
-        let prefix = 1u32.to_be_bytes();
+        // TIDEMARK_GATHER_SWEEP: the sweep id (1 by default).
+        let sweep: u32 = std::env::var("TIDEMARK_GATHER_SWEEP").map_or(1, |s| s.parse().unwrap());
+        let prefix = sweep.to_be_bytes();
         index
             .links()
             .scan_raw(&prefix, None, false, |k, v| {
