@@ -47,7 +47,7 @@ pub struct Capture {
     pub warnings: Vec<String>,
     /// The page's outgoing links with their anchor windows (HTML pages, when
     /// [`Scratch::anchor_window`] is set), encoded as the `links` family keeps them
-    /// ([`crate::links::encode_page_links`]; empty: none): on the worker, not the
+    /// ([`crate::index::columns::links::encode_page_links`]; empty: none): on the worker, not the
     /// committing thread.
     pub links: Vec<u8>,
     /// The doc the index held for the payload digest when a worker read the record
@@ -288,7 +288,7 @@ fn read_links(cap: &mut Capture, scratch: &Scratch) {
     if let Some(url) = &cap.url {
         let links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
         if !links.is_empty() {
-            cap.links = crate::links::encode_page_links(&links);
+            cap.links = crate::index::columns::links::encode_page_links(&links);
         }
     }
 }

@@ -259,62 +259,6 @@ impl<'a> Tokens<'a> {
     }
 }
 
-/// A page's links from their stored bytes: the layout of [`PageLinks`] (format byte
-/// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text (format byte 1, a list of
-/// [`OutLink`]: written by development builds of schema 17 before 2026-11-29), read as
-/// it is. `each` gets the links borrowed where the layout allows.
-pub fn with_page_links<R>(
-    bytes: &[u8],
-    each: impl FnOnce(&PageLinksRef<'_>) -> R,
-) -> Result<R, String> {
-    match bytes.first() {
-        Some(&PAGE_LINKS_FORMAT) => {
-            let links: PageLinksRef<'_> =
-                crate::index::codec::decode_borrowed_as(PAGE_LINKS_FORMAT, bytes)?;
-            Ok(each(&links))
-        }
-        Some(&crate::index::codec::VALUE_FORMAT) => {
-            #[derive(Deserialize)]
-            struct Text<'a> {
-                #[serde(borrow)]
-                target: &'a str,
-                #[serde(borrow)]
-                windows: Vec<&'a str>,
-            }
-            let old: Vec<Text<'_>> = crate::index::codec::decode_borrowed(bytes)?;
-            let texts: Vec<(&str, Vec<&str>)> =
-                old.into_iter().map(|t| (t.target, t.windows)).collect();
-            let links = PageLinks::from_texts(&texts);
-            Ok(each(&links.as_ref()))
-        }
-        Some(v) => Err(format!(
-            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and 1"
-        )),
-        None => Err("empty value".into()),
-    }
-}
-
-/// The stored bytes of a page's links.
-pub fn encode_page_links(links: &PageLinks) -> Vec<u8> {
-    crate::index::codec::encode_as(PAGE_LINKS_FORMAT, links)
-}
-
-/// A page's links, owned, from their stored bytes (either layout).
-pub fn decode_page_links(bytes: &[u8]) -> Result<PageLinks, String> {
-    with_page_links(bytes, |l| PageLinks {
-        words: l.words.to_string(),
-        links: (l.links.iter())
-            .map(|k| PageLink {
-                target: k.target.to_string(),
-                windows: k.windows.clone(),
-            })
-            .collect(),
-    })
-}
-
-/// Format byte of [`PageLinks`] values.
-pub const PAGE_LINKS_FORMAT: u8 = 2;
-
 /// Whether an href can name a page: not a fragment of this one, not a script, mail or
 /// telephone link, not inline data.
 fn names_a_page(href: &str) -> bool {
@@ -603,6 +547,7 @@ pub fn bag_resemblance(a: (u8, &[u32]), b: (u8, &[u32])) -> crate::sketch::Estim
 mod tests {
     use super::*;
     use crate::canon::{canonicalize, MediaKind};
+    use crate::index::columns::links::{decode_page_links, encode_page_links, with_page_links};
 
     fn links_of(html: &str, url: &str, window: usize) -> Vec<OutLink> {
         let mut c = Canon::default();

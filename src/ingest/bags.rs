@@ -428,7 +428,11 @@ impl Gathering {
                 let Some(g) = &mut gather else { continue };
                 // Bytes this run encoded: a failure to decode them gives up the gather
                 // (the bags are then built from `links`, which reports it).
-                if crate::links::with_page_links(&bytes, |page| g.add(&source, page)).is_err() {
+                if crate::index::columns::links::with_page_links(&bytes, |page| {
+                    g.add(&source, page)
+                })
+                .is_err()
+                {
                     gather = None;
                 }
                 if gather.as_ref().is_some_and(|g| g.bytes() > GATHER_BUDGET) {
@@ -500,13 +504,13 @@ mod tests {
         let t = std::time::Instant::now();
         let mut decoded = 0usize;
         for (_, v) in &pages {
-            decoded += crate::links::with_page_links(v, |l| l.links.len()).unwrap();
+            decoded += crate::index::columns::links::with_page_links(v, |l| l.links.len()).unwrap();
         }
         eprintln!("decode {} links: {:?}", decoded, t.elapsed());
         let t = std::time::Instant::now();
         let mut g = Gather::new(params_of(&index).unwrap());
         for (s, v) in &pages {
-            crate::links::with_page_links(v, |l| g.add(s, l)).unwrap();
+            crate::index::columns::links::with_page_links(v, |l| g.add(s, l)).unwrap();
         }
         eprintln!("gather: {:?}, {} MB", t.elapsed(), g.bytes() >> 20);
         let t = std::time::Instant::now();

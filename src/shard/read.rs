@@ -346,7 +346,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             links: match links.is_valid(i) {
                 true => {
                     let bytes = links.value(i);
-                    crate::links::with_page_links(bytes, |_| ())
+                    crate::index::columns::links::with_page_links(bytes, |_| ())
                         .map_err(|e| (no, format!("its links: {e}")))?;
                     bytes.to_vec()
                 }

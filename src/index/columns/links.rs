@@ -12,7 +12,9 @@
 
 use super::{Col, Column};
 use crate::index::Result;
-use crate::links::{OutLink, PageLinks, PageLinksRef, Tokens};
+use serde::Deserialize;
+
+use crate::links::{OutLink, PageLink, PageLinks, PageLinksRef, Tokens};
 
 /// Marker of the `links` column family.
 pub struct Links;
@@ -33,8 +35,64 @@ pub fn key_of(sweep: u32, source: &str) -> Vec<u8> {
 
 /// The value bytes of a page's links.
 pub fn value_of(links: &PageLinks) -> Vec<u8> {
-    crate::links::encode_page_links(links)
+    encode_page_links(links)
 }
+
+/// A page's links from their stored bytes: the layout of [`PageLinks`] (format byte
+/// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text (format byte 1, a list of
+/// [`OutLink`]: written by development builds of schema 17 before 2026-11-29), read as
+/// it is. `each` gets the links borrowed where the layout allows.
+pub fn with_page_links<R>(
+    bytes: &[u8],
+    each: impl FnOnce(&PageLinksRef<'_>) -> R,
+) -> std::result::Result<R, String> {
+    match bytes.first() {
+        Some(&PAGE_LINKS_FORMAT) => {
+            let links: PageLinksRef<'_> =
+                crate::index::codec::decode_borrowed_as(PAGE_LINKS_FORMAT, bytes)?;
+            Ok(each(&links))
+        }
+        Some(&crate::index::codec::VALUE_FORMAT) => {
+            #[derive(Deserialize)]
+            struct Text<'a> {
+                #[serde(borrow)]
+                target: &'a str,
+                #[serde(borrow)]
+                windows: Vec<&'a str>,
+            }
+            let old: Vec<Text<'_>> = crate::index::codec::decode_borrowed(bytes)?;
+            let texts: Vec<(&str, Vec<&str>)> =
+                old.into_iter().map(|t| (t.target, t.windows)).collect();
+            let links = PageLinks::from_texts(&texts);
+            Ok(each(&links.as_ref()))
+        }
+        Some(v) => Err(format!(
+            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and 1"
+        )),
+        None => Err("empty value".into()),
+    }
+}
+
+/// The stored bytes of a page's links.
+pub fn encode_page_links(links: &PageLinks) -> Vec<u8> {
+    crate::index::codec::encode_as(PAGE_LINKS_FORMAT, links)
+}
+
+/// A page's links, owned, from their stored bytes (either layout).
+pub fn decode_page_links(bytes: &[u8]) -> std::result::Result<PageLinks, String> {
+    with_page_links(bytes, |l| PageLinks {
+        words: l.words.to_string(),
+        links: (l.links.iter())
+            .map(|k| PageLink {
+                target: k.target.to_string(),
+                windows: k.windows.clone(),
+            })
+            .collect(),
+    })
+}
+
+/// Format byte of [`PageLinks`] values.
+pub const PAGE_LINKS_FORMAT: u8 = 2;
 
 impl Column for Links {
     const NAME: &'static str = "links";
@@ -63,7 +121,7 @@ impl Column for Links {
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<Vec<OutLink>, String> {
-        crate::links::with_page_links(b, |l| l.to_out_links())
+        with_page_links(b, |l| l.to_out_links())
     }
 
     fn tune(o: &mut rocksdb::Options, _t: &mut rocksdb::BlockBasedOptions, _cx: &super::Tuning) {
@@ -98,7 +156,7 @@ impl Col<'_, Links> {
             }
             let source = std::str::from_utf8(&k[4..])
                 .map_err(|_| super::corrupt::<Links>(k, "a SURT that is not UTF-8"))?;
-            crate::links::with_page_links(v, |links| each(source, links))
+            with_page_links(v, |links| each(source, links))
                 .map_err(|e| super::corrupt::<Links>(k, e))?
         })
     }
