@@ -304,7 +304,7 @@ impl Config {
         if self.links.bag_sample == 0 {
             return Err("links.bag_sample must be at least 1".into());
         }
-        if self.links.window > 64 {
+        if self.links.window > crate::links::MAX_WINDOW {
             return Err(format!(
                 "links.window must be 0..=64, not {}",
                 self.links.window

@@ -13,6 +13,8 @@ use crate::canon::Canon;
 /// Tokens of an anchor text kept at most (a link around a whole paragraph is evidence
 /// of its first words).
 pub const MAX_ANCHOR_TOKENS: usize = 16;
+/// Tokens either side of an anchor at most (`links.window`).
+pub const MAX_WINDOW: u32 = 64;
 /// Windows kept per target of one page (a page that links a target from every row of
 /// a table says the same thing each time).
 pub const MAX_WINDOWS_PER_TARGET: usize = 8;
@@ -74,7 +76,9 @@ pub struct Window {
     pub before: u32,
     /// The anchor's tokens kept.
     pub anchor: u32,
-    /// Tokens between the anchor kept and the after part.
+    /// Tokens among the words between the anchor's kept tokens and the after part: the
+    /// anchor's tail past [`MAX_ANCHOR_TOKENS`] as far as other windows keep it (0 when
+    /// none does, or the anchor was not cut).
     pub skip: u32,
     /// Tokens after the anchor.
     pub after: u32,
@@ -482,16 +486,6 @@ pub struct BagParams {
     pub seed: u64,
 }
 
-/// The words of a window: before, anchor and after together.
-pub fn window_words(window: &str) -> impl Iterator<Item = &[u8]> {
-    (window.as_bytes().split(|b| matches!(b, b'\t' | b' '))).filter(|w| !w.is_empty())
-}
-
-/// What a bag keeps of each word of a window: the top 32 bits of its hash.
-pub fn window_word_hashes(window: &str, seed: u64) -> impl Iterator<Item = u32> + '_ {
-    window_words(window).map(move |w| (word_hash(w, seed) >> 32) as u32)
-}
-
 /// The hash of a word (bags keep its top 32 bits: two words of a bag share them by
 /// chance with a probability far below the sample's own error).
 #[inline]
@@ -541,6 +535,37 @@ pub fn bag_resemblance(a: (u8, &[u32]), b: (u8, &[u32])) -> crate::sketch::Estim
     let level = a.0.max(b.0) as u32;
     let at = |v: &[u32]| -> Vec<u32> { v.iter().copied().filter(|c| (c & 31) >= level).collect() };
     crate::sketch::estimate_compact(&at(a.1), &at(b.1))
+}
+
+/// A page of random words and links (`p0.html` … `p11.html`): anchors unclosed,
+/// empty and longer than kept, neighbours close; and a window width from 0 to 10.
+#[cfg(test)]
+pub(crate) fn random_page(case: u64) -> (String, usize) {
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ case.wrapping_mul(0x2545_f491_4f6c_dd1d);
+    let mut next = |m: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % m
+    };
+    let mut html = String::from("<html><body><p>");
+    for _ in 0..next(60) {
+        match next(10) {
+            0..=6 => html.push_str(&format!("w{} ", next(40))),
+            7 => html.push_str(&format!("<a href=\"p{}.html\">", next(12))),
+            8 => {
+                let words: Vec<String> = (0..next(30)).map(|i| format!("a{i}")).collect();
+                html.push_str(&format!(
+                    "<a href=\"p{}.html\">{}</a> ",
+                    next(12),
+                    words.join(" ")
+                ));
+            }
+            _ => html.push_str("</a> "),
+        }
+    }
+    html.push_str("</p></body></html>");
+    (html, next(11) as usize)
 }
 
 #[cfg(test)]
@@ -597,33 +622,9 @@ mod tests {
     /// targets linked more often than kept, windows of every width.
     #[test]
     fn windows_kept_once_give_each_window_back() {
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % m
-        };
         let mut shared = 0usize;
         for case in 0..400 {
-            let mut html = String::from("<html><body><p>");
-            for _ in 0..next(60) {
-                match next(10) {
-                    0..=6 => html.push_str(&format!("w{} ", next(40))),
-                    7 => html.push_str(&format!("<a href=\"p{}.html\">", next(12))),
-                    8 => {
-                        let words: Vec<String> = (0..next(30)).map(|i| format!("a{i}")).collect();
-                        html.push_str(&format!(
-                            "<a href=\"p{}.html\">{}</a> ",
-                            next(12),
-                            words.join(" ")
-                        ));
-                    }
-                    _ => html.push_str("</a> "),
-                }
-            }
-            html.push_str("</p></body></html>");
-            let window = next(11) as usize;
+            let (html, window) = super::random_page(case);
             let mut c = Canon::default();
             canonicalize(html.as_bytes(), MediaKind::Html, None, &mut c);
             let kept = out_links(&c, "http://example.org/d/page.html", window);
@@ -664,6 +665,19 @@ mod tests {
         let bytes = crate::index::codec::encode(&old);
         assert_eq!(bytes[0], 1);
         assert_eq!(decode_page_links(&bytes).unwrap().to_out_links(), old);
+        // A window past its words, or wider than any page's, is refused.
+        let mut bad = PageLinks::from_texts(&[("org,example)/a", vec!["one two\tthe a\tthree"])]);
+        bad.links[0].windows[0].after = 3;
+        let e = with_page_links(&encode_page_links(&bad), |_| ()).unwrap_err();
+        assert!(e.contains("not within its 5 words"), "{e}");
+        bad.links[0].windows[0] = Window {
+            at: 0,
+            before: 65,
+            anchor: 0,
+            skip: 0,
+            after: 0,
+        };
+        assert!(with_page_links(&encode_page_links(&bad), |_| ()).is_err());
         assert!(with_page_links(&[9, 0], |_| ())
             .unwrap_err()
             .contains("links format 9"));

@@ -154,25 +154,37 @@ fn scan(
     p: &BagParams,
     mut each: impl FnMut(&str, &[u32]),
 ) -> Result<()> {
-    let (mut hashes, mut words): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+    let mut scratch = (Vec::new(), Vec::new());
     index.links().each_link(sweep, |source, page| {
-        let host = host_of_surt(source);
-        hashes.clear();
-        hashes.extend(Tokens::of(page.words).word_hashes(p.seed));
-        for l in &page.links {
-            if !p.own_host && host_of_surt(l.target) == host {
-                continue;
-            }
-            words.clear();
-            for w in &l.windows {
-                for r in w.ranges() {
-                    words.extend_from_slice(hashes.get(r).unwrap_or(&[]));
-                }
-            }
-            each(l.target, &words);
-        }
+        page_words(source, page, p, &mut scratch, &mut each);
         Ok(true)
     })
+}
+
+/// Calls `each` with every link of the page `source` that counts: its target and the
+/// hashes of its windows' words (`scratch` holds the page's hashes and a link's words).
+fn page_words(
+    source: &str,
+    page: &PageLinksRef<'_>,
+    p: &BagParams,
+    (hashes, words): &mut (Vec<u32>, Vec<u32>),
+    mut each: impl FnMut(&str, &[u32]),
+) {
+    let host = host_of_surt(source);
+    hashes.clear();
+    hashes.extend(Tokens::of(page.words).word_hashes(p.seed));
+    for l in &page.links {
+        if !p.own_host && host_of_surt(l.target) == host {
+            continue;
+        }
+        words.clear();
+        for w in &l.windows {
+            for r in w.ranges() {
+                words.extend_from_slice(hashes.get(r).unwrap_or(&[]));
+            }
+        }
+        each(l.target, words);
+    }
 }
 
 /// The bags of the targets `wanted` (by id) from their pairs (target id ‖ word hash),
@@ -238,8 +250,9 @@ fn bag_of(
 pub const GATHER_BUDGET: usize = 768 << 20;
 
 /// A sweep's links gathered by target as the commit writes them, for its bags without a
-/// scan: every target once (its SURT and the pages linking it), every window's words'
-/// hashes, and one (target, window) use per window of a link. A page
+/// scan: every target once (its SURT and the pages linking it), each page's words'
+/// hashes once, and one (target, run) use per run of them a window holds (one or two a
+/// window). A page
 /// written again in the sweep (its last capture's links are the ones kept) takes back
 /// what its earlier links gave. Gives the bags [`build`] would.
 pub struct Gather {
@@ -319,6 +332,11 @@ impl Gather {
         // The page's words hashed once, into the chunk its windows' runs point to
         // (windows are not shared between pages: on a generated sweep 2.4 million of
         // 2.6 million were distinct, and looking each up cost more than it saved).
+        let counts = |target: &str| self.p.own_host || host_of_surt(target) != host;
+        if !page.links.iter().any(|l| counts(l.target)) {
+            self.sources.insert(sh, (from, from));
+            return;
+        }
         let tokens = Tokens::of(page.words);
         let n = tokens.len();
         if self.words.last().is_none_or(|c| c.len() + n > c.capacity()) {
@@ -328,7 +346,7 @@ impl Gather {
         let base = self.words[chunk].len();
         self.words[chunk].extend(tokens.word_hashes(self.p.seed));
         for l in &page.links {
-            if !self.p.own_host && host_of_surt(l.target) == host {
+            if !counts(l.target) {
                 continue;
             }
             let th = xxhash_rust::xxh3::xxh3_128(l.target.as_bytes());
@@ -426,8 +444,9 @@ impl Gathering {
             let mut gather = Some(Gather::new(p));
             for (source, bytes) in from {
                 let Some(g) = &mut gather else { continue };
-                // Bytes this run encoded: a failure to decode them gives up the gather
-                // (the bags are then built from `links`, which reports it).
+                // Bytes this run wrote to `links` (a worker's, or a shard's): a failure to
+                // read them gives up the gather (the bags are then built from `links`,
+                // which reports it).
                 if crate::index::columns::links::with_page_links(&bytes, |page| {
                     g.add(&source, page)
                 })
@@ -478,6 +497,102 @@ pub fn write_gathered(index: &Index, sweep: u32, gather: Gather) -> Result<BagCo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The gather's bags equal those of a scan of the same pages' stored links, for pages
+    /// of every window shape (overlapping, cut anchors, empty parts), some pages given
+    /// twice (their second links replace their first), with and without own-host links.
+    #[test]
+    fn gathered_bags_equal_scanned_ones_for_any_window_shape() {
+        for own_host in [true, false] {
+            let p = BagParams {
+                own_host,
+                sample_target: 8,
+                seed: 7,
+            };
+            let mut gather = Gather::new(p);
+            let mut last: std::collections::BTreeMap<String, Vec<u8>> = Default::default();
+            for case in 0..300u64 {
+                let (html, window) = crate::links::random_page(case);
+                let mut c = crate::canon::Canon::default();
+                crate::canon::canonicalize(
+                    html.as_bytes(),
+                    crate::canon::MediaKind::Html,
+                    None,
+                    &mut c,
+                );
+                // Pages of two hosts, linking relative paths.
+                let host = ["example.org", "other.net"][(case % 2) as usize];
+                let url = format!("http://{host}/d/page{}.html", case % 170);
+                let source = crate::url::surt(&url);
+                let mut links = crate::links::out_links(&c, &url, window);
+                // The first host's pages link the second's (links from another host).
+                for l in &mut links.links {
+                    if let Some(path) = l.target.strip_prefix("org,example)") {
+                        l.target = format!("net,other){path}");
+                    }
+                }
+                if case % 3 == 0 {
+                    let other = crate::url::surt("http://other.net/d/p1.html");
+                    links.links.insert(
+                        0,
+                        crate::links::PageLink {
+                            target: other,
+                            windows: links
+                                .links
+                                .first()
+                                .map_or(Vec::new(), |l| l.windows.clone()),
+                        },
+                    );
+                    links.links.sort_by(|a, b| a.target.cmp(&b.target));
+                    links.links.dedup_by(|a, b| a.target == b.target);
+                }
+                let bytes = crate::index::columns::links::encode_page_links(&links);
+                crate::index::columns::links::with_page_links(&bytes, |page| {
+                    gather.add(&source, page)
+                })
+                .unwrap();
+                last.insert(source, bytes);
+            }
+            // The scan's way, over each page's last links.
+            let mut targets = Targets::default();
+            let mut pairs: Vec<u64> = Vec::new();
+            let mut scratch = (Vec::new(), Vec::new());
+            for (source, bytes) in &last {
+                crate::index::columns::links::with_page_links(bytes, |page| {
+                    page_words(source, page, &p, &mut scratch, |target, words| {
+                        let id = targets.id(target);
+                        targets.list[id as usize].1 += 1;
+                        pairs.extend(words.iter().map(|h| ((id as u64) << 32) | *h as u64));
+                    })
+                })
+                .unwrap();
+            }
+            let mut scanned = Vec::new();
+            bags_of(&pairs, &targets.list, |_| true, &p, &mut scanned);
+            scanned.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            let gathered = gather.bags();
+            assert!(
+                scanned.len() > 5,
+                "{} of {:?}",
+                scanned.len(),
+                targets
+                    .list
+                    .iter()
+                    .map(|t| (&t.0, t.1, t.2))
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(gathered.len(), scanned.len(), "own_host {own_host}");
+            for (g, s) in gathered.iter().zip(&scanned) {
+                assert_eq!(g.0, s.0);
+                assert_eq!(
+                    (g.1.elements, g.1.sources, g.1.level, &g.1.values),
+                    (s.1.elements, s.1.sources, s.1.level, &s.1.values),
+                    "own_host {own_host}, {}",
+                    g.0
+                );
+            }
+        }
+    }
 
     /// `TIDEMARK_GATHER_DB=DIR [TIDEMARK_GATHER_SWEEP=ID] cargo test --release --lib gather_speed -- --ignored --nocapture`
     #[test]

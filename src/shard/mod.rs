@@ -29,8 +29,9 @@ use crate::index::IndexParams;
 /// Version of the shard format (`tidemark.shard` in the metadata): 2 since records are
 /// read as pywb's indexer reads them (dates, `metadata` captures, non-http records), so a
 /// shard of format 1 would give another index than its WARC file; 3 since pages' links
-/// are kept (the `links` column, `tidemark.anchor_window`).
-pub const SHARD_FORMAT: u32 = 3;
+/// are kept (the `links` column, `tidemark.anchor_window`); 4 since a page's window
+/// words are kept once (the `links` family's layout, format byte 2).
+pub const SHARD_FORMAT: u32 = 4;
 
 /// Metadata keys.
 mod key {
@@ -219,8 +220,8 @@ pub fn schema() -> Arc<Schema> {
         Field::new("file", Utf8, false),
         // The canonical text, only in shards made for an index that stores texts.
         s("text"),
-        // The page's outgoing links with their anchor windows (`crate::links::OutLink`
-        // list, in the index's codec: format byte, bincode); none for a page without.
+        // The page's outgoing links with their anchor windows, as the `links` family keeps
+        // them (`crate::links::PageLinks`, format byte 2); none for a page without.
         Field::new("links", Binary, true),
     ]))
 }

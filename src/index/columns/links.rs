@@ -14,7 +14,10 @@ use super::{Col, Column};
 use crate::index::Result;
 use serde::Deserialize;
 
-use crate::links::{OutLink, PageLink, PageLinks, PageLinksRef, Tokens};
+use crate::links::{
+    OutLink, PageLink, PageLinks, PageLinksRef, Tokens, MAX_ANCHOR_TOKENS, MAX_WINDOW,
+    MAX_WINDOWS_PER_TARGET,
+};
 
 /// Marker of the `links` column family.
 pub struct Links;
@@ -39,9 +42,12 @@ pub fn value_of(links: &PageLinks) -> Vec<u8> {
 }
 
 /// A page's links from their stored bytes: the layout of [`PageLinks`] (format byte
-/// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text (format byte 1, a list of
-/// [`OutLink`]: written by development builds of schema 17 before 2026-11-29), read as
-/// it is. `each` gets the links borrowed where the layout allows.
+/// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text ([`TEXT_LINKS_FORMAT`], a
+/// list of [`OutLink`]: written by builds of schema 17 before 2026-11-29), read as it
+/// is. `each` gets the links borrowed where the layout allows. A value whose windows
+/// point past its words, or are wider, more or longer than any page's, is refused: a
+/// window of a few bytes names any run of the words, so a damaged or crafted value could
+/// otherwise make gigabytes of window text or bag words.
 pub fn with_page_links<R>(
     bytes: &[u8],
     each: impl FnOnce(&PageLinksRef<'_>) -> R,
@@ -50,9 +56,10 @@ pub fn with_page_links<R>(
         Some(&PAGE_LINKS_FORMAT) => {
             let links: PageLinksRef<'_> =
                 crate::index::codec::decode_borrowed_as(PAGE_LINKS_FORMAT, bytes)?;
+            check(&links)?;
             Ok(each(&links))
         }
-        Some(&crate::index::codec::VALUE_FORMAT) => {
+        Some(&TEXT_LINKS_FORMAT) => {
             #[derive(Deserialize)]
             struct Text<'a> {
                 #[serde(borrow)]
@@ -67,7 +74,7 @@ pub fn with_page_links<R>(
             Ok(each(&links.as_ref()))
         }
         Some(v) => Err(format!(
-            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and 1"
+            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and {TEXT_LINKS_FORMAT}"
         )),
         None => Err("empty value".into()),
     }
@@ -93,6 +100,37 @@ pub fn decode_page_links(bytes: &[u8]) -> std::result::Result<PageLinks, String>
 
 /// Format byte of [`PageLinks`] values.
 pub const PAGE_LINKS_FORMAT: u8 = 2;
+/// Format byte of the first layout's values (windows as text).
+pub const TEXT_LINKS_FORMAT: u8 = 1;
+
+/// Whether `links` could have been made from a page: at most [`crate::canon::MAX_LINKS`]
+/// links, [`MAX_WINDOWS_PER_TARGET`] windows a target, windows no wider than the widest
+/// [`MAX_WINDOW`] allows and within the words.
+fn check(links: &PageLinksRef<'_>) -> std::result::Result<(), String> {
+    let n = if links.words.is_empty() {
+        0
+    } else {
+        memchr::memchr_iter(b' ', links.words.as_bytes()).count() + 1
+    };
+    if links.links.len() > crate::canon::MAX_LINKS {
+        return Err(format!("{} links, more than a page's", links.links.len()));
+    }
+    for l in &links.links {
+        if l.windows.len() > MAX_WINDOWS_PER_TARGET {
+            return Err(format!("{} windows of one target", l.windows.len()));
+        }
+        for w in &l.windows {
+            let [b, a, f] = w.ranges();
+            let wide = w.before > MAX_WINDOW
+                || w.after > MAX_WINDOW
+                || w.anchor as usize > MAX_ANCHOR_TOKENS;
+            if wide || [b, a, f].iter().any(|r| !r.is_empty() && r.end > n) {
+                return Err(format!("a window {w:?} not within its {n} words"));
+            }
+        }
+    }
+    Ok(())
+}
 
 impl Column for Links {
     const NAME: &'static str = "links";
