@@ -50,6 +50,9 @@ pub struct Capture {
     /// ([`crate::index::columns::links::encode_page_links`]; empty: none): on the worker, not the
     /// committing thread.
     pub links: Vec<u8>,
+    /// The sweep that keeps `links` already: this page, the same URL and bytes, was in the
+    /// sweep before (`links` are then what that sweep keeps, read, not made again).
+    pub links_kept_in: Option<u32>,
     /// The doc the index held for the payload digest when a worker read the record
     /// (the record was then not canonicalized or sketched). Digests are never removed
     /// nor remapped, so the commit takes it as read, not with a lookup of its own.
@@ -103,6 +106,7 @@ impl Capture {
             truncated: rec.over_cap,
             warnings: warning.into_iter().collect(),
             links: Vec::new(),
+            links_kept_in: None,
             payload_doc: None,
         }
     }
@@ -152,20 +156,48 @@ fn capture_date(rec: &Record) -> (Option<Timestamp14>, Option<String>) {
     )
 }
 
+/// What a worker may ask of the index before it reads a record's content.
+#[derive(Clone, Copy)]
+pub struct Known<'a> {
+    /// The doc of a payload digest indexed already (its record need not be sketched).
+    pub doc: &'a (dyn Fn(&str) -> Option<u64> + Sync),
+    /// The links the sweep before kept for a page (by SURT) when they were read from
+    /// the same URL and bytes (their origin, [`crate::index::columns::links::origin`]):
+    /// the sweep whose value holds them, and that value.
+    pub links: &'a (dyn Fn(&str, u64) -> Option<(u32, Vec<u8>)> + Sync),
+}
+
+fn no_doc(_: &str) -> Option<u64> {
+    None
+}
+
+fn no_links(_: &str, _: u64) -> Option<(u32, Vec<u8>)> {
+    None
+}
+
+impl Known<'static> {
+    /// Nothing known: every record read in full.
+    pub const NOTHING: Known<'static> = Known {
+        doc: &no_doc,
+        links: &no_links,
+    };
+}
+
 /// Analyzes one record. Records that are not captures get only their URL and date.
 pub fn analyze(rec: &Record, params: &SketchParams, cap: usize, scratch: &mut Scratch) -> Capture {
-    analyze_unless_known(rec, params, cap, scratch, &|_| None)
+    analyze_unless_known(rec, params, cap, scratch, &Known::NOTHING)
 }
 
 /// As [`analyze`], but a response whose `WARC-Payload-Digest` `known` recognizes is not
 /// canonicalized or sketched: identical bytes have the content already indexed
-/// (`payload_doc` is set; status, type and redirect are still read).
+/// (`payload_doc` is set; status, type and redirect are still read), and their links
+/// are read again only when the sweep before did not keep them for the same URL.
 pub fn analyze_unless_known(
     rec: &Record,
     params: &SketchParams,
     cap: usize,
     scratch: &mut Scratch,
-    known: &dyn Fn(&str) -> Option<u64>,
+    known: &Known<'_>,
 ) -> Capture {
     let mut cap_ = Capture::basic(rec);
     if !rec.is_capture() {
@@ -239,7 +271,7 @@ pub fn analyze_unless_known(
     cap_.payload_len = payload.len() as u64;
     if rec.kind != RecordKind::Revisit {
         if let Some(d) = &cap_.payload_digest {
-            cap_.payload_doc = known(d);
+            cap_.payload_doc = (known.doc)(d);
         }
     }
     if cap_.payload_digest.is_none() && rec.kind != RecordKind::Revisit {
@@ -251,10 +283,24 @@ pub fn analyze_unless_known(
         return cap_;
     }
     if cap_.payload_doc.is_some() && !cap_.truncated {
-        // Known content: only its links are read (they are this sweep's evidence).
+        // Known content: only its links are read (they are this sweep's evidence), unless
+        // the sweep before kept them for the same URL and bytes.
         if scratch.anchor_window > 0
             && canon::media_kind(content_mime.as_deref(), &payload) == MediaKind::Html
         {
+            let kept = match (&cap_.url, &cap_.payload_digest) {
+                (Some(u), Some(d)) => (known.links)(
+                    &crate::url::surt(u),
+                    crate::index::columns::links::origin(u, d),
+                ),
+                _ => None,
+            };
+            if let Some((sweep, bytes)) = kept {
+                cap_.links = bytes;
+                cap_.links_kept_in = Some(sweep);
+                cap_.mime = mime;
+                return cap_;
+            }
             canon::canonicalize(
                 &payload,
                 MediaKind::Html,
@@ -288,7 +334,9 @@ fn read_links(cap: &mut Capture, scratch: &Scratch) {
     if let Some(url) = &cap.url {
         let links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
         if !links.is_empty() {
-            cap.links = crate::index::columns::links::encode_page_links(&links);
+            let digest = cap.payload_digest.as_deref().unwrap_or_default();
+            let origin = crate::index::columns::links::origin(url, digest);
+            cap.links = crate::index::columns::links::encode_page_links(&links, origin);
         }
     }
 }

@@ -635,7 +635,7 @@ mod tests {
                 "case {case}: {html} window {window}"
             );
             // Through the stored bytes too.
-            let bytes = encode_page_links(&kept);
+            let bytes = encode_page_links(&kept, 7);
             assert_eq!(decode_page_links(&bytes).unwrap(), kept);
             let windows: usize = want.iter().map(|l| l.windows.len()).sum();
             let tokens = Tokens::of(&kept.words).len();
@@ -668,7 +668,7 @@ mod tests {
         // A window past its words, or wider than any page's, is refused.
         let mut bad = PageLinks::from_texts(&[("org,example)/a", vec!["one two\tthe a\tthree"])]);
         bad.links[0].windows[0].after = 3;
-        let e = with_page_links(&encode_page_links(&bad), |_| ()).unwrap_err();
+        let e = with_page_links(&encode_page_links(&bad, 7), |_| ()).unwrap_err();
         assert!(e.contains("not within its 5 words"), "{e}");
         bad.links[0].windows[0] = Window {
             at: 0,
@@ -677,7 +677,7 @@ mod tests {
             skip: 0,
             after: 0,
         };
-        assert!(with_page_links(&encode_page_links(&bad), |_| ()).is_err());
+        assert!(with_page_links(&encode_page_links(&bad, 7), |_| ()).is_err());
         assert!(with_page_links(&[9, 0], |_| ())
             .unwrap_err()
             .contains("links format 9"));

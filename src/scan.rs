@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use crossbeam_channel::{bounded, unbounded};
 
 use crate::canon::Canon;
-use crate::capture::{analyze_unless_known, Capture, Scratch};
+use crate::capture::{analyze_unless_known, Capture, Known, Scratch};
 use crate::read::{ReadError, Record, RecordReader};
 use crate::sketch::SketchParams;
 
@@ -173,7 +173,14 @@ pub fn scan_files(
     opts: &ScanOptions,
     on_event: impl FnMut(ScanEvent<Scanned>) -> bool,
 ) {
-    scan_files_with_skip(files, &[], opts, &|_| None, &|_, _| None::<()>, on_event)
+    scan_files_with_skip(
+        files,
+        &[],
+        opts,
+        &Known::NOTHING,
+        &|_, _| None::<()>,
+        on_event,
+    )
 }
 
 /// As [`scan_files`], dropping the first `skip[i]` records of file i unanalyzed (a resumed
@@ -185,7 +192,7 @@ pub fn scan_files_with_skip<P: Send>(
     files: &[PathBuf],
     skip: &[u64],
     opts: &ScanOptions,
-    known: &(dyn Fn(&str) -> Option<u64> + Sync),
+    known: &Known<'_>,
     prepare: &(dyn Fn(&Capture, &Canon) -> Option<P> + Sync),
     on_event: impl FnMut(ScanEvent<Scanned<P>>) -> bool,
 ) {

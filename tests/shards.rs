@@ -321,7 +321,11 @@ fn shards_that_do_not_fit_are_refused_naming_the_file_and_nothing_is_lost() {
             }
         }
     });
-    refused(&v1, None, "shard format 1; this tidemark reads format 4");
+    refused(
+        &v1,
+        None,
+        "shard format 1; this tidemark reads formats 4 and 5",
+    );
     let bare = rewrite("bare.parquet", &|kv| kv.clear());
     refused(&bare, None, "not a tidemark shard");
     // An index that stores texts needs shards that carry them.

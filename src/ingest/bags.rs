@@ -546,7 +546,7 @@ mod tests {
                     links.links.sort_by(|a, b| a.target.cmp(&b.target));
                     links.links.dedup_by(|a, b| a.target == b.target);
                 }
-                let bytes = crate::index::columns::links::encode_page_links(&links);
+                let bytes = crate::index::columns::links::encode_page_links(&links, 7);
                 crate::index::columns::links::with_page_links(&bytes, |page| {
                     gather.add(&source, page)
                 })

@@ -302,6 +302,9 @@ struct Writer<'a> {
     /// The sweep's links as committed, for its anchor bags, when this run writes all of
     /// them (the sweep had none before it) and they fit in [`bags::GATHER_BUDGET`].
     bag_gather: Option<bags::Gathering>,
+    /// The newest sweep of the index when later than this one (files added to an
+    /// earlier sweep): its links may be referred to, and are copied before replaced.
+    last_sweep: Option<u32>,
 }
 
 /// Ingests the WARC/ARC `files` into sweep `opts.sweep`.
@@ -605,6 +608,12 @@ fn ingest_files<'scope>(
             false => Some(bags::Gathering::start(scope, bags::params_of(index)?)),
             true => None,
         },
+        last_sweep: (index
+            .sweeps()
+            .all(&crate::access::Reader::everything())?
+            .last())
+        .map(|(id, _)| *id)
+        .filter(|id| *id > sweep_id),
     };
     let scan_opts = ScanOptions {
         threads: opts.threads,
@@ -624,6 +633,17 @@ fn ingest_files<'scope>(
     let payloads = index.payloads();
     // (A read error counts as not known: the commit looks the digest up again.)
     let known = |digest: &str| payloads.get_raw(digest.as_bytes()).ok().flatten();
+    // Workers read a page's links again only when the sweep before did not keep them
+    // for the same URL and bytes: that sweep is written in full before this one starts
+    // and not written while it runs, so what they find does not depend on timing.
+    let links_col = index.links();
+    let before = sweep_id.checked_sub(1).filter(|s| *s > 0);
+    let kept_links = |source: &str, origin: u64| -> Option<(u32, Vec<u8>)> {
+        links_col
+            .kept_before(before?, source, origin)
+            .ok()
+            .flatten()
+    };
     // Workers compress the canonical text of content not indexed yet, when texts are
     // stored.
     let fingerprints = index.fingerprints();
@@ -718,7 +738,10 @@ fn ingest_files<'scope>(
     let context = SourceContext {
         threads: opts.threads,
         scan: &scan_opts,
-        known: &known,
+        known: crate::capture::Known {
+            doc: &known,
+            links: &kept_links,
+        },
         is_new: &is_new,
         prepare_new: &prepare_new,
     };

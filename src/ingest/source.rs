@@ -33,8 +33,9 @@ pub struct SourceContext<'a> {
     pub threads: usize,
     /// How the scan reads and sketches.
     pub scan: &'a ScanOptions,
-    /// The doc of a payload digest indexed already (its record need not be read).
-    pub known: &'a (dyn Fn(&str) -> Option<u64> + Sync),
+    /// What the index holds already of a record's content and links (its record need
+    /// not be read in full).
+    pub known: crate::capture::Known<'a>,
     /// Whether a canonical text's fingerprint is not indexed yet.
     pub is_new: &'a (dyn Fn(u128) -> bool + Sync),
     /// What a worker prepares for new content (its text, compressed when stored).
@@ -119,7 +120,7 @@ impl RecordSource for Warcs<'_> {
             }
             Some((context.prepare_new)(&canon.text))
         };
-        scan_files_with_skip(todo, skips, context.scan, context.known, &prepare, |ev| {
+        scan_files_with_skip(todo, skips, context.scan, &context.known, &prepare, |ev| {
             on_event(ev.map(Ok))
         })
     }

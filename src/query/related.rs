@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{resemblances, round3, Searcher};
 use crate::compact::CompactSketch;
 use crate::index::{IndexError, Result};
-use crate::links::{bag_resemblance, OutLink};
+use crate::links::{bag_resemblance, Tokens};
 use crate::url::surt;
 
 /// Options of [`related`].
@@ -230,16 +230,17 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
     let mut words: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); wanted.len()];
     let mut hidden = vec![false; wanted.len()];
     let mut visible: HashMap<String, bool> = HashMap::new();
-    s.index.links().scan_prefix(&id.to_be_bytes(), |k, links| {
-        for l in &links {
-            let Some(i) = wanted.get(l.target.as_str()) else {
+    s.index.links().each_link(id, |source, page| {
+        let mut tokens: Option<Tokens<'_>> = None;
+        for l in &page.links {
+            let Some(i) = wanted.get(l.target) else {
                 continue;
             };
-            let seen = match visible.get(&k.source) {
+            let seen = match visible.get(source) {
                 Some(v) => *v,
                 None => {
-                    let v = s.sees_in_sweep(&k.source, id)?;
-                    visible.insert(k.source.clone(), v);
+                    let v = s.sees_in_sweep(source, id)?;
+                    visible.insert(source.to_string(), v);
                     v
                 }
             };
@@ -247,8 +248,10 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
                 hidden[*i] = true;
                 continue;
             }
+            let tokens = tokens.get_or_insert_with(|| Tokens::of(page.words));
             for w in &l.windows {
-                for word in OutLink::parts(w).1.split(' ').filter(|w| !w.is_empty()) {
+                let anchor = tokens.span(w.ranges()[1].clone());
+                for word in anchor.split(' ').filter(|w| !w.is_empty()) {
                     *words[*i].entry(word.to_string()).or_default() += 1;
                 }
             }

@@ -325,13 +325,9 @@ pub(crate) fn links_successor(
         if !s.sees_in_sweep(&source, was)? || !s.sees_in_sweep(&source, next)? {
             continue;
         }
-        let key = |sweep| crate::index::columns::links::LinkKey {
-            sweep,
-            source: source.clone(),
-        };
         let (Some(before), Some(after)) = (
-            s.index.links().get(&key(was))?,
-            s.index.links().get(&key(next))?,
+            s.index.links().page(was, &source)?,
+            s.index.links().page(next, &source)?,
         ) else {
             continue;
         };

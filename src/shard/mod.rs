@@ -30,8 +30,9 @@ use crate::index::IndexParams;
 /// read as pywb's indexer reads them (dates, `metadata` captures, non-http records), so a
 /// shard of format 1 would give another index than its WARC file; 3 since pages' links
 /// are kept (the `links` column, `tidemark.anchor_window`); 4 since a page's window
-/// words are kept once (the `links` family's layout, format byte 2).
-pub const SHARD_FORMAT: u32 = 4;
+/// words are kept once (the `links` family's layout, format byte 2); 5 since links carry
+/// their origin (format byte 3; a shard of format 4 is still read).
+pub const SHARD_FORMAT: u32 = 5;
 
 /// Metadata keys.
 mod key {
@@ -221,7 +222,7 @@ pub fn schema() -> Arc<Schema> {
         // The canonical text, only in shards made for an index that stores texts.
         s("text"),
         // The page's outgoing links with their anchor windows, as the `links` family keeps
-        // them (`crate::links::PageLinks`, format byte 2); none for a page without.
+        // them (`crate::links::PageLinks`, format byte 3); none for a page without.
         Field::new("links", Binary, true),
     ]))
 }

@@ -77,9 +77,10 @@ fn open_reader(
             .map_err(|_| err(format!("damaged shard metadata: {k} is not a number")))
     };
     let format = num(key::FORMAT)?;
-    if format != SHARD_FORMAT as u64 {
+    // Format 4 differs only in its links' values (no origin), which are read as they are.
+    if format != SHARD_FORMAT as u64 && format != 4 {
         return Err(err(format!(
-            "shard format {format}; this tidemark reads format {SHARD_FORMAT}: make the shard again with this tidemark's `sketch`"
+            "shard format {format}; this tidemark reads formats 4 and {SHARD_FORMAT}: make the shard again with this tidemark's `sketch`"
         )));
     }
     let want = schema();
@@ -356,6 +357,7 @@ fn decode(b: &RecordBatch, first: u64) -> Result<Vec<ShardRow>, (u64, String)> {
             payload_len: payload_length.value(i),
             truncated: truncated.value(i),
             warnings: row_warnings,
+            links_kept_in: None,
             payload_doc: None,
         };
         // A `metadata` record was a capture when it was analyzed (it has a media type,

@@ -165,8 +165,8 @@ pub fn sketch_files(
     let mut open: Option<Open> = None;
     let mut failure: Option<ShardError> = None;
     let (mut done, mut base) = (0u64, 0u64);
-    let never = |_: &str| None;
-    scan_files_with_skip(files, &[], &scan, &never, &prepare, |ev| {
+    let nothing = crate::capture::Known::NOTHING;
+    scan_files_with_skip(files, &[], &scan, &nothing, &prepare, |ev| {
         let r = match ev {
             ScanEvent::FileStart { file } => {
                 let (source, id, size, path) = &sources[file];

@@ -1,7 +1,10 @@
 //! `links`: sweep id u32 BE ‖ source SURT → the page's outgoing links in that sweep: the
 //! words of their anchor windows once, and each target SURT with its windows as ranges of
-//! those words ([`crate::links::PageLinks`]; format byte 2, bincode). Values of format 1
-//! (a list of [`crate::links::OutLink`], windows as text) are read as they are.
+//! those words ([`crate::links::PageLinks`]; format byte 3, bincode, then the links'
+//! origin), or, for a page whose URL and bytes the sweep before already had, a reference
+//! to the sweep that keeps its links (format byte 4). Values of formats 1 (a list of
+//! [`crate::links::OutLink`], windows as text) and 2 (format 3 without its origin) are
+//! read as they are.
 //!
 //! One entry a page: the commit adds one put per HTML capture, whatever its number of
 //! links (keyed by target, a page's hundred links were a hundred puts on the committing
@@ -9,6 +12,14 @@
 //! a sweep say about one URL is read by a scan of the sweep's pages. Written by ingest
 //! with each 2xx capture of an HTML page (a page captured twice in a sweep: its last
 //! capture's links); read by `inlinks`.
+//!
+//! A page unchanged since the sweep before (same URL, same payload digest: the links'
+//! *origin*) says what it said then: its links are kept once, the later sweeps holding
+//! a 13-byte reference ([`same_as`]) to the sweep whose value holds them (never to
+//! another reference), which the workers find with one lookup instead of reading the
+//! page again. Readers resolve references here ([`Col::each_link`], [`Col::page`]); an
+//! ingest that adds files to a sweep that later sweeps refer to copies the links they
+//! refer to into them before it replaces them ([`Col::keep_for_later`]).
 
 use super::{Col, Column};
 use crate::index::Result;
@@ -36,11 +47,6 @@ pub fn key_of(sweep: u32, source: &str) -> Vec<u8> {
     super::sweep_surt_key(sweep, source)
 }
 
-/// The value bytes of a page's links.
-pub fn value_of(links: &PageLinks) -> Vec<u8> {
-    encode_page_links(links)
-}
-
 /// A page's links from their stored bytes: the layout of [`PageLinks`] (format byte
 /// [`PAGE_LINKS_FORMAT`]), or the first one, windows as text ([`TEXT_LINKS_FORMAT`], a
 /// list of [`OutLink`]: written by builds of schema 17 before 2026-11-29), read as it
@@ -53,12 +59,23 @@ pub fn with_page_links<R>(
     each: impl FnOnce(&PageLinksRef<'_>) -> R,
 ) -> std::result::Result<R, String> {
     match bytes.first() {
+        Some(&ORIGIN_LINKS_FORMAT) if bytes.len() > ORIGIN_BYTES => {
+            let body = &bytes[..bytes.len() - ORIGIN_BYTES];
+            let links: PageLinksRef<'_> =
+                crate::index::codec::decode_borrowed_as(ORIGIN_LINKS_FORMAT, body)?;
+            check(&links)?;
+            Ok(each(&links))
+        }
         Some(&PAGE_LINKS_FORMAT) => {
             let links: PageLinksRef<'_> =
                 crate::index::codec::decode_borrowed_as(PAGE_LINKS_FORMAT, bytes)?;
             check(&links)?;
             Ok(each(&links))
         }
+        Some(&SAME_AS_FORMAT) => Err(match same_as_of(bytes) {
+            Some((sweep, _)) => format!("a reference to sweep {sweep}'s links, read unresolved"),
+            None => format!("a reference of {} bytes", bytes.len()),
+        }),
         Some(&TEXT_LINKS_FORMAT) => {
             #[derive(Deserialize)]
             struct Text<'a> {
@@ -74,15 +91,61 @@ pub fn with_page_links<R>(
             Ok(each(&links.as_ref()))
         }
         Some(v) => Err(format!(
-            "links format {v}, this build reads {PAGE_LINKS_FORMAT} and {TEXT_LINKS_FORMAT}"
+            "links format {v}, this build reads {TEXT_LINKS_FORMAT} to {SAME_AS_FORMAT}"
         )),
         None => Err("empty value".into()),
     }
 }
 
-/// The stored bytes of a page's links.
-pub fn encode_page_links(links: &PageLinks) -> Vec<u8> {
-    crate::index::codec::encode_as(PAGE_LINKS_FORMAT, links)
+/// The stored bytes of a page's links read from a page of origin `origin`
+/// ([`origin`]).
+pub fn encode_page_links(links: &PageLinks, origin: u64) -> Vec<u8> {
+    let mut out = crate::index::codec::encode_as(ORIGIN_LINKS_FORMAT, links);
+    out.extend_from_slice(&origin.to_be_bytes());
+    out
+}
+
+/// The origin of a page's links: a hash of its URL and payload digest. The same page
+/// (same URL, same bytes) has the same links.
+pub fn origin(url: &str, payload_digest: &str) -> u64 {
+    let mut b = Vec::with_capacity(url.len() + payload_digest.len() + 1);
+    b.extend_from_slice(url.as_bytes());
+    b.push(b' ');
+    b.extend_from_slice(payload_digest.as_bytes());
+    xxhash_rust::xxh3::xxh3_64(&b)
+}
+
+/// The origin a stored value names: its own (format 3) or the one of the links it
+/// refers to (format 4); none for the older formats.
+pub fn origin_of(bytes: &[u8]) -> Option<u64> {
+    match bytes.first()? {
+        &ORIGIN_LINKS_FORMAT if bytes.len() > ORIGIN_BYTES => {
+            let tail: [u8; ORIGIN_BYTES] = bytes[bytes.len() - ORIGIN_BYTES..].try_into().ok()?;
+            Some(u64::from_be_bytes(tail))
+        }
+        &SAME_AS_FORMAT => same_as_of(bytes).map(|(_, o)| o),
+        _ => None,
+    }
+}
+
+/// The value that says "the links sweep `sweep` keeps for this page, of origin
+/// `origin`": `[4][sweep u32 BE][origin u64 BE]`.
+pub fn same_as(sweep: u32, origin: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SAME_AS_BYTES);
+    out.push(SAME_AS_FORMAT);
+    out.extend_from_slice(&sweep.to_be_bytes());
+    out.extend_from_slice(&origin.to_be_bytes());
+    out
+}
+
+/// The sweep and origin a reference ([`same_as`]) names; none for a value of links.
+pub fn same_as_of(bytes: &[u8]) -> Option<(u32, u64)> {
+    if bytes.len() != SAME_AS_BYTES || bytes[0] != SAME_AS_FORMAT {
+        return None;
+    }
+    let sweep = u32::from_be_bytes(bytes[1..5].try_into().ok()?);
+    let origin = u64::from_be_bytes(bytes[5..].try_into().ok()?);
+    Some((sweep, origin))
 }
 
 /// A page's links, owned, from their stored bytes (either layout).
@@ -98,8 +161,15 @@ pub fn decode_page_links(bytes: &[u8]) -> std::result::Result<PageLinks, String>
     })
 }
 
-/// Format byte of [`PageLinks`] values.
+/// Format byte of [`PageLinks`] values with their origin (8 bytes BE after the body).
+pub const ORIGIN_LINKS_FORMAT: u8 = 3;
+/// Format byte of a reference to another sweep's value ([`same_as`]).
+pub const SAME_AS_FORMAT: u8 = 4;
+/// Format byte of [`PageLinks`] values without their origin (written by builds of
+/// 2026-11-29 before references; read as they are).
 pub const PAGE_LINKS_FORMAT: u8 = 2;
+const ORIGIN_BYTES: usize = 8;
+const SAME_AS_BYTES: usize = 13;
 /// Format byte of the first layout's values (windows as text).
 pub const TEXT_LINKS_FORMAT: u8 = 1;
 
@@ -155,7 +225,8 @@ impl Column for Links {
                 )
             })
             .collect();
-        value_of(&PageLinks::from_texts(&texts))
+        // No origin known: a value no later sweep refers to.
+        encode_page_links(&PageLinks::from_texts(&texts), 0)
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<Vec<OutLink>, String> {
@@ -181,7 +252,7 @@ impl Col<'_, Links> {
     }
 
     /// Every page of sweep `sweep` with its links, borrowed (no string is copied), in
-    /// key order, until `each` returns `Ok(false)`.
+    /// key order, until `each` returns `Ok(false)`. A reference is read where it points.
     pub fn each_link(
         &self,
         sweep: u32,
@@ -194,9 +265,157 @@ impl Col<'_, Links> {
             }
             let source = std::str::from_utf8(&k[4..])
                 .map_err(|_| super::corrupt::<Links>(k, "a SURT that is not UTF-8"))?;
+            let held;
+            let v = match same_as_of(v) {
+                Some(to) => {
+                    held = self.referred(k, source, to)?;
+                    &held[..]
+                }
+                None => v,
+            };
             with_page_links(v, |links| each(source, links))
                 .map_err(|e| super::corrupt::<Links>(k, e))?
         })
+    }
+
+    /// The links of page `source` in sweep `sweep` (a reference read where it points).
+    pub fn page(&self, sweep: u32, source: &str) -> Result<Option<Vec<OutLink>>> {
+        let k = key_of(sweep, source);
+        let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
+            return Ok(None);
+        };
+        let held;
+        let v = match same_as_of(&v) {
+            Some(to) => {
+                held = self.referred(&k, source, to)?;
+                &held[..]
+            }
+            None => &v[..],
+        };
+        with_page_links(v, |l| l.to_out_links())
+            .map(Some)
+            .map_err(|e| super::corrupt::<Links>(&k, e))
+    }
+
+    /// Every page of every sweep with its links, owned, in key order (references read
+    /// where they point), until `each` returns `Ok(false)`.
+    pub fn each_page(
+        &self,
+        mut each: impl FnMut(LinkKey, Vec<OutLink>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut sweep = 0u32;
+        loop {
+            let mut next = None;
+            self.scan_raw(&sweep.to_be_bytes(), None, false, |k, _| {
+                next = Some(
+                    super::decode_sweep_surt_key(k)
+                        .map_err(|e| super::corrupt::<Links>(k, e))?
+                        .0,
+                );
+                Ok(false)
+            })?;
+            let Some(s) = next else { return Ok(()) };
+            let mut more = true;
+            self.each_link(s, |source, l| {
+                more = each(
+                    LinkKey {
+                        sweep: s,
+                        source: source.to_string(),
+                    },
+                    l.to_out_links(),
+                )?;
+                Ok(more)
+            })?;
+            match s.checked_add(1) {
+                Some(n) if more => sweep = n,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// The links of origin `origin` that sweep `sweep` keeps for page `source` (itself
+    /// or by a reference): the sweep whose value holds them, and that value.
+    pub(crate) fn kept_before(
+        &self,
+        sweep: u32,
+        source: &str,
+        origin: u64,
+    ) -> Result<Option<(u32, Vec<u8>)>> {
+        let k = key_of(sweep, source);
+        let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
+            return Ok(None);
+        };
+        if origin_of(&v) != Some(origin) {
+            return Ok(None);
+        }
+        Ok(Some(match same_as_of(&v) {
+            Some(to) => (to.0, self.referred(&k, source, to)?),
+            None => (sweep, v.to_vec()),
+        }))
+    }
+
+    /// The sweep whose value holds the links of page `source` in sweep `sweep`: that
+    /// sweep itself, or the earlier one its reference names; none without links there.
+    pub fn kept_in(&self, sweep: u32, source: &str) -> Result<Option<u32>> {
+        let v = self
+            .index
+            .db()
+            .get_pinned_cf(self.handle(), key_of(sweep, source))?;
+        Ok(v.map(|v| same_as_of(&v).map_or(sweep, |(s, _)| s)))
+    }
+
+    /// The value a reference of key `k` (page `source`) points to: links of the same
+    /// origin, not another reference.
+    fn referred(&self, k: &[u8], source: &str, (sweep, origin): (u32, u64)) -> Result<Vec<u8>> {
+        let held = self
+            .index
+            .db()
+            .get_pinned_cf(self.handle(), key_of(sweep, source))?;
+        match held {
+            Some(v) if same_as_of(&v).is_none() && origin_of(&v) == Some(origin) => Ok(v.to_vec()),
+            Some(_) => Err(super::corrupt::<Links>(
+                k,
+                format!("refers to sweep {sweep}'s links of the page, which are another page's"),
+            )),
+            None => Err(super::corrupt::<Links>(
+                k,
+                format!("refers to sweep {sweep}'s links of the page, which that sweep lacks"),
+            )),
+        }
+    }
+
+    /// Before sweep `sweep`'s links of page `source` are replaced (an ingest adding files
+    /// to a sweep that later sweeps may refer to): each later sweep's reference to them
+    /// becomes a copy of them, added to `batch`. Reads the sweep's value first, then the
+    /// later ones', so that a batch being written meanwhile is seen whole or not at all.
+    pub(crate) fn keep_for_later(
+        &self,
+        batch: &mut super::Batch,
+        sweep: u32,
+        last_sweep: u32,
+        source: &str,
+    ) -> Result<()> {
+        let Some(now) = self
+            .index
+            .db()
+            .get_pinned_cf(self.handle(), key_of(sweep, source))?
+        else {
+            return Ok(());
+        };
+        if same_as_of(&now).is_some() {
+            return Ok(());
+        }
+        for later in sweep.saturating_add(1)..=last_sweep {
+            let lk = key_of(later, source);
+            let v = self.index.db().get_pinned_cf(self.handle(), &lk)?;
+            if v.as_deref()
+                .and_then(same_as_of)
+                .is_some_and(|(s, _)| s == sweep)
+            {
+                batch.put_raw::<Links>(self.index, &lk, &now);
+            }
+        }
+        Ok(())
     }
 
     /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep.
@@ -274,5 +493,77 @@ impl AnchorSpread {
     /// The targets the anchor text names (at most [`Self::MAX`]).
     pub fn targets(&self, anchor: &str) -> usize {
         self.0.get(anchor).map_or(0, |t| t.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::columns::Batch;
+    use crate::index::Index;
+    use crate::links::{PageLink, Window};
+
+    fn page(target: &str) -> PageLinks {
+        PageLinks {
+            words: "see the manual".into(),
+            links: vec![PageLink {
+                target: target.into(),
+                windows: vec![Window {
+                    at: 0,
+                    before: 2,
+                    anchor: 1,
+                    skip: 0,
+                    after: 0,
+                }],
+            }],
+        }
+    }
+
+    /// A reference reads as the links it names; one whose sweep lacks the page's value,
+    /// or holds another origin's, is a corruption error, never another page's links.
+    #[test]
+    fn references_read_as_the_links_they_name_or_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), &crate::config::Config::default(), true).unwrap();
+        let (a, b) = ("org,example)/a", "org,example)/b");
+        let mut batch = Batch::default();
+        batch.put_raw::<Links>(&index, &key_of(1, a), &encode_page_links(&page("t1"), 11));
+        batch.put_raw::<Links>(&index, &key_of(1, b), &encode_page_links(&page("t2"), 22));
+        batch.put_raw::<Links>(&index, &key_of(2, a), &same_as(1, 11));
+        index.write(batch).unwrap();
+        let links = index.links();
+        assert_eq!(links.kept_in(2, a).unwrap(), Some(1));
+        let got = links.page(2, a).unwrap().unwrap();
+        assert_eq!(got, links.page(1, a).unwrap().unwrap());
+        assert_eq!(got[0].target, "t1");
+        let mut seen = Vec::new();
+        links
+            .each_link(2, |s, l| {
+                seen.push((s.to_string(), l.links[0].target.to_string()));
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(seen, [(a.to_string(), "t1".to_string())]);
+        // What a worker finds for the same origin, and for another.
+        assert_eq!(
+            links.kept_before(2, a, 11).unwrap().map(|(s, _)| s),
+            Some(1)
+        );
+        assert!(links.kept_before(2, a, 12).unwrap().is_none());
+        assert!(links.kept_before(1, b, 11).unwrap().is_none());
+        // Damaged: a reference to another origin, and to a sweep without the page.
+        let mut batch = Batch::default();
+        batch.put_raw::<Links>(&index, &key_of(2, b), &same_as(1, 99));
+        batch.put_raw::<Links>(&index, &key_of(3, a), &same_as(5, 11));
+        index.write(batch).unwrap();
+        let e = links.page(2, b).unwrap_err().to_string();
+        assert!(e.contains("links") && e.contains("another page's"), "{e}");
+        let e = links.page(3, a).unwrap_err().to_string();
+        assert!(e.contains("that sweep lacks"), "{e}");
+        assert!(links.each_link(2, |_, _| Ok(true)).is_err());
+        // Read unresolved (a generic reader), a reference is refused, not misread.
+        assert!(with_page_links(&same_as(1, 11), |_| ()).is_err());
+        assert_eq!(origin_of(&same_as(1, 11)), Some(11));
+        assert_eq!(origin_of(&encode_page_links(&page("t"), 7)), Some(7));
     }
 }
