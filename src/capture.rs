@@ -2,6 +2,7 @@
 //! canonical text, its fingerprint and its sketch. This is the per-record work that runs
 //! on every core; everything here is a pure function of the record and the parameters.
 
+use crate::index::columns::links;
 use crate::read::RecordKind;
 use sha1::{Digest, Sha1};
 
@@ -284,17 +285,14 @@ pub fn analyze_unless_known(
     }
     if cap_.payload_doc.is_some() && !cap_.truncated {
         // Known content: only its links are read (they are this sweep's evidence), unless
-        // the sweep before kept them for the same URL and bytes.
+        // the sweep before kept them for the same URL, charset and bytes.
         if scratch.anchor_window > 0
             && canon::media_kind(content_mime.as_deref(), &payload) == MediaKind::Html
         {
-            let kept = match (&cap_.url, &cap_.payload_digest) {
-                (Some(u), Some(d)) => (known.links)(
-                    &crate::url::surt(u),
-                    crate::index::columns::links::origin(u, d),
-                ),
-                _ => None,
-            };
+            let kept = cap_.url.as_deref().and_then(|u| {
+                let origin = links::origin(u, charset.as_deref(), &payload);
+                (known.links)(&crate::url::surt(u), origin)
+            });
             if let Some((sweep, bytes)) = kept {
                 cap_.links = bytes;
                 cap_.links_kept_in = Some(sweep);
@@ -307,7 +305,7 @@ pub fn analyze_unless_known(
                 charset.as_deref(),
                 &mut scratch.canon,
             );
-            read_links(&mut cap_, scratch);
+            read_links(&mut cap_, scratch, charset.as_deref(), &payload);
         }
         cap_.mime = mime;
         return cap_;
@@ -319,7 +317,7 @@ pub fn analyze_unless_known(
     }
     canon::canonicalize(&payload, cap_.media, charset.as_deref(), &mut scratch.canon);
     if scratch.anchor_window > 0 && cap_.media == MediaKind::Html {
-        read_links(&mut cap_, scratch);
+        read_links(&mut cap_, scratch, charset.as_deref(), &payload);
     }
     cap_.tokens = scratch.canon.tokens;
     cap_.title = scratch.canon.title.clone();
@@ -329,14 +327,13 @@ pub fn analyze_unless_known(
     cap_
 }
 
-/// The links of the page just canonicalized into `scratch`.
-fn read_links(cap: &mut Capture, scratch: &Scratch) {
+/// The links of the page just canonicalized into `scratch` (from `payload`, decoded
+/// with the header's `charset`).
+fn read_links(cap: &mut Capture, scratch: &Scratch, charset: Option<&str>, payload: &[u8]) {
     if let Some(url) = &cap.url {
-        let links = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
-        if !links.is_empty() {
-            let digest = cap.payload_digest.as_deref().unwrap_or_default();
-            let origin = crate::index::columns::links::origin(url, digest);
-            cap.links = crate::index::columns::links::encode_page_links(&links, origin);
+        let out = crate::links::out_links(&scratch.canon, url, scratch.anchor_window);
+        if !out.is_empty() {
+            cap.links = links::encode_page_links(&out, links::origin(url, charset, payload));
         }
     }
 }

@@ -219,6 +219,33 @@ fn links_are_kept_per_sweep_with_their_anchor_windows() {
     later.sort();
     assert_eq!(all_links(&db), later);
     assert_eq!(kept_in(&db, 2, a), Some(2));
+    // The same bytes under another charset decode otherwise: read again, not referred to.
+    let body = a_page("");
+    let latin1 = http_response(
+        200,
+        &[("Content-Type", "text/html; charset=iso-8859-1")],
+        body.as_bytes(),
+    );
+    let digest = tidemark::capture::sha1_base32(body.as_bytes());
+    let s2c = d.join("s2c.warc");
+    std::fs::write(
+        &s2c,
+        response(a, "2026-02-01T00:00:00Z", Some(&digest), &latin1),
+    )
+    .unwrap();
+    let other = d.join("db-charset");
+    for (label, f) in [("s1", &s1), ("s2", &s2c)] {
+        let f = f.to_str().unwrap();
+        tidemark_ok(&[
+            "--db",
+            other.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            label,
+            f,
+        ]);
+    }
+    assert_eq!(kept_in(&other, 2, a), Some(2));
     // Another window is another index format.
     let cfg = d.join("window4.toml");
     std::fs::write(&cfg, "[links]\nwindow = 4\n").unwrap();

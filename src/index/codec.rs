@@ -41,6 +41,26 @@ pub fn decode_borrowed_as<'a, T: Deserialize<'a>>(
     }
 }
 
+/// [`decode_borrowed_as`], refusing bytes left over after the value (a value that grew
+/// is damaged, not read as its first part).
+pub fn decode_borrowed_whole_as<'a, T: Deserialize<'a>>(
+    format: u8,
+    bytes: &'a [u8],
+) -> Result<T, String> {
+    match bytes.first() {
+        Some(v) if *v == format => {
+            let (v, n) = bincode::serde::borrow_decode_from_slice(&bytes[1..], config())
+                .map_err(|e| format!("undecodable value: {e}"))?;
+            match bytes.len() - 1 - n {
+                0 => Ok(v),
+                left => Err(format!("{left} bytes after the value")),
+            }
+        }
+        Some(v) => Err(format!("value format {v}, expected {format}")),
+        None => Err("empty value".into()),
+    }
+}
+
 /// Most bytes a decoded value may claim. bincode believes the lengths it reads and
 /// allocates them before reading: a damaged length of 4 GB was a 4 GB allocation
 /// (found by fuzzing). No value of the index comes near this.

@@ -606,13 +606,22 @@ mod tests {
         // TIDEMARK_GATHER_SWEEP: the sweep id (1 by default).
         let sweep: u32 = std::env::var("TIDEMARK_GATHER_SWEEP").map_or(1, |s| s.parse().unwrap());
         let prefix = sweep.to_be_bytes();
+        // References read where they point, each page's value copied as it is kept.
         index
             .links()
             .scan_raw(&prefix, None, false, |k, v| {
                 if !k.starts_with(&prefix) {
                     return Ok(false);
                 }
-                pages.push((String::from_utf8_lossy(&k[4..]).into_owned(), v.to_vec()));
+                let source = String::from_utf8_lossy(&k[4..]).into_owned();
+                let v = match crate::index::columns::links::same_as_of(v) {
+                    Some((s, origin)) => {
+                        let kept = index.links().kept_before(s, &source, origin)?;
+                        kept.expect("a reference resolves").1
+                    }
+                    None => v.to_vec(),
+                };
+                pages.push((source, v));
                 Ok(true)
             })
             .unwrap();

@@ -151,12 +151,15 @@ impl Writer<'_> {
         if status.is_none_or(|s| (200..300).contains(&s)) && !cap.links.is_empty() {
             use crate::index::columns::links::{key_of, origin_of, same_as};
             let lk = key_of(self.sweep_id, &key.surt);
+            // Links an earlier sweep keeps (the page unchanged): a reference to them;
+            // whole in a sweep later ones may refer to.
+            let mut kept = cap.links_kept_in.filter(|s| *s < self.sweep_id);
             if let Some(last) = self.last_sweep {
+                let at = (self.sweep_id, last);
                 let links = self.index.links();
-                links.keep_for_later(batch, self.sweep_id, last, &key.surt)?;
+                links.keep_for_later(batch, at, &key.surt, origin_of(&cap.links))?;
+                kept = None;
             }
-            // Links an earlier sweep keeps (the page unchanged): a reference to them.
-            let kept = cap.links_kept_in.filter(|s| *s < self.sweep_id);
             match kept.zip(origin_of(&cap.links)) {
                 Some((s, origin)) => batch.put_raw::<Links>(self.index, &lk, &same_as(s, origin)),
                 None => batch.put_raw::<Links>(self.index, &lk, &cap.links),

@@ -62,7 +62,7 @@ pub fn with_page_links<R>(
         Some(&ORIGIN_LINKS_FORMAT) if bytes.len() > ORIGIN_BYTES => {
             let body = &bytes[..bytes.len() - ORIGIN_BYTES];
             let links: PageLinksRef<'_> =
-                crate::index::codec::decode_borrowed_as(ORIGIN_LINKS_FORMAT, body)?;
+                crate::index::codec::decode_borrowed_whole_as(ORIGIN_LINKS_FORMAT, body)?;
             check(&links)?;
             Ok(each(&links))
         }
@@ -105,14 +105,24 @@ pub fn encode_page_links(links: &PageLinks, origin: u64) -> Vec<u8> {
     out
 }
 
-/// The origin of a page's links: a hash of its URL and payload digest. The same page
-/// (same URL, same bytes) has the same links.
-pub fn origin(url: &str, payload_digest: &str) -> u64 {
-    let mut b = Vec::with_capacity(url.len() + payload_digest.len() + 1);
-    b.extend_from_slice(url.as_bytes());
-    b.push(b' ');
-    b.extend_from_slice(payload_digest.as_bytes());
-    xxhash_rust::xxh3::xxh3_64(&b)
+/// Version of the reading of links from a page (canonical tokens, `out_links`): part of
+/// every origin, so that links a later build would read otherwise are never taken for
+/// its own. Raise it with any change to what a page's links are.
+pub const LINKS_READING: u64 = 1;
+
+/// The origin of a page's links: a hash of everything they are read from — the page's
+/// URL, the charset its HTTP header names (which decides how its bytes decode), its
+/// payload as decoded (transfer and content codings undone) and [`LINKS_READING`]. The
+/// same origin, the same links.
+pub fn origin(url: &str, header_charset: Option<&str>, payload: &[u8]) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::with_seed(LINKS_READING);
+    h.update(url.as_bytes());
+    h.update(&[0]);
+    h.update(header_charset.unwrap_or_default().as_bytes());
+    h.update(&[0]);
+    h.update(&(payload.len() as u64).to_le_bytes());
+    h.update(payload);
+    h.digest()
 }
 
 /// The origin a stored value names: its own (format 3) or the one of the links it
@@ -225,8 +235,8 @@ impl Column for Links {
                 )
             })
             .collect();
-        // No origin known: a value no later sweep refers to.
-        encode_page_links(&PageLinks::from_texts(&texts), 0)
+        // No origin known (format 2): a value no later sweep refers to.
+        crate::index::codec::encode_as(PAGE_LINKS_FORMAT, &PageLinks::from_texts(&texts))
     }
 
     fn decode_value(b: &[u8]) -> std::result::Result<Vec<OutLink>, String> {
@@ -384,16 +394,21 @@ impl Col<'_, Links> {
         }
     }
 
-    /// Before sweep `sweep`'s links of page `source` are replaced (an ingest adding files
-    /// to a sweep that later sweeps may refer to): each later sweep's reference to them
-    /// becomes a copy of them, added to `batch`. Reads the sweep's value first, then the
-    /// later ones', so that a batch being written meanwhile is seen whole or not at all.
+    /// Before sweep `sweep`'s links of page `source` are replaced by links of origin
+    /// `origin` (an ingest adding files to a sweep that later sweeps may refer to; the new
+    /// value is whole, never a reference): each later sweep's reference to them becomes a
+    /// copy of them, added to `batch` — unless the new links are of the same origin, the
+    /// same links. Reads the sweep's value first, then the later ones', so that a batch
+    /// being written meanwhile is seen whole or not at all. Stops at the first later
+    /// sweep without a value for the page: values are never removed, and a sweep refers
+    /// only to what the sweep before it held (itself or by its reference), so none after
+    /// that one refers to these.
     pub(crate) fn keep_for_later(
         &self,
         batch: &mut super::Batch,
-        sweep: u32,
-        last_sweep: u32,
+        (sweep, last_sweep): (u32, u32),
         source: &str,
+        origin: Option<u64>,
     ) -> Result<()> {
         let Some(now) = self
             .index
@@ -402,16 +417,15 @@ impl Col<'_, Links> {
         else {
             return Ok(());
         };
-        if same_as_of(&now).is_some() {
+        if same_as_of(&now).is_some() || (origin.is_some() && origin_of(&now) == origin) {
             return Ok(());
         }
         for later in sweep.saturating_add(1)..=last_sweep {
             let lk = key_of(later, source);
-            let v = self.index.db().get_pinned_cf(self.handle(), &lk)?;
-            if v.as_deref()
-                .and_then(same_as_of)
-                .is_some_and(|(s, _)| s == sweep)
-            {
+            let Some(v) = self.index.db().get_pinned_cf(self.handle(), &lk)? else {
+                break;
+            };
+            if same_as_of(&v).is_some_and(|(s, _)| s == sweep) {
                 batch.put_raw::<Links>(self.index, &lk, &now);
             }
         }
