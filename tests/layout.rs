@@ -1,5 +1,6 @@
 //! The layout's arrows point one way: no module of `src/` imports a sibling that
-//! imports it back (`tools/module_cycles.py`, as ARCHITECTURE.md says).
+//! imports it back, directly or around a circle (`tools/module_cycles.py`, as
+//! ARCHITECTURE.md says).
 
 use std::process::Command;
 
@@ -40,4 +41,22 @@ fn the_check_finds_a_pair_that_imports_each_other() {
         .expect("python3");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("a <-> b"));
+}
+
+#[test]
+fn the_check_finds_a_longer_circle() {
+    let src = tempfile::tempdir().unwrap();
+    let write = |p: &str, text: &str| std::fs::write(src.path().join(p), text).unwrap();
+    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\n");
+    write("a.rs", "pub fn x() { crate::b::y() }\n");
+    write("b.rs", "pub fn y() { super::c::z() }\n");
+    write("c.rs", "pub fn z() { crate::a::x() }\n");
+    let out = Command::new("python3")
+        .arg("tools/module_cycles.py")
+        .arg(src.path())
+        .current_dir(ROOT)
+        .output()
+        .expect("python3");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("a -> b -> c -> a"));
 }

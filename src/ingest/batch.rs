@@ -14,10 +14,10 @@ use crate::scan::Scanned;
 use pairs::DocPairs;
 
 /// Records committed together (the pair step's batch): at most this many, or the
-/// records up to this many new docs. Larger batches read each stored list and sketch
-/// once for more docs (rd20k redesign sweep: 9.2 → 8.6 CPU-s from 1,024/256 to these).
+/// records up to [`pairs::BATCH_NEW_DOCS`] new docs. Larger batches read each stored list and
+/// sketch once for more docs (rd20k redesign sweep: 9.2 → 8.6 CPU-s from 1,024/256 to
+/// these).
 pub(super) const BATCH_RECORDS: usize = 4096;
-pub(super) const BATCH_NEW_DOCS: usize = 1024;
 /// Records of an ingest's first batch (the next ones double up to [`BATCH_RECORDS`]).
 pub(super) const FIRST_BATCH: usize = 128;
 

@@ -24,6 +24,7 @@ use std::sync::Mutex;
 use crate::compact::{compare, CompactSketch};
 use crate::index::candidates::{with_heads, Shared};
 use crate::index::columns::sketches::{Sketches, StoredSketch};
+use crate::index::columns::unpaired::Waiting;
 use crate::index::columns::Column;
 use crate::index::postings::{self, Fresh, OverCap, Stored, COMMON_HEAD};
 use crate::index::postings::{entry, entry_fields, ENTRY};
@@ -31,6 +32,10 @@ use crate::index::sketch_cache::SketchCache;
 use crate::index::{Index, IndexError, Result};
 use crate::sketch::{posting_key_tz, within_reach, Estimate};
 use crate::template::{estimate_without, holds_posting_key, union, without, TemplateSet};
+
+/// New docs of a batch at most: the pair step's unit (a batch also holds at most
+/// `batch::BATCH_RECORDS` records).
+pub(super) const BATCH_NEW_DOCS: usize = 1024;
 
 /// Standard deviations of the candidate prefilters ([`within_reach`]): on posting
 /// counts before a sketch is read, and on the coarse part of the sketches before the
@@ -1115,6 +1120,44 @@ fn counts(
         ..Default::default()
     };
     (pairs, compare_with)
+}
+
+/// The waiting docs from `from` on (below `end`), a batch of them ([`BATCH_NEW_DOCS`]): each with its sweep,
+/// its sketch as the first stage stored it (decoded on every core) and its URL. Every
+/// doc from `from` to `end` must be waiting.
+pub(super) fn read_waiting_docs(
+    index: &Index,
+    from: u64,
+    end: u64,
+    threads: usize,
+) -> Result<Vec<(u64, u32, StoredSketch, String)>> {
+    let waiting = index.unpaired().from(from, BATCH_NEW_DOCS)?;
+    let gap = |d: u64| {
+        IndexError::Invalid(format!(
+            "doc {d} is not waiting for its pairs (unpaired), though every doc from {from} \
+             to {end} should be"
+        ))
+    };
+    let last = match waiting.iter().take_while(|(d, _)| *d < end).last() {
+        Some((d, _)) => *d,
+        _ => return Err(gap(from)),
+    };
+    let sketches = index.sketches();
+    let raw = sketches.raw_range(from, last + 1)?;
+    let stored = parallel(threads, &raw, |(d, v)| {
+        Ok((*d, sketches.decode_whole(*d, v)?))
+    })?;
+    let mut out = Vec::with_capacity(stored.len());
+    for (k, ((d, Waiting { sweep, url }), (ds, s))) in waiting.into_iter().zip(stored).enumerate() {
+        if d != from + k as u64 || ds != d {
+            return Err(gap(from + k as u64));
+        }
+        out.push((d, sweep, s, url));
+    }
+    if (out.len() as u64) < (last + 1 - from) {
+        return Err(gap(from + out.len() as u64));
+    }
+    Ok(out)
 }
 
 /// `f` of each item on up to `threads` threads (the calling one among them), results in

@@ -406,7 +406,7 @@ impl Docs {
         let mut compact = Vec::with_capacity((to - from) as usize);
         let mut at = from;
         while at < to {
-            let batch = super::waiting::read_waiting_docs(index, at, to, threads)?;
+            let batch = pairs::read_waiting_docs(index, at, to, threads)?;
             if batch.is_empty() {
                 return Err(IndexError::Invalid(format!(
                     "doc {at} of the plan does not wait for its pairs in {}",

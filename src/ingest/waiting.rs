@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use super::batch::{Item, Sequenced, BATCH_NEW_DOCS};
+use super::batch::{Item, Sequenced};
+use super::pairs::{read_waiting_docs, BATCH_NEW_DOCS};
 use super::sequence::Content;
 use super::{templates, thread_cpu, Stage, Writer};
 use crate::index::columns::sketches::StoredSketch;
-use crate::index::columns::unpaired::Waiting;
 use crate::index::{Index, IndexError, Result};
 
 /// The waiting docs the first stage kept in memory, from the first one on.
@@ -182,42 +182,4 @@ fn waiting_items(
         items.push(Item::Waiting { doc, url, stored });
     }
     Ok(items)
-}
-
-/// The waiting docs from `from` on (below `end`), a batch of them: each with its sweep,
-/// its sketch as the first stage stored it (decoded on every core) and its URL. Every
-/// doc from `from` to `end` must be waiting.
-pub(super) fn read_waiting_docs(
-    index: &Index,
-    from: u64,
-    end: u64,
-    threads: usize,
-) -> Result<Vec<(u64, u32, StoredSketch, String)>> {
-    let waiting = index.unpaired().from(from, BATCH_NEW_DOCS)?;
-    let gap = |d: u64| {
-        IndexError::Invalid(format!(
-            "doc {d} is not waiting for its pairs (unpaired), though every doc from {from} \
-             to {end} should be"
-        ))
-    };
-    let last = match waiting.iter().take_while(|(d, _)| *d < end).last() {
-        Some((d, _)) => *d,
-        _ => return Err(gap(from)),
-    };
-    let sketches = index.sketches();
-    let raw = sketches.raw_range(from, last + 1)?;
-    let stored = super::pairs::parallel(threads, &raw, |(d, v)| {
-        Ok((*d, sketches.decode_whole(*d, v)?))
-    })?;
-    let mut out = Vec::with_capacity(stored.len());
-    for (k, ((d, Waiting { sweep, url }), (ds, s))) in waiting.into_iter().zip(stored).enumerate() {
-        if d != from + k as u64 || ds != d {
-            return Err(gap(from + k as u64));
-        }
-        out.push((d, sweep, s, url));
-    }
-    if (out.len() as u64) < (last + 1 - from) {
-        return Err(gap(from + out.len() as u64));
-    }
-    Ok(out)
 }
