@@ -246,7 +246,21 @@ struct IngestRun {
     zcat: f64,
     secs: f64,
     warc_mb: f64,
+    /// The index's bytes on disk after the sweep (`tidemark stats`).
+    bytes: f64,
     summary: serde_json::Value,
+}
+
+/// The bytes on disk of the index at `db` (`tidemark stats --json`'s `bytes`).
+fn index_bytes(exe: &Path, db: &Path) -> f64 {
+    let st = Command::new(exe)
+        .arg("--db")
+        .arg(db)
+        .args(["stats", "--json"])
+        .output()
+        .expect("run tidemark stats");
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap_or_default();
+    v["bytes"].as_f64().unwrap_or(0.0)
 }
 
 /// Runs `tidemark --db DB ingest --sweep LABEL --json ARGS…`: its seconds and its JSON
@@ -480,6 +494,7 @@ fn bench_ingest(a: &Args) -> ExitCode {
                 zcat: t_zcat,
                 secs,
                 warc_mb,
+                bytes: index_bytes(&exe, &db),
                 summary: v,
             });
         }
@@ -529,6 +544,14 @@ fn bench_ingest(a: &Args) -> ExitCode {
             f("write_cpu_s").max(f("encode_cpu_s"))
         });
         let cpu = of(&|r| r.summary["cpu_s"].as_f64().unwrap_or(0.0));
+        // What the sweep added to the index (each round's own growth), and the index.
+        let added = median(
+            (rounds.iter())
+                .map(|r| r[i].bytes - if i == 0 { 0.0 } else { r[i - 1].bytes })
+                .collect(),
+        );
+        let bytes = of(&|r| r.bytes);
+        let new_docs = first.summary["new_docs"].as_f64().unwrap_or(0.0);
         summary["serial_s"] = json!(serial);
         if rounds.len() > 1 {
             print_row(a.json, &first.label, &summary, z, secs);
@@ -544,6 +567,8 @@ fn bench_ingest(a: &Args) -> ExitCode {
             "edges": first.summary["edges"], "unions": first.summary["unions"],
             "serial_s": serial, "serial_share": serial / secs, "pairs_s": pairs, "cpu_s": cpu,
             "write_cpu_s": write_cpu,
+            "index_bytes": bytes, "bytes_added": added,
+            "bytes_added_per_new_doc": if new_docs > 0.0 { added / new_docs } else { 0.0 },
             "projected_seconds": projection(serial, pairs_wait, write_cpu, cpu),
             "writer": writer,
         }));
@@ -590,8 +615,17 @@ fn bench_ingest(a: &Args) -> ExitCode {
             100.0 * slowest,
             100.0 * worst_share
         );
+        let per_doc = |r: &serde_json::Value| r["bytes_added_per_new_doc"].as_f64().unwrap_or(0.0);
+        let bytes_ratio = per_doc(&rows[rows.len() - 1]) / per_doc(&rows[1]);
+        say!(
+            a.json,
+            "bytes added per new doc, last / second sweep: {bytes_ratio:.2} ({:.0} / {:.0})",
+            per_doc(&rows[rows.len() - 1]),
+            per_doc(&rows[1])
+        );
         targets = json!({"last_over_second": ratio, "slowest_later_share_of_zcat_rate": worst_share,
-            "slowest_share_of_zcat_rate": slowest});
+            "slowest_share_of_zcat_rate": slowest,
+            "last_over_second_bytes_per_new_doc": bytes_ratio});
     }
     say!(
         a.json,
