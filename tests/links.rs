@@ -35,6 +35,12 @@ fn warc(path: &Path, pages: &[(&str, &str, u16, String)]) -> PathBuf {
     path.to_path_buf()
 }
 
+/// `tidemark --db DB ingest --sweep LABEL FILE`.
+fn ingest_into(db: &Path, label: &str, file: &Path) {
+    let (db, file) = (db.to_str().unwrap(), file.to_str().unwrap());
+    tidemark_ok(&["--db", db, "ingest", "--sweep", label, file]);
+}
+
 fn a_page(extra: &str) -> String {
     format!(
         r##"<html><head><title>A</title></head><body><h1>The manual</h1>
@@ -199,14 +205,7 @@ fn links_are_kept_per_sweep_with_their_anchor_windows() {
         &d.join("s1b.warc"),
         &[(a, "2026-01-01T00:00:09Z", 200, b_page("later.html"))],
     );
-    tidemark_ok(&[
-        "--db",
-        db.to_str().unwrap(),
-        "ingest",
-        "--sweep",
-        "s1",
-        s1b.to_str().unwrap(),
-    ]);
+    ingest_into(&db, "s1", &s1b);
     let mut later: Vec<_> = (got.iter().cloned())
         .filter(|(sweep, _, source, _)| *sweep == 2 || *source != sa)
         .collect();

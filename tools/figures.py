@@ -334,10 +334,15 @@ def steady_table(rec):
         ("projected, 16 cores", lambda s: f"{s['projected_seconds']['16']:.1f} s"),
         ("peak RSS", lambda s: f"{s['peak_rss_mb'] / 1024:.2f} GB"),
     ]
+    if all("bytes_added_per_new_doc" in s for s in r["sweeps"]):
+        cols.append(("bytes added a new doc", lambda s: thousands(round(s["bytes_added_per_new_doc"]))))
     out = sweeps_table(r, cols)
     t = r.get("targets", {})
     if "last_over_second" in t:
-        out += f"\nLast sweep over the second: {t['last_over_second']:.2f}.\n"
+        out += f"\nLast sweep over the second: {t['last_over_second']:.2f} in time"
+        if "last_over_second_bytes_per_new_doc" in t:
+            out += f", {t['last_over_second_bytes_per_new_doc']:.2f} in bytes added a new doc"
+        out += ".\n"
     return out + f"\n{source(rec, name)} ({machine(rec, name)}).\n"
 
 
