@@ -239,17 +239,7 @@ impl<'a> Tokens<'a> {
 
     /// Tokens `r` as the words hold them (one space between); "" for a range past them.
     pub fn span(&self, r: std::ops::Range<usize>) -> &'a str {
-        if r.start >= r.end || r.end > self.ends.len() {
-            return "";
-        }
-        let start = if r.start == 0 {
-            0
-        } else {
-            self.ends[r.start - 1] as usize + 1
-        };
-        self.words
-            .get(start..self.ends[r.end - 1] as usize)
-            .unwrap_or("")
+        span_of(self.words, &self.ends, r)
     }
 
     /// Each token's [`word_hash`]'s top 32 bits (what a bag keeps of a word).
@@ -371,15 +361,10 @@ pub fn out_links(canon: &Canon, page_url: &str, window: usize) -> PageLinks {
     for &(from, to) in &merged {
         firsts.push(count);
         count += to - from;
-        let start = if from == 0 {
-            0
-        } else {
-            ends[from - 1] as usize + 1
-        };
         if !words.is_empty() {
             words.push(' ');
         }
-        words.push_str(text.get(start..ends[to - 1] as usize).unwrap_or(""));
+        words.push_str(span_of(text, ends, from..to));
     }
     // A page token's place among the words (a token in a run, or the end of the run
     // before it for a position just past a run).
@@ -484,6 +469,20 @@ pub struct BagParams {
     pub sample_target: u32,
     /// The index's sketch seed (token hash and permutation).
     pub seed: u64,
+}
+
+/// Tokens `r` of a text whose tokens end at `ends` and are separated by one character
+/// (a space): the text between the first's start and the last's end; "" for a range
+/// past them.
+fn span_of<'t>(text: &'t str, ends: &[u32], r: std::ops::Range<usize>) -> &'t str {
+    if r.start >= r.end || r.end > ends.len() {
+        return "";
+    }
+    let start = match r.start {
+        0 => 0,
+        s => ends[s - 1] as usize + 1,
+    };
+    text.get(start..ends[r.end - 1] as usize).unwrap_or("")
 }
 
 /// The hash of a word (bags keep its top 32 bits: two words of a bag share them by

@@ -275,15 +275,8 @@ impl Col<'_, Links> {
             }
             let source = std::str::from_utf8(&k[4..])
                 .map_err(|_| super::corrupt::<Links>(k, "a SURT that is not UTF-8"))?;
-            let held;
-            let v = match same_as_of(v) {
-                Some(to) => {
-                    held = self.referred(k, source, to)?;
-                    &held[..]
-                }
-                None => v,
-            };
-            with_page_links(v, |links| each(source, links))
+            let v = self.resolved(k, source, v)?;
+            with_page_links(&v, |links| each(source, links))
                 .map_err(|e| super::corrupt::<Links>(k, e))?
         })
     }
@@ -294,15 +287,8 @@ impl Col<'_, Links> {
         let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
             return Ok(None);
         };
-        let held;
-        let v = match same_as_of(&v) {
-            Some(to) => {
-                held = self.referred(&k, source, to)?;
-                &held[..]
-            }
-            None => &v[..],
-        };
-        with_page_links(v, |l| l.to_out_links())
+        let v = self.resolved(&k, source, &v)?;
+        with_page_links(&v, |l| l.to_out_links())
             .map(Some)
             .map_err(|e| super::corrupt::<Links>(&k, e))
     }
@@ -313,34 +299,14 @@ impl Col<'_, Links> {
         &self,
         mut each: impl FnMut(LinkKey, Vec<OutLink>) -> Result<bool>,
     ) -> Result<()> {
-        let mut sweep = 0u32;
-        loop {
-            let mut next = None;
-            self.scan_raw(&sweep.to_be_bytes(), None, false, |k, _| {
-                next = Some(
-                    super::decode_sweep_surt_key(k)
-                        .map_err(|e| super::corrupt::<Links>(k, e))?
-                        .0,
-                );
-                Ok(false)
-            })?;
-            let Some(s) = next else { return Ok(()) };
-            let mut more = true;
-            self.each_link(s, |source, l| {
-                more = each(
-                    LinkKey {
-                        sweep: s,
-                        source: source.to_string(),
-                    },
-                    l.to_out_links(),
-                )?;
-                Ok(more)
-            })?;
-            match s.checked_add(1) {
-                Some(n) if more => sweep = n,
-                _ => return Ok(()),
-            }
-        }
+        self.scan_raw(&[], None, false, |k, v| {
+            let (sweep, source) =
+                super::decode_sweep_surt_key(k).map_err(|e| super::corrupt::<Links>(k, e))?;
+            let v = self.resolved(k, &source, v)?;
+            let links = with_page_links(&v, |l| l.to_out_links())
+                .map_err(|e| super::corrupt::<Links>(k, e))?;
+            each(LinkKey { sweep, source }, links)
+        })
     }
 
     /// The links of origin `origin` that sweep `sweep` keeps for page `source` (itself
@@ -358,10 +324,8 @@ impl Col<'_, Links> {
         if origin_of(&v) != Some(origin) {
             return Ok(None);
         }
-        Ok(Some(match same_as_of(&v) {
-            Some(to) => (to.0, self.referred(&k, source, to)?),
-            None => (sweep, v.to_vec()),
-        }))
+        let held = same_as_of(&v).map_or(sweep, |(s, _)| s);
+        Ok(Some((held, self.resolved(&k, source, &v)?.into_owned())))
     }
 
     /// The sweep whose value holds the links of page `source` in sweep `sweep`: that
@@ -374,15 +338,25 @@ impl Col<'_, Links> {
         Ok(v.map(|v| same_as_of(&v).map_or(sweep, |(s, _)| s)))
     }
 
-    /// The value a reference of key `k` (page `source`) points to: links of the same
-    /// origin, not another reference.
-    fn referred(&self, k: &[u8], source: &str, (sweep, origin): (u32, u64)) -> Result<Vec<u8>> {
+    /// Value `v` of key `k` (page `source`) as links: itself, or the value its reference
+    /// points to — links of the same origin, not another reference.
+    fn resolved<'v>(
+        &self,
+        k: &[u8],
+        source: &str,
+        v: &'v [u8],
+    ) -> Result<std::borrow::Cow<'v, [u8]>> {
+        let Some((sweep, origin)) = same_as_of(v) else {
+            return Ok(std::borrow::Cow::Borrowed(v));
+        };
         let held = self
             .index
             .db()
             .get_pinned_cf(self.handle(), key_of(sweep, source))?;
         match held {
-            Some(v) if same_as_of(&v).is_none() && origin_of(&v) == Some(origin) => Ok(v.to_vec()),
+            Some(v) if same_as_of(&v).is_none() && origin_of(&v) == Some(origin) => {
+                Ok(std::borrow::Cow::Owned(v.to_vec()))
+            }
             Some(_) => Err(super::corrupt::<Links>(
                 k,
                 format!("refers to sweep {sweep}'s links of the page, which are another page's"),
