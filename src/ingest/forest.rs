@@ -22,6 +22,18 @@ use crate::index::codec::EdgeInfo;
 use crate::index::postings::U64Map;
 use crate::index::Index;
 
+/// Whether the edges of stored weight `w` are joined in the clusters at `threshold` for
+/// certain: `w` is above it by more than an f32's rounding of the resemblance, so they
+/// were joined however they were compared (as f64 when made, as the stored f32 by
+/// `recluster`). An edge [`Forest::keep`] drops has a path of kept and stored edges
+/// each at least as heavy between its ends: when its own weight passes this, so does
+/// every edge of the path, and its older doc is already in the cluster of one of the
+/// doc's kept edges. Near the threshold the union-find finds it as before.
+pub fn joined_at(w: f32, threshold: f64) -> bool {
+    // f32 rounds a resemblance in [0, 1] by at most 2⁻²⁵ (~3e-8).
+    w as f64 > threshold + 1e-6
+}
+
 /// Docs whose stored neighbours the writer keeps before it starts over (about 60 bytes
 /// each: 64 MB at most, and one batch's more).
 const KEPT_DOCS: usize = 1 << 20;
@@ -70,6 +82,12 @@ impl Forest {
         let mut local: Vec<(f32, bool, u32, u32)> = Vec::with_capacity(2 * cands.len());
         for (i, (b, e)) in cands.iter().enumerate() {
             local.push((e.resemblance, false, 0, i as u32 + 1));
+            // A stored list names older docs only: the oldest candidate's names none of
+            // the others (a steady sweep's edited page has a few at-floor candidates,
+            // its earlier versions: a third of the lists read were these).
+            if i == 0 {
+                continue;
+            }
             for (x, w) in self.stored_of(index, *b)? {
                 if let Ok(j) = cands.binary_search_by_key(x, |(c, _)| *c) {
                     local.push((*w, true, j as u32 + 1, i as u32 + 1));

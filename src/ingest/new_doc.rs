@@ -3,7 +3,7 @@
 //! [`super::pairs`]), unions and postings — with its record, or on content once its
 //! sweep's templates are learned.
 
-use super::{unionfind, Capture, Counters, Prepared, Result, Stage, Writer};
+use super::{forest, unionfind, Capture, Counters, Prepared, Result, Stage, Writer};
 use crate::index::codec::{DocInfo, EdgeInfo};
 use crate::index::columns::docs::Docs;
 use crate::index::columns::edges::Edges;
@@ -139,7 +139,7 @@ impl Writer<'_> {
                 };
                 edges.push((*b, edge));
                 if r >= threshold {
-                    targets.push(*b);
+                    targets.push((*b, edge.resemblance));
                 }
             }
         }
@@ -149,6 +149,14 @@ impl Writer<'_> {
             self.summary.writer.edges_stored += kept.len() as u64;
             batch.put::<Edges>(self.index, &d, &kept);
         }
+        // An edge the forest dropped joins what heavier kept and stored edges join
+        // already: its doc's cluster is a kept target's, no need to find it (an edited
+        // page resembles each of its earlier versions; this was a find each).
+        targets.retain(|(b, w)| {
+            kept.binary_search_by_key(b, |(k, _)| *k).is_ok() || !forest::joined_at(*w, threshold)
+        });
+        let targets: Vec<u64> = targets.into_iter().map(|(b, _)| b).collect();
+        self.summary.writer.clusters_found += targets.len() as u64;
         let unions = unionfind::join(self.index, &mut self.staged, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (lookups would stop

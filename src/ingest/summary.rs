@@ -128,6 +128,10 @@ pub struct WriterTimes {
     pub edges_stored: u64,
     /// Edge lists of candidates read from RocksDB for that choice (not met in this run).
     pub edge_lists_read: u64,
+    /// Older docs whose cluster the union-find looked up to join a new doc to (those of
+    /// its kept edges at the threshold; a dropped edge's doc is in one of their clusters
+    /// already).
+    pub clusters_found: u64,
 }
 
 /// Progress, for a progress bar.

@@ -399,7 +399,7 @@ fn print_row(json: bool, label: &str, v: &serde_json::Value, zcat: f64, secs: f6
     );
     say!(
         json,
-        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, waited for writes {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; writes {:.2} (CPU {:.2}, a thread of their own); settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read)",
+        "{:<10} writer s: wait {:.2}, (a) sequence {:.2}, (b) pairs: candidates {:.2}, estimate {:.2}, waited for {:.2}, (c) edges+unions {:.2}, captures {:.2}, waited for writes {:.2}, spill {:.2}, finish {:.2}; serial {:.2}; writes {:.2} (CPU {:.2}, a thread of their own); settled coarse / new doc {:.1}, sketch misses {}, edges stored {} ({} lists read), clusters found {}",
         "",
         f("wait_s"),
         f("sequence_s"),
@@ -417,7 +417,8 @@ fn print_row(json: bool, label: &str, v: &serde_json::Value, zcat: f64, secs: f6
         f("settled_coarse") / new_docs,
         f("sketch_misses"),
         f("edges_stored"),
-        f("edge_lists_read")
+        f("edge_lists_read"),
+        f("clusters_found")
     );
 }
 
