@@ -57,6 +57,13 @@ impl Forest {
         floor: f64,
     ) -> Result<Vec<(u64, EdgeInfo)>> {
         // As `recluster` compares them: the stored f32.
+        // The oldest candidate's list is not read, and the union-find finds a new doc's
+        // cluster through the kept edges looked up by doc: both need this order.
+        if !found.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err(crate::index::IndexError::Invalid(format!(
+                "the estimates of doc {d} are not in doc order"
+            )));
+        }
         let at_floor: Vec<(u64, EdgeInfo)> = found
             .iter()
             .filter(|(_, e)| e.resemblance as f64 >= floor)
@@ -159,5 +166,23 @@ impl Forest {
     /// written yet are read from here.
     pub fn trim(&mut self) {
         self.stored.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edge_is_joined_for_certain_only_above_the_threshold_by_more_than_rounding() {
+        // 0.7 is not an f32: its f32 is below the f64 threshold, and a resemblance of
+        // exactly 7/10 may have been joined (as f64 at ingest) or not (as f32 by
+        // `recluster`): the union-find must find it.
+        assert!(!joined_at(0.7f64 as f32, 0.7));
+        assert!(!joined_at(0.5, 0.5));
+        assert!(!joined_at((0.5 + 5e-7) as f32, 0.5));
+        assert!(joined_at((0.5 + 2e-6) as f32, 0.5));
+        assert!(joined_at(1.0, 0.9));
+        assert!(!joined_at(0.4, 0.5));
     }
 }
