@@ -1161,12 +1161,22 @@ pub(super) fn read_waiting_docs(
 }
 
 /// `f` of each item on up to `threads` threads (the calling one among them), results in
-/// the items' order; the first error stops the others' next items.
+/// the items' order; the first error stops the others' next items. A panic of `f` is
+/// that item's error, naming what it said (the ingest stops with a message; before, the
+/// thread scope panicked again in the caller and took the process down).
 pub fn parallel<T: Sync, R: Send>(
     threads: usize,
     items: &[T],
     f: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
+    let f = |item: &T| -> Result<R> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))).unwrap_or_else(|p| {
+            Err(IndexError::Invalid(format!(
+                "a pair-step thread failed ({}); please report this",
+                crate::scan::panic_message(p.as_ref())
+            )))
+        })
+    };
     let threads = threads.max(1).min(items.len());
     if threads <= 1 {
         return items.iter().map(&f).collect();
@@ -1373,6 +1383,23 @@ mod tests {
             }
         });
         assert!(matches!(r, Err(IndexError::Invalid(m)) if m == "500"));
+    }
+
+    #[test]
+    fn a_panic_in_parallel_is_the_callers_error_not_a_panic() {
+        let items: Vec<u32> = (0..1000).collect();
+        for t in [1, 2, 7] {
+            let r = parallel(t, &items, |x| {
+                if *x == 321 {
+                    panic!("item {x} broke");
+                }
+                Ok(*x)
+            });
+            match r {
+                Err(IndexError::Invalid(m)) => assert!(m.contains("item 321 broke"), "{m}"),
+                other => panic!("{t} threads: {:?}", other.map(|v| v.len())),
+            }
+        }
     }
 
     #[test]
