@@ -19,10 +19,11 @@
 //! - the table by doc: for each doc of `[first, end)`, its posting level and posting
 //!   count (a u8 each; 0 and 0 for a doc without records). A doc's ~70 records all
 //!   carried the same two bytes: the table took the postings of rd100k from 178.6 to
-//!   138.8 MB (2026-11-29). Kept when the range spans at most 2²⁸ docs and at most 4
-//!   a record (a spill's and a merge's ranges are consecutive new docs); otherwise the
-//!   run is a `TMPOST01` one, whose records end with the doc's level and count and
-//!   which has no table by doc (runs written before are read as they are);
+//!   138.8 MB (2026-11-29). Kept when the range spans at most 2²⁸ docs and no more
+//!   docs than the records the writer expects (a spill's and a merge's ranges are
+//!   consecutive new docs); otherwise the run is a `TMPOST01` one, whose records end
+//!   with the doc's level and count and which has no table by doc (runs written before
+//!   are read as they are);
 //! - the bucket table: `2^bits + 1` u64, the first record whose key's top `bits` bits
 //!   are at least the slot's number (so bucket `b` is records `table[b]..table[b + 1]`);
 //! - a footer of [`FOOTER`] bytes: n u64, bits u32, CRC-32 of the records (and the
@@ -132,11 +133,11 @@ fn doc_table_len(by_doc: bool, docs: &std::ops::Range<u64>) -> usize {
 }
 
 /// Whether a run over `docs` of about `records` records keeps a table by doc: when
-/// the range is not much wider than its records (a spill's and a merge's are dense:
-/// consecutive new docs, ~70 records each).
+/// its range holds no more docs than records (a table entry costs what it saves in one
+/// record; a spill's and a merge's ranges are consecutive new docs, ~70 records each).
 fn by_doc_for(records: usize, docs: &std::ops::Range<u64>) -> bool {
     let span = docs.end.saturating_sub(docs.start);
-    docs.end > docs.start && span <= MAX_TABLE_DOCS && span <= 4 * records.max(1) as u64
+    docs.end > docs.start && span <= MAX_TABLE_DOCS && span <= records as u64
 }
 
 /// The big-endian number in `b` (at most 8 bytes).
@@ -494,6 +495,13 @@ impl RunPart {
         }
     }
 
+    /// Its docs' levels and counts sorted by doc, each once (on the part's own thread:
+    /// the writer then fills its table in doc order, a doc once, not a record at a time).
+    fn settle_levels(&mut self) {
+        self.levels.sort_unstable();
+        self.levels.dedup();
+    }
+
     /// Appends one record; keys must not decrease, the doc must be in the run's range.
     pub fn push(&mut self, key: u64, e: &[u8]) -> Result<()> {
         let (doc, level, count) = entry_fields(e);
@@ -540,7 +548,13 @@ pub fn write_parts(
         let blank: Vec<RunPart> = (from..to).map(|_| w.part()).collect();
         let made: Vec<Result<RunPart>> = std::thread::scope(|s| {
             let make = &make;
-            let job = |i: usize, mut p: RunPart| move || make(i, &mut p).map(|()| p);
+            let job = |i: usize, mut p: RunPart| {
+                move || {
+                    make(i, &mut p)?;
+                    p.settle_levels();
+                    Ok(p)
+                }
+            };
             let mut jobs = (from..to).zip(blank).map(|(i, p)| job(i, p));
             // The first of the wave on this thread, the others beside it.
             let here = jobs.next();
@@ -644,7 +658,10 @@ impl RunWriter {
         let Some((first, last)) = part.keys else {
             return Ok(());
         };
-        if self.last.is_some_and(|l| l > first) || part.bits != self.bits || part.docs != self.docs
+        if self.last.is_some_and(|l| l > first)
+            || part.bits != self.bits
+            || part.docs != self.docs
+            || part.widths.by_doc != self.widths.by_doc
         {
             return Err(IndexError::Invalid(format!(
                 "postings run {}: a part out of order or of another run (a bug)",
