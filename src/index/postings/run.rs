@@ -206,6 +206,10 @@ pub struct Run {
     first: u64,
     end: u64,
     widths: Widths,
+    /// Where the table by doc and the bucket table begin in the map (known at open: a
+    /// lookup reads the bucket table, each entry the table by doc).
+    doc_table_at: usize,
+    table_at: usize,
 }
 
 impl std::fmt::Debug for Run {
@@ -271,6 +275,8 @@ impl Run {
             ));
         }
         let n = n as usize;
+        let doc_table_at = 8 + n * widths.record();
+        let table_at = doc_table_at + doc_table_len(by_doc, &(first..end));
         let run = Run {
             path: path.to_path_buf(),
             map,
@@ -279,10 +285,11 @@ impl Run {
             first,
             end,
             widths,
+            doc_table_at,
+            table_at,
         };
         // The records and the table by doc after them.
-        let checked = 8 + run.records().len() + run.doc_table().len();
-        if crc32fast::hash(&run.map[8..checked]) != records_crc {
+        if crc32fast::hash(&run.map[8..table_at]) != records_crc {
             return Err(damaged(path, "records checksum mismatch"));
         }
         let table = run.table_bytes();
@@ -337,13 +344,11 @@ impl Run {
 
     /// Level and count of each doc of the range, in doc order (`TMPOST02`).
     fn doc_table(&self) -> &[u8] {
-        let at = 8 + self.n * self.widths.record();
-        &self.map[at..at + doc_table_len(self.widths.by_doc, &(self.first..self.end))]
+        &self.map[self.doc_table_at..self.table_at]
     }
 
     fn table_bytes(&self) -> &[u8] {
-        let at = 8 + self.n * self.widths.record() + self.doc_table().len();
-        &self.map[at..at + ((1usize << self.bits) + 1) * 8]
+        &self.map[self.table_at..self.table_at + ((1usize << self.bits) + 1) * 8]
     }
 
     #[inline]
@@ -519,11 +524,10 @@ impl RunPart {
         let shape = (self.widths, self.bits, self.docs.start);
         encode(&mut self.buf, shape, key, (doc, level, count));
         if self.widths.by_doc {
-            let last = self.levels.last();
-            // A doc's records mostly follow each other only by chance: kept each.
-            // Under `MAX_TABLE_DOCS`: a u32.
-            let this = ((doc - self.docs.start) as u32, level, count.min(255) as u8);
-            if last.is_none_or(|l| *l != this) {
+            // The offset is under `MAX_TABLE_DOCS`: a u32. Repeats are dropped when the
+            // part is settled ([`RunPart::settle_levels`]); here only the next one's.
+            let this = ((doc - self.docs.start) as u32, level, count as u8);
+            if self.levels.last() != Some(&this) {
                 self.levels.push(this);
             }
         }
