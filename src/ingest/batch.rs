@@ -37,6 +37,74 @@ pub(super) enum Item {
     },
 }
 
+/// The pair step between batches: what it takes from elsewhere (templates, a pairs job's
+/// files), its buffers, the batch sequenced and paired waiting for its commit.
+pub(super) struct PairStep {
+    /// With edges on content: the templates new docs are compared without.
+    pub(super) for_pairs: Option<Arc<super::templates::ForPairs>>,
+    /// With `--pairs`: the pairs job's files, read a batch at a time by the pair step.
+    pub(super) pair_files: Option<Arc<std::sync::Mutex<pairs_job::PairsFiles>>>,
+    /// With `--pairs`: which of the sweep's docs the commit stored against a base.
+    pub(super) against_bits: Option<Arc<bases::AgainstBits>>,
+    /// The pair step's vectors, kept from one batch to the next.
+    pub(super) pair_buffers: pairs::Buffers,
+    /// Key ranges of the pair step.
+    pub(super) partitions: usize,
+    /// The batch sequenced and paired, waiting for its commit.
+    pub(super) flight: Option<Flight>,
+    /// The last committed batch's sketches: the batch after it was paired with them.
+    pub(super) last_sketches: Option<Arc<BatchSketches>>,
+}
+
+/// What the pair step looks up besides the index — the postings of docs not stored yet,
+/// the sketches compared lately — and what the batch being committed adds to them at
+/// its end ([`Writer::settle`]): changed only between a commit and the next pair step.
+pub(super) struct Lookups {
+    /// Postings of docs not stored yet (read by a pair step while a batch is committed:
+    /// changed only between, by [`Writer::settle`]).
+    pub(super) fresh: Arc<crate::index::postings::Fresh>,
+    /// Spill the fresh postings when they hold more than this many bytes.
+    pub(super) fresh_budget: usize,
+    /// With `--pairs`, while the waiting docs are paired: the thread that holds `fresh`
+    /// and adds the committed docs' postings to it.
+    pub(super) posting_adds: Option<super::posting_adds::PostingAdds>,
+    /// Sketches compared lately (candidates come back); like `fresh`, changed only
+    /// between a commit and the next pair step.
+    pub(super) sketch_cache: Arc<crate::index::sketch_cache::SketchCache>,
+    /// What the batch being committed adds to the postings buffer (doc, level, count,
+    /// values) and to the sketch cache, at its end.
+    pub(super) adds: Vec<(u64, u8, usize, Vec<u64>)>,
+    pub(super) made: Vec<(u64, CompactSketch)>,
+}
+
+impl Lookups {
+    /// Takes in what the committed batch `planned` leaves: its new docs' posting
+    /// entries into the buffer (on `threads`), the sketches it compared or made kept.
+    fn settle(&mut self, planned: Planned, threads: usize) -> Result<()> {
+        let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
+        match &self.posting_adds {
+            Some(thread) => thread.add(std::mem::take(&mut self.adds))?,
+            None => {
+                let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
+                fresh.add_batch(&self.adds, threads);
+                self.adds.clear();
+            }
+        }
+        let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
+        for d in &planned.hits {
+            cache.touch(*d);
+        }
+        cache.misses += planned.read.len() as u64;
+        for (d, c) in planned.read {
+            cache.insert(d, c);
+        }
+        for (d, c) in self.made.drain(..) {
+            cache.insert(d, c);
+        }
+        Ok(())
+    }
+}
+
 /// The sketches of a batch's new docs (numbered from `first`), as stored in full and
 /// compact: read by the commit of the batch and by the pair step of the next one.
 pub(super) struct BatchSketches {
@@ -149,12 +217,10 @@ impl Writer<'_> {
         self.clock = std::time::Instant::now();
         let cpu = thread_cpu();
         self.summary.writer.batches += 1;
-        let first = self.next_doc;
-        let mut next = first;
+        let first = self.sequencing.next_doc;
         let mut contents = Vec::with_capacity(items.len());
         let mut failed = None;
         let mut items = items;
-        let mut overlay = std::mem::take(&mut self.overlay);
         for (k, item) in items.iter().enumerate() {
             let Item::Record(_, sc) = item else {
                 contents.push(Content::Nothing);
@@ -162,7 +228,9 @@ impl Writer<'_> {
             };
             let has_sketch = sc.capture.sketch.is_some()
                 || sc.prepared.as_ref().is_some_and(|p| p.stored.is_some());
-            match self.content(&sc.record, &sc.capture, has_sketch, &mut overlay, &mut next) {
+            let content =
+                (self.sequencing).content(self.index, &sc.record, &sc.capture, has_sketch);
+            match content {
                 Ok(c) => contents.push(c),
                 Err(e) => {
                     failed = Some(e);
@@ -173,8 +241,7 @@ impl Writer<'_> {
         }
         // What the batch before added is in the index once it is committed: the overlay
         // keeps the last two batches'.
-        self.overlay = overlay.next_batch();
-        self.next_doc = next;
+        self.sequencing.overlay = std::mem::take(&mut self.sequencing.overlay).next_batch();
         self.serial_cpu += thread_cpu() - cpu;
         lap(&mut self.clock, &mut self.summary.writer.sequence_s);
         Sequenced {
@@ -219,7 +286,7 @@ impl Writer<'_> {
         // sweep is read they are stored without one, and wait: [`Stage::Waiting`]).
         let for_pairs = match self.stage {
             Stage::Waiting => None,
-            Stage::WithRecord | Stage::Pairing => self.for_pairs.as_deref(),
+            Stage::WithRecord | Stage::Pairing => self.pair_step.for_pairs.as_deref(),
         };
         let waiting = self.stage == Stage::Waiting;
         // Only waiting docs (the second stage): stored in full by the first.
@@ -256,15 +323,16 @@ impl Writer<'_> {
             |s: &BatchSketches| s.stored.iter().map(|s| s.posting.len()).sum::<usize>();
         let values = posting_values(&sketches)
             + self
+                .pair_step
                 .flight
                 .as_ref()
                 .and_then(|f| f.planned.sketches.as_deref())
                 .map_or(0, posting_values);
-        if self.fresh.full(self.fresh_budget, values) {
+        if self.lookups.fresh.full(self.lookups.fresh_budget, values) {
             self.flush()?;
             self.clock = std::time::Instant::now();
             let cpu = thread_cpu();
-            Arc::get_mut(&mut self.fresh)
+            Arc::get_mut(&mut self.lookups.fresh)
                 .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?
                 .spill(self.index, first, self.threads)?;
             lap(&mut self.clock, &mut self.summary.writer.spill_s);
@@ -294,27 +362,38 @@ impl Writer<'_> {
         // resemblance to their previous ones compares: they are read here instead, those
         // of docs stored in their final form.
         let prefetch_below = (self.stage == Stage::Waiting).then_some(self.next_pair);
-        let from_write = self.sent;
+        let from_write = self.writing.sent;
         // (b) ∥ (c).
         let before = self
+            .pair_step
             .flight
             .as_ref()
             .and_then(|f| f.planned.sketches.clone());
-        let decided_before = self.flight.as_ref().and_then(|f| f.planned.decided.clone());
+        let decided_before = self
+            .pair_step
+            .flight
+            .as_ref()
+            .and_then(|f| f.planned.decided.clone());
         let (index, over_cap) = (self.index, self.over_cap);
-        let (fresh, cache) = (Arc::clone(&self.fresh), Arc::clone(&self.sketch_cache));
-        let written = Arc::clone(&self.writes.written);
-        let for_pairs = self.for_pairs.clone();
+        let (fresh, cache) = (
+            Arc::clone(&self.lookups.fresh),
+            Arc::clone(&self.lookups.sketch_cache),
+        );
+        let written = Arc::clone(&self.writing.writes.written);
+        let for_pairs = self.pair_step.for_pairs.clone();
         let settings = pairs::Settings {
             threads: self.threads,
-            partitions: self.partitions,
+            partitions: self.pair_step.partitions,
             cap: self.index.params().common_shingle_cap as usize,
             floor: self.index.params().edge_floor,
         };
         let mine = Arc::clone(&sketches);
-        let (pair_files, bits) = (self.pair_files.clone(), self.against_bits.clone());
+        let (pair_files, bits) = (
+            self.pair_step.pair_files.clone(),
+            self.pair_step.against_bits.clone(),
+        );
         let threads = self.threads;
-        let mut buffers = std::mem::take(&mut self.pair_buffers);
+        let mut buffers = std::mem::take(&mut self.pair_step.pair_buffers);
         let find = move || {
             // Owned here, so that they are released when the pair step returns.
             let (fresh, cache, before, mine, written) = (fresh, cache, before, mine, written);
@@ -390,7 +469,7 @@ impl Writer<'_> {
                 buffers,
             )
         };
-        let ((found, latest, buffers), committed) = match self.flight.take() {
+        let ((found, latest, buffers), committed) = match self.pair_step.flight.take() {
             None => (find(), Ok(())),
             Some(f) => std::thread::scope(|s| {
                 let pairing = s.spawn(find);
@@ -404,7 +483,7 @@ impl Writer<'_> {
                 (found, committed)
             }),
         };
-        self.pair_buffers = buffers;
+        self.pair_step.pair_buffers = buffers;
         committed?;
         // What the committed batch leaves for the next ones, now that no pair step
         // reads the buffer and the cache.
@@ -413,12 +492,12 @@ impl Writer<'_> {
         let mut latest = latest?;
         self.summary.writer.candidates_s += found.candidates_s;
         self.summary.writer.estimate_s += found.estimate_s;
-        self.flight = Some(Flight {
+        self.pair_step.flight = Some(Flight {
             items,
             contents,
             planned: Planned {
                 sketches: Some(sketches),
-                before: self.last_sketches.take(),
+                before: self.pair_step.last_sketches.take(),
                 pairs: found.docs.into_iter().map(Some).collect(),
                 decided,
                 read: match found.read.is_empty() {
@@ -435,7 +514,7 @@ impl Writer<'_> {
 
     /// Commits the batch waiting for its commit, if any, and waits until it is written.
     pub(super) fn flush(&mut self) -> Result<()> {
-        if let Some(f) = self.flight.take() {
+        if let Some(f) = self.pair_step.flight.take() {
             self.commit(f)?;
             self.settle()?;
         }
@@ -456,9 +535,9 @@ impl Writer<'_> {
 
     pub(super) fn commit_records(&mut self, f: Flight) -> Result<()> {
         self.clock = std::time::Instant::now();
-        self.planned = f.planned;
-        let from = self.planned.latest.from_write;
-        self.recent_urls.retain(|(w, _)| *w >= from);
+        self.committing.planned = f.planned;
+        let from = self.committing.planned.latest.from_write;
+        self.writing.recent_urls.retain(|(w, _)| *w >= from);
         for (item, content) in f.items.into_iter().zip(f.contents) {
             match item {
                 Item::Record(file, sc) => {
@@ -472,7 +551,7 @@ impl Writer<'_> {
             }
         }
         self.write_pending()?;
-        self.last_sketches = self.planned.sketches.clone();
+        self.pair_step.last_sketches = self.committing.planned.sketches.clone();
         match f.failed {
             Some(e) => Err(e),
             None => Ok(()),
@@ -483,27 +562,8 @@ impl Writer<'_> {
     /// docs' posting entries into the buffer, the sketches it compared or made kept.
     pub(super) fn settle(&mut self) -> Result<()> {
         let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-        let planned = std::mem::take(&mut self.planned);
-        let shared = || IndexError::Invalid("a pair step still holds the writer's state".into());
-        match &self.posting_adds {
-            Some(thread) => thread.add(std::mem::take(&mut self.adds))?,
-            None => {
-                let fresh = Arc::get_mut(&mut self.fresh).ok_or_else(shared)?;
-                fresh.add_batch(&self.adds, self.threads);
-                self.adds.clear();
-            }
-        }
-        let cache = Arc::get_mut(&mut self.sketch_cache).ok_or_else(shared)?;
-        for d in &planned.hits {
-            cache.touch(*d);
-        }
-        cache.misses += planned.read.len() as u64;
-        for (d, c) in planned.read {
-            cache.insert(d, c);
-        }
-        for (d, c) in self.made.drain(..) {
-            cache.insert(d, c);
-        }
+        let planned = std::mem::take(&mut self.committing.planned);
+        self.lookups.settle(planned, self.threads)?;
         self.summary.writer.edges_unions_s += clock.elapsed().as_secs_f64();
         self.serial_cpu += thread_cpu() - cpu;
         Ok(())

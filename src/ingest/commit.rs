@@ -115,6 +115,82 @@ pub(super) const TEMPLATE_WRITES: [&str; 4] = [
     <Captures as Column>::NAME,
 ];
 
+/// What the commit of the records keeps from one record to the next.
+pub(super) struct Committing {
+    /// The batch being committed: its new docs as the pair step left them.
+    pub(super) planned: super::batch::Planned,
+    /// Stored edges of docs met lately: which new edges the forest needs.
+    pub(super) forest: super::forest::Forest,
+    /// The waiting docs from `next_pair` on as committed (sketch, URL), kept while they
+    /// fit in the sketch cache's budget, which the first stage does not use: the second
+    /// then takes them without reading and decoding them again.
+    pub(super) kept: super::waiting::Kept,
+    /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
+    pub(super) hosts_seen: std::collections::HashSet<String>,
+    /// Each host's sample of pages in this sweep, and its changed pages.
+    pub(super) pages: super::templates::Pages,
+    /// The sweep's links as committed, for its anchor bags, when this run writes all of
+    /// them (the sweep had none before it) and they fit in [`super::bags::GATHER_BUDGET`].
+    pub(super) bag_gather: Option<super::bags::Gathering>,
+    /// The newest sweep of the index when later than this one (files added to an
+    /// earlier sweep): its links may be referred to, and are copied before replaced.
+    pub(super) last_sweep: Option<u32>,
+}
+
+/// The writes: what the committed records put, the writing thread, what a write holds
+/// until it is done, the union-find changes not written yet.
+pub(super) struct Writing {
+    /// What the records committed since the last write put.
+    pub(super) pending: Pending,
+    /// The writing thread, the writes handed to it, and what the last one holds until
+    /// it is written.
+    pub(super) writes: super::write::Writes,
+    pub(super) sent: u64,
+    pub(super) in_writing: Option<Holds>,
+    /// The union-find changes of the batches not written yet.
+    pub(super) staged: crate::index::unionfind::Staged,
+    /// The URLs of the writes done since the pair step of the batch being committed
+    /// began, by write number ([`super::known::Latest`]).
+    pub(super) recent_urls: std::collections::VecDeque<(u64, FastSet<String>)>,
+}
+
+impl Writing {
+    /// Hands `batch`, which holds `holds`, to the writing thread (docs under `next_pair`
+    /// are whole once it is written).
+    fn send(&mut self, batch: Batch, holds: Holds, next_pair: u64) -> Result<()> {
+        self.writes.send(batch, next_pair)?;
+        self.sent += 1;
+        self.staged.write = self.sent + 1;
+        self.in_writing = Some(holds);
+        Ok(())
+    }
+
+    /// Whether a capture of `key_surt` is in a write not done yet, or in one done since
+    /// the pair step of the batch being committed began.
+    pub(super) fn may_have_written(&self, key_surt: &str) -> bool {
+        self.pending.holds.has_url(key_surt)
+            || (self.in_writing.as_ref()).is_some_and(|h| h.has_url(key_surt))
+            || self.recent_urls.iter().any(|(_, u)| u.contains(key_surt))
+    }
+
+    /// Waits until every batch handed over is written (the time waited added to
+    /// `waited`); their overlays then go, their URLs stay suspect for the prefetched
+    /// latest captures read before them.
+    pub(super) fn wait_written(&mut self, waited: &mut f64) -> Result<()> {
+        if self.in_writing.is_none() {
+            return Ok(());
+        }
+        let t = std::time::Instant::now();
+        self.writes.written.wait(self.sent)?;
+        self.staged.written(self.sent);
+        if let Some(h) = self.in_writing.take() {
+            self.recent_urls.push_back((self.sent, h.urls));
+        }
+        *waited += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
 impl Writer<'_> {
     pub(super) fn index_params_sketch(&self) -> crate::sketch::SketchParams {
         let p = self.index.params();
@@ -161,12 +237,13 @@ impl Writer<'_> {
             .then(|| cap.url.as_deref().map(surt))
             .flatten();
         // What it reads must be in the index: the batch handed over and written first.
-        let pending = !self.pending.batch.is_empty()
+        let pending = !self.writing.pending.batch.is_empty()
             && self
+                .writing
                 .pending
                 .holds
                 .read_by(key_surt.as_deref(), cap, content);
-        let writing = (self.in_writing.as_ref())
+        let writing = (self.writing.in_writing.as_ref())
             .is_some_and(|h| h.read_by(key_surt.as_deref(), cap, content));
         if pending {
             self.write_pending()?;
@@ -177,15 +254,15 @@ impl Writer<'_> {
         self.clock = std::time::Instant::now();
         self.sweep.counts.records += 1;
         let record_no = self.files[file].2.records;
-        let mut batch = std::mem::take(&mut self.pending.batch);
+        let mut batch = std::mem::take(&mut self.writing.pending.batch);
         let stored = self.capture(
             &mut batch, file, record_no, rec, cap, key_surt, prepared, content,
         );
-        self.pending.batch = batch;
+        self.writing.pending.batch = batch;
         stored?;
         super::lap(&mut self.clock, &mut self.summary.writer.captures_s);
         self.files[file].2.records += 1;
-        self.pending.files.insert(file);
+        self.writing.pending.files.insert(file);
         Ok(())
     }
 
@@ -195,8 +272,8 @@ impl Writer<'_> {
     pub(super) fn write_pending(&mut self) -> Result<()> {
         let counters = self.index.counters();
         let mut next = Pending::new(counters.next_doc);
-        next.batch = Batch::sized_like(&self.pending.batch);
-        let mut p = std::mem::replace(&mut self.pending, next);
+        next.batch = Batch::sized_like(&self.writing.pending.batch);
+        let mut p = std::mem::replace(&mut self.writing.pending, next);
         if p.batch.is_empty() && p.files.is_empty() {
             return Ok(());
         }
@@ -213,45 +290,33 @@ impl Writer<'_> {
         }
         // Docs under `next_pair` are whole once it is written (with edges on content the
         // newer ones wait for their pairs).
-        self.writes.send(p.batch, self.next_pair)?;
-        self.sent += 1;
-        self.staged.write = self.sent + 1;
-        self.in_writing = Some(p.holds);
-        if self.forest.full() {
+        self.writing.send(p.batch, p.holds, self.next_pair)?;
+        if self.committing.forest.full() {
             // Its lists are read from the index once it forgets them: all written.
             self.wait_written()?;
-            self.forest.trim();
+            self.committing.forest.trim();
         }
         Ok(())
     }
 
     /// Waits until every batch handed over is written; their overlays then go.
     pub(super) fn wait_written(&mut self) -> Result<()> {
-        if self.in_writing.is_none() {
-            return Ok(());
-        }
-        let t = std::time::Instant::now();
-        self.writes.written.wait(self.sent)?;
-        self.staged.written(self.sent);
-        // Its URLs stay suspect for the prefetched latest captures read before it.
-        if let Some(h) = self.in_writing.take() {
-            self.recent_urls.push_back((self.sent, h.urls));
-        }
-        self.summary.writer.write_wait_s += t.elapsed().as_secs_f64();
-        Ok(())
+        self.writing
+            .wait_written(&mut self.summary.writer.write_wait_s)
     }
 
     /// Forgets the pending batch (a record failed: its puts may be partial); the index
     /// keeps the last write, and so does the doc counter.
     pub(super) fn drop_pending(&mut self) {
         let first = match self.wait_written() {
-            Ok(()) => self.pending.holds.first_doc,
+            Ok(()) => self.writing.pending.holds.first_doc,
             Err(_) => self
+                .writing
                 .in_writing
                 .as_ref()
-                .map_or(self.pending.holds.first_doc, |h| h.first_doc),
+                .map_or(self.writing.pending.holds.first_doc, |h| h.first_doc),
         };
-        self.pending = Pending::new(first);
+        self.writing.pending = Pending::new(first);
         let counters = self.index.counters();
         self.index.set_counters(crate::index::Counters {
             next_doc: first,
@@ -270,6 +335,6 @@ impl Writer<'_> {
                 message,
             });
         }
-        self.pending.files.insert(file);
+        self.writing.pending.files.insert(file);
     }
 }

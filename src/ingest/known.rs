@@ -61,7 +61,7 @@ impl Writer<'_> {
         let file_no = self.files[file].2.file_no;
         let record = record_no.min(u32::MAX as u64) as u32;
         let host = host_of_surt(&key_surt);
-        if !self.hosts_seen.contains(host) {
+        if !self.committing.hosts_seen.contains(host) {
             // The host's first capture in the sweep: a resumed run keeps an earlier run's.
             let hk = (host.to_string(), self.sweep_id);
             if self.index.host_sweeps().get(&hk)?.is_none() {
@@ -73,7 +73,7 @@ impl Writer<'_> {
                 };
                 batch.put::<HostSweeps>(self.index, &hk, &Some(first));
             }
-            self.hosts_seen.insert(host.to_string());
+            self.committing.hosts_seen.insert(host.to_string());
         }
         let status = cap.status;
         // The content, as sequencing found it (`sequence`): known by its payload digest
@@ -98,7 +98,7 @@ impl Writer<'_> {
                 doc = Some(d);
                 if let Some(dig) = &cap.payload_digest {
                     batch.put::<Payloads>(self.index, dig, &d);
-                    self.pending.holds.payloads.insert(dig.clone());
+                    self.writing.pending.holds.payloads.insert(dig.clone());
                 }
             }
             Content::Revisit => {
@@ -146,7 +146,7 @@ impl Writer<'_> {
         // The capture key once: `doc_captures` takes its tail.
         let ck = Captures::key(&key);
         batch.put_raw::<Captures>(self.index, &ck, &Captures::value(&info));
-        self.pending.holds.url(&key.surt);
+        self.writing.pending.holds.url(&key.surt);
         // What the page says of the pages it links (a page that answered).
         if status.is_none_or(|s| (200..300).contains(&s)) && !cap.links.is_empty() {
             use crate::index::columns::links::{key_of, origin_of, same_as};
@@ -154,7 +154,7 @@ impl Writer<'_> {
             // Links an earlier sweep keeps (the page unchanged): a reference to them;
             // whole in a sweep later ones may refer to.
             let mut kept = cap.links_kept_in.filter(|s| *s < self.sweep_id);
-            if let Some(last) = self.last_sweep {
+            if let Some(last) = self.committing.last_sweep {
                 let at = (self.sweep_id, last);
                 let links = self.index.links();
                 links.keep_for_later(batch, at, &key.surt, origin_of(&cap.links))?;
@@ -164,13 +164,13 @@ impl Writer<'_> {
                 Some((s, origin)) => batch.put_raw::<Links>(self.index, &lk, &same_as(s, origin)),
                 None => batch.put_raw::<Links>(self.index, &lk, &cap.links),
             }
-            if let Some(g) = &self.bag_gather {
+            if let Some(g) = &self.committing.bag_gather {
                 g.add(&key.surt, &cap.links);
             }
         }
         if let Some(d) = doc {
             let host = host_of_surt(&key.surt);
-            self.pages.note(
+            self.committing.pages.note(
                 self.index,
                 batch,
                 self.sweep_id,
@@ -259,16 +259,10 @@ impl Writer<'_> {
     /// `url_last` of `key_surt` as the pair step read it, unless a batch written since
     /// (or not yet) holds a capture of it.
     fn prefetched_latest(&self, key_surt: &str) -> Option<Option<Last>> {
-        let suspect = self.pending.holds.has_url(key_surt)
-            || self
-                .in_writing
-                .as_ref()
-                .is_some_and(|h| h.has_url(key_surt))
-            || self.recent_urls.iter().any(|(_, u)| u.contains(key_surt));
-        if suspect {
+        if self.writing.may_have_written(key_surt) {
             return None;
         }
-        self.planned.latest.by_url.get(key_surt).cloned()
+        self.committing.planned.latest.by_url.get(key_surt).cloned()
     }
 
     pub(super) fn resemblance(
@@ -304,9 +298,10 @@ impl Writer<'_> {
     /// `doc`'s compact sketch if the writer has it: of the batch (its docs, the batch's
     /// before, or read for it) or in its cache.
     pub(super) fn kept_compact(&self, doc: u64) -> Option<&CompactSketch> {
-        self.planned
+        self.committing
+            .planned
             .compact(doc)
-            .or_else(|| self.sketch_cache.get(doc))
+            .or_else(|| self.lookups.sketch_cache.get(doc))
     }
 
     /// The doc and sweep of the latest capture with content before `ts` of a URL,

@@ -80,7 +80,7 @@ use crate::index::{unionfind, Counters, Index, IndexError, Result};
 use crate::read::Record;
 use crate::scan::{ScanEvent, ScanOptions, Scanned};
 pub use bags::BagCounts;
-use batch::{BatchSketches, Flight, Item, Planned, BATCH_RECORDS, FIRST_BATCH};
+use batch::{Item, Planned, BATCH_RECORDS, FIRST_BATCH};
 use commit::{settle_compactions, TEMPLATE_WRITES};
 use pairs::BATCH_NEW_DOCS;
 use sequence::Overlay;
@@ -227,85 +227,36 @@ struct Writer<'a> {
     files: Vec<(String, [u8; 16], FileState)>,
     /// Over-cap posting values (boilerplate), shared with the workers' lookups.
     over_cap: &'a OverCap,
-    /// Postings of docs not stored yet (read by a pair step while a batch is committed:
-    /// changed only between, by [`Writer::settle`]).
-    fresh: Arc<Fresh>,
-    /// Spill the fresh postings when they hold more than this many bytes.
-    fresh_budget: usize,
-    /// With `--pairs`, while the waiting docs are paired: the thread that holds `fresh`
-    /// and adds the committed docs' postings to it.
-    posting_adds: Option<posting_adds::PostingAdds>,
-    /// Hosts whose `host_sweeps` entry for this sweep was written in this run.
-    hosts_seen: std::collections::HashSet<String>,
-    /// Each host's sample of pages in this sweep, and its changed pages.
-    pages: templates::Pages,
-    /// With edges on content: the templates new docs are compared without.
-    for_pairs: Option<Arc<templates::ForPairs>>,
-    /// With `--pairs`: the pairs job's files, read a batch at a time by the pair step.
-    pair_files: Option<Arc<std::sync::Mutex<pairs_job::PairsFiles>>>,
-    /// With `--pairs`: which of the sweep's docs the commit stored against a base.
-    against_bits: Option<Arc<bases::AgainstBits>>,
-    /// The pair step's vectors, kept from one batch to the next.
-    pair_buffers: pairs::Buffers,
-    /// Sketches compared lately (candidates come back); like `fresh`, changed only
-    /// between a commit and the next pair step.
-    sketch_cache: Arc<SketchCache>,
-    /// Stored edges of docs met lately: which new edges the forest needs.
-    forest: forest::Forest,
     /// When the current stage of the current record began (see [`WriterTimes`]).
     clock: std::time::Instant,
-    /// The batch being committed: its new docs as the pair step left them.
-    planned: Planned,
     /// Threads and key ranges of the pair step.
     threads: usize,
-    partitions: usize,
-    /// The next batch's first doc id (the batch waiting for its commit has its ids).
-    next_doc: u64,
-    /// The payload digests and texts of the last two batches sequenced.
-    overlay: Overlay,
-    /// The batch sequenced and paired, waiting for its commit.
-    flight: Option<Flight>,
     /// Where new docs get their pairs: with their records, or (edges on content) after
     /// the whole sweep is committed and its templates learned.
     stage: Stage,
     /// The next new doc whose pairs are committed (every doc below it has its pairs);
     /// on content the docs from it on wait in `unpaired`.
     next_pair: u64,
-    /// The waiting docs from `next_pair` on as committed (sketch, URL), kept while they
-    /// fit in the sketch cache's budget, which the first stage does not use: the second
-    /// then takes them without reading and decoding them again.
-    kept: waiting::Kept,
     /// How templates are learned.
     template: crate::template::TemplateParams,
     /// The templates learned from the whole sweep before its pairs: the end of the
     /// ingest, whose sample holds the same pages, takes them instead of learning again.
     learned_early: Option<templates::Learned>,
-    /// The last committed batch's sketches: the batch after it was paired with them.
-    last_sketches: Option<Arc<BatchSketches>>,
-    /// What the batch being committed adds to the postings buffer (doc, level, count,
-    /// values) and to the sketch cache, at its end.
-    adds: Vec<(u64, u8, usize, Vec<u64>)>,
-    made: Vec<(u64, CompactSketch)>,
     /// CPU seconds of this thread in the serial steps ([`IngestSummary::serial_s`]).
     serial_cpu: f64,
-    /// What the records committed since the last write put.
-    pending: commit::Pending,
-    /// The writing thread, the writes handed to it, and what the last one holds until
-    /// it is written.
-    writes: write::Writes,
-    sent: u64,
-    in_writing: Option<commit::Holds>,
-    /// The union-find changes of the batches not written yet.
-    staged: unionfind::Staged,
-    /// The URLs of the writes done since the pair step of the batch being committed
-    /// began, by write number ([`known::Latest`]).
-    recent_urls: std::collections::VecDeque<(u64, FastSet<String>)>,
-    /// The sweep's links as committed, for its anchor bags, when this run writes all of
-    /// them (the sweep had none before it) and they fit in [`bags::GATHER_BUDGET`].
-    bag_gather: Option<bags::Gathering>,
-    /// The newest sweep of the index when later than this one (files added to an
-    /// earlier sweep): its links may be referred to, and are copied before replaced.
-    last_sweep: Option<u32>,
+    /// The sequencing of batches: the next doc id, the last batches' digests and texts.
+    sequencing: sequence::Sequencing,
+    /// The pair step between batches: what it takes from elsewhere, its buffers, the
+    /// batch in flight.
+    pair_step: batch::PairStep,
+    /// What the pair step looks up besides the index: the fresh postings, the sketch
+    /// cache, and what the batch being committed adds to them.
+    lookups: batch::Lookups,
+    /// What the commit of the records keeps from one record to the next.
+    committing: commit::Committing,
+    /// The writes: what the committed records put, the writing thread, what a write
+    /// holds until it is done.
+    writing: commit::Writing,
 }
 
 /// Ingests the WARC/ARC `files` into sweep `opts.sweep`.
@@ -551,71 +502,88 @@ fn ingest_files<'scope>(
     let mut fresh = Fresh::load(index, Some(next_pair))?;
     fresh.size_for(fresh_budget);
     let fresh = Arc::new(fresh);
+    // Initialized in this order (some start threads or read the index).
+    let pages = templates::Pages::load(index, sweep_id, &opts.template)?;
+    let for_pairs = match index.params().resemblance {
+        crate::config::Resemblance::Content => {
+            Some(Arc::new(templates::ForPairs::load(index, sweep_id)?))
+        }
+        crate::config::Resemblance::Full => None,
+    };
+    let writes = write::Writes::start(scope, index, next_pair);
+    let bag_gather = match index.links().any_in(&sweep_id.to_be_bytes())? {
+        false => Some(bags::Gathering::start(scope, bags::params_of(index)?)),
+        true => None,
+    };
+    let last_sweep = (index
+        .sweeps()
+        .all(&crate::access::Reader::everything())?
+        .last())
+    .map(|(id, _)| *id)
+    .filter(|id| *id > sweep_id);
     let mut w = Writer {
         index,
         over_cap: &over_cap,
-        fresh,
-        fresh_budget,
-        posting_adds: None,
-        hosts_seen: Default::default(),
-        pages: templates::Pages::load(index, sweep_id, &opts.template)?,
-        pair_buffers: pairs::Buffers::default(),
-        for_pairs: match index.params().resemblance {
-            crate::config::Resemblance::Content => {
-                Some(Arc::new(templates::ForPairs::load(index, sweep_id)?))
-            }
-            crate::config::Resemblance::Full => None,
-        },
-        sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
-        forest: forest::Forest::default(),
         clock: std::time::Instant::now(),
-        planned: Planned::default(),
-        next_doc: index.counters().next_doc,
-        overlay: Overlay::default(),
-        flight: None,
         // New docs wait for their pairs while the sweep is read: on content (for its
         // templates), or when the pairs come from elsewhere.
         stage: match (index.params().resemblance, &opts.pairs) {
             (crate::config::Resemblance::Full, PairsFrom::Here) => Stage::WithRecord,
             _ => Stage::Waiting,
         },
-        pair_files: None,
-        against_bits: None,
         next_pair,
-        kept: waiting::Kept::new(next_pair, opts.sketch_cache_mb << 20),
         template: opts.template,
         learned_early: None,
-        last_sketches: None,
-        adds: Vec::new(),
-        made: Vec::new(),
         serial_cpu: 0.0,
-        pending: commit::Pending::new(index.counters().next_doc),
-        writes: write::Writes::start(scope, index, next_pair),
-        sent: 0,
-        in_writing: None,
-        staged: unionfind::Staged::for_write(1),
-        recent_urls: Default::default(),
         threads: opts.threads.max(1),
-        partitions: match opts.pair_partitions {
-            0 => 4 * opts.threads.max(1),
-            n => n,
-        },
         sweep_id,
         counts_before: sweep.counts.clone(),
         sweep,
         summary,
         files: states,
-        bag_gather: match index.links().any_in(&sweep_id.to_be_bytes())? {
-            false => Some(bags::Gathering::start(scope, bags::params_of(index)?)),
-            true => None,
+        sequencing: sequence::Sequencing {
+            next_doc: index.counters().next_doc,
+            overlay: Overlay::default(),
         },
-        last_sweep: (index
-            .sweeps()
-            .all(&crate::access::Reader::everything())?
-            .last())
-        .map(|(id, _)| *id)
-        .filter(|id| *id > sweep_id),
+        pair_step: batch::PairStep {
+            for_pairs,
+            pair_files: None,
+            against_bits: None,
+            pair_buffers: pairs::Buffers::default(),
+            partitions: match opts.pair_partitions {
+                0 => 4 * opts.threads.max(1),
+                n => n,
+            },
+            flight: None,
+            last_sketches: None,
+        },
+        lookups: batch::Lookups {
+            fresh,
+            fresh_budget,
+            posting_adds: None,
+            sketch_cache: Arc::new(SketchCache::new(opts.sketch_cache_mb << 20)),
+            adds: Vec::new(),
+            made: Vec::new(),
+        },
+        committing: commit::Committing {
+            planned: Planned::default(),
+            forest: forest::Forest::default(),
+            kept: waiting::Kept::new(next_pair, opts.sketch_cache_mb << 20),
+            hosts_seen: Default::default(),
+            pages,
+            bag_gather,
+            last_sweep,
+        },
+        writing: commit::Writing {
+            pending: commit::Pending::new(index.counters().next_doc),
+            writes,
+            sent: 0,
+            in_writing: None,
+            staged: unionfind::Staged::for_write(1),
+            recent_urls: Default::default(),
+        },
     };
+
     let scan_opts = ScanOptions {
         threads: opts.threads,
         params: w.index_params_sketch(),
@@ -760,8 +728,8 @@ fn ingest_files<'scope>(
         && waiting_docs > 0
     {
         index.flush()?;
-        (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
-        w.summary.writer.encode_cpu_s = w.writes.written.encode_cpu();
+        (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writing.writes.written.busy();
+        w.summary.writer.encode_cpu_s = w.writing.writes.written.encode_cpu();
         w.summary.waiting_docs = waiting_docs;
         w.summary.serial_s = w.serial_cpu;
         w.summary.files = todo.len() as u64;
@@ -770,7 +738,7 @@ fn ingest_files<'scope>(
     }
     if let (None, Stage::Waiting, Some(files)) = (&failure, w.stage, pairs_plan) {
         failure = w.from_files(files).err();
-        if failure.is_none() && w.pair_files.is_some() {
+        if failure.is_none() && w.pair_step.pair_files.is_some() {
             failure = w.start_posting_adds(scope, index).err();
         }
     }
@@ -815,13 +783,14 @@ fn ingest_files<'scope>(
     // on RocksDB's threads. One after another they left a core idle for most of a
     // redesign sweep's last seconds (rd100k: 1.1–1.6 cores busy of 2).
     let next_doc = index.counters().next_doc;
-    let (cache, threads, early) = (&w.sketch_cache, w.threads, w.learned_early.as_ref());
+    let (cache, threads, early) = (&w.lookups.sketch_cache, w.threads, w.learned_early.as_ref());
     // A run that read files, or one that ended a run stopped before its bags (with
     // `--pairs-later`, or killed).
     let build_bags = !todo.is_empty()
         || (index.links().any_in(&sweep_id.to_be_bytes())?
             && !index.anchor_bags().any_in(&sweep_id.to_be_bytes())?);
     let gathered = w
+        .committing
         .bag_gather
         .take()
         .and_then(|g| g.finish())
@@ -844,17 +813,17 @@ fn ingest_files<'scope>(
         let flush = s.spawn(|| index.flush());
         // With `--pairs` the postings thread spills (it was told the last doc); what it
         // leaves is empty then.
-        if let Some(adds) = w.posting_adds.take() {
+        if let Some(adds) = w.lookups.posting_adds.take() {
             match adds.finish() {
                 Ok(done) => {
-                    w.fresh = Arc::new(done.fresh);
+                    w.lookups.fresh = Arc::new(done.fresh);
                     w.summary.writer.postings_cpu_s += done.cpu_s;
                     w.summary.writer.spill_s += done.spill_s;
                 }
                 Err(e) => return (learn.join(), Err(e), flush.join(), bags.join()),
             }
         }
-        let spilled = match Arc::get_mut(&mut w.fresh) {
+        let spilled = match Arc::get_mut(&mut w.lookups.fresh) {
             Some(fresh) => fresh.spill(index, next_doc, threads),
             None => Err(IndexError::Invalid("the postings buffer is shared".into())),
         };
@@ -882,15 +851,15 @@ fn ingest_files<'scope>(
     if !todo.is_empty() || w.summary.templates.wrote || snapshots::list(index.path()).is_empty() {
         snapshots::publish(index)?;
     }
-    (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writes.written.busy();
-    w.summary.writer.encode_cpu_s = w.writes.written.encode_cpu();
+    (w.summary.writer.write_s, w.summary.writer.write_cpu_s) = w.writing.writes.written.busy();
+    w.summary.writer.encode_cpu_s = w.writing.writes.written.encode_cpu();
     w.summary.writer.finish_s = finish.elapsed().as_secs_f64();
     w.serial_cpu += thread_cpu() - finish_cpu;
     w.summary.serial_s = w.serial_cpu;
     let t = &w.summary.writer;
     w.summary.pairs_s = t.candidates_s + t.estimate_s;
-    w.summary.writer.sketch_misses = w.sketch_cache.misses;
-    w.summary.writer.edge_lists_read = w.forest.reads;
+    w.summary.writer.sketch_misses = w.lookups.sketch_cache.misses;
+    w.summary.writer.edge_lists_read = w.committing.forest.reads;
     w.summary.files = todo.len() as u64;
     w.summary.counts = w.sweep.counts.since(&w.counts_before);
     Ok(w.summary)

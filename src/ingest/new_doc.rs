@@ -32,7 +32,7 @@ impl Writer<'_> {
                 "the index holds {MAX_DOCS} docs, the most its postings can name; ingest into a new --db"
             )));
         }
-        let sketches = self.planned.sketches.clone();
+        let sketches = self.committing.planned.sketches.clone();
         let found = sketches.filter(|_| d == counters.next_doc);
         let Some((sketches, k)) = found.and_then(|s| s.get(d).map(|k| (s, k))) else {
             return Err(IndexError::Invalid(format!(
@@ -74,7 +74,7 @@ impl Writer<'_> {
                     url: cap.url.clone().unwrap_or_default(),
                 };
                 batch.put::<Unpaired>(self.index, &d, &waiting);
-                self.kept.keep(d, stored, &waiting.url);
+                self.committing.kept.keep(d, stored, &waiting.url);
                 Ok(())
             }
             Stage::WithRecord | Stage::Pairing => self.doc_pairs(batch, d, false),
@@ -85,10 +85,10 @@ impl Writer<'_> {
     /// committed while its sweep was read, and no longer waiting.
     pub(super) fn waiting_doc(&mut self, d: u64) -> Result<()> {
         self.clock = std::time::Instant::now();
-        let mut batch = std::mem::take(&mut self.pending.batch);
+        let mut batch = std::mem::take(&mut self.writing.pending.batch);
         let done = self.doc_pairs(&mut batch, d, true);
         batch.delete::<Unpaired>(self.index, &d);
-        self.pending.batch = batch;
+        self.writing.pending.batch = batch;
         done
     }
 
@@ -98,7 +98,7 @@ impl Writer<'_> {
     /// template (stored in full by the first stage): not written again.
     fn doc_pairs(&mut self, batch: &mut Batch, d: u64, waiting: bool) -> Result<()> {
         use super::lap;
-        let (sketches, k, mut pairs) = self.planned.take(d, self.next_pair)?;
+        let (sketches, k, mut pairs) = self.committing.planned.take(d, self.next_pair)?;
         self.next_pair = d + 1;
         let (stored, mut compact) = (&sketches.stored[k], sketches.compact[k].clone());
         let as_stored = waiting && !pairs.against && stored.template == 0;
@@ -123,7 +123,7 @@ impl Writer<'_> {
         put(batch, pairs.value.take());
         compact.against = pairs.against;
         // Later docs of its host are compared with it first (kept when the batch ends).
-        self.made.push((d, compact));
+        self.lookups.made.push((d, compact));
         // The doc's edges to older docs, in doc order: one value.
         let floor = p.edge_floor;
         let mut edges = Vec::new();
@@ -144,7 +144,7 @@ impl Writer<'_> {
             }
         }
         self.sweep.counts.edges += edges.len() as u64;
-        let kept = self.forest.keep(self.index, d, &edges, floor)?;
+        let kept = self.committing.forest.keep(self.index, d, &edges, floor)?;
         if !kept.is_empty() {
             self.summary.writer.edges_stored += kept.len() as u64;
             batch.put::<Edges>(self.index, &d, &kept);
@@ -157,7 +157,7 @@ impl Writer<'_> {
         });
         let targets: Vec<u64> = targets.into_iter().map(|(b, _)| b).collect();
         self.summary.writer.clusters_found += targets.len() as u64;
-        let unions = unionfind::join(self.index, &mut self.staged, batch, d, &targets)?;
+        let unions = unionfind::join(self.index, &mut self.writing.staged, batch, d, &targets)?;
         self.sweep.counts.unions += unions;
         // Values whose lists are over the cap take no more entries (lookups would stop
         // before them anyway): same index, less to store. Added to the postings buffer
@@ -169,7 +169,8 @@ impl Writer<'_> {
             .filter(|(_, o)| !**o)
             .map(|(v, _)| *v)
             .collect();
-        self.adds
+        self.lookups
+            .adds
             .push((d, stored.posting_level, pairs.entry_count, values));
         lap(&mut self.clock, &mut self.summary.writer.edges_unions_s);
         Ok(())

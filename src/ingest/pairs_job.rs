@@ -324,7 +324,7 @@ pub fn prepare(
         pairs: PairsFrom::Later,
         ..ingest.clone()
     };
-    let summary = super::run(&index, &Shards(shards), &opts, progress)?;
+    let summary = super::ingest_shards(&index, shards, &opts, progress)?;
     let sweeps = index.sweeps().all(&crate::access::Reader::everything())?;
     let sweep_id = sweeps
         .iter()
@@ -846,8 +846,8 @@ impl super::Writer<'_> {
                 }
             }
         }
-        self.against_bits = Some(bits);
-        self.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
+        self.pair_step.against_bits = Some(bits);
+        self.pair_step.pair_files = Some(Arc::new(std::sync::Mutex::new(files)));
         Ok(())
     }
 
@@ -858,12 +858,12 @@ impl super::Writer<'_> {
         scope: &'scope std::thread::Scope<'scope, '_>,
         index: &'scope Index,
     ) -> Result<()> {
-        let fresh = Arc::get_mut(&mut self.fresh)
+        let fresh = Arc::get_mut(&mut self.lookups.fresh)
             .ok_or_else(|| IndexError::Invalid("the postings buffer is shared".into()))?;
-        let budget = (self.fresh_budget, self.threads);
-        let written = Arc::clone(&self.writes.written);
+        let budget = (self.lookups.fresh_budget, self.threads);
+        let written = Arc::clone(&self.writing.writes.written);
         let fresh = std::mem::take(fresh);
-        self.posting_adds = Some(super::posting_adds::PostingAdds::start(
+        self.lookups.posting_adds = Some(super::posting_adds::PostingAdds::start(
             scope, index, fresh, budget, written,
         ));
         Ok(())

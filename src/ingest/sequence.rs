@@ -6,7 +6,7 @@
 //! digests and texts they add. A lookup or two per record, on the committing thread; the commit
 //! then follows these decisions, and the pair step works on the new docs.
 
-use super::{Capture, FastMap, Record, Result, Writer};
+use super::{Capture, FastMap, Index, Record, Result};
 use crate::read::RecordKind;
 
 /// A record's content, as the commit stores it.
@@ -35,6 +35,15 @@ pub enum Content {
 /// date); the others are counted as skipped and have no content.
 pub fn stored_as_capture(rec: &Record, cap: &Capture) -> bool {
     rec.is_capture() && cap.url.is_some() && cap.timestamp.is_some()
+}
+
+/// The sequencing of batches: the next doc id, the digests and texts of the last two
+/// batches sequenced.
+pub(super) struct Sequencing {
+    /// The next batch's first doc id (the batch waiting for its commit has its ids).
+    pub(super) next_doc: u64,
+    /// The payload digests and texts of the last two batches sequenced.
+    pub(super) overlay: Overlay,
 }
 
 /// What the records sequenced but not yet written add: payload digests and canonical
@@ -80,17 +89,18 @@ impl Overlay {
     }
 }
 
-impl Writer<'_> {
+impl Sequencing {
     /// The content of one record (`has_sketch`: a sketch came with it, made by a worker
-    /// or read from a shard), its new doc numbered from `next_doc`, which it advances.
+    /// or read from a shard), a new doc numbered from `next_doc`, which it advances; what
+    /// it adds kept in the overlay. A failed lookup changes nothing.
     pub(super) fn content(
-        &self,
+        &mut self,
+        index: &Index,
         rec: &Record,
         cap: &Capture,
         has_sketch: bool,
-        overlay: &mut Overlay,
-        next_doc: &mut u64,
     ) -> Result<Content> {
+        let (overlay, next_doc) = (&mut self.overlay, &mut self.next_doc);
         if !stored_as_capture(rec, cap) || cap.status.is_some_and(|s| !(200..300).contains(&s)) {
             return Ok(Content::Nothing);
         }
@@ -103,7 +113,7 @@ impl Writer<'_> {
             Some(dig) if rec.kind != RecordKind::Revisit && !cap.truncated => {
                 match cap.payload_doc.or_else(|| overlay.payload(dig)) {
                     Some(d) => Some(d),
-                    None => self.index.payloads().get(dig)?,
+                    None => index.payloads().get(dig)?,
                 }
             }
             _ => None,
@@ -114,7 +124,7 @@ impl Writer<'_> {
         if let (Some(fp), true) = (cap.text_fingerprint, has_sketch) {
             let known = match overlay.text(fp) {
                 Some(d) => Some(d),
-                None => self.index.fingerprints().get(&fp)?,
+                None => index.fingerprints().get(&fp)?,
             };
             let (doc, new) = match known {
                 Some(d) => (d, false),

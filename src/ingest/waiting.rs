@@ -88,7 +88,7 @@ impl Writer<'_> {
         if self.index.params().resemblance == crate::config::Resemblance::Content {
             let (own, for_pairs) =
                 templates::for_waiting(self.index, self.sweep_id, &self.template, self.threads)?;
-            self.for_pairs = Some(Arc::new(for_pairs));
+            self.pair_step.for_pairs = Some(Arc::new(for_pairs));
             self.learned_early = Some(own);
         }
         self.summary.writer.templates_s += clock.elapsed().as_secs_f64();
@@ -96,7 +96,7 @@ impl Writer<'_> {
         self.stage = Stage::Pairing;
         // The batches committed so far paired nothing: none is an earlier batch of the
         // pair step's.
-        self.last_sketches = None;
+        self.pair_step.last_sketches = None;
         let (start, end) = (self.next_pair, self.index.counters().next_doc);
         let mut from = start;
         // For the tests of a run stopped here: the batches after which it stops (unset in
@@ -108,7 +108,7 @@ impl Writer<'_> {
         // thread of their own: read on the committing thread they were an eighth of its
         // time (rd100k redesign sweep, pairs from a job's files: 1.1 of 9.1 CPU-s).
         let (index, threads) = (self.index, self.threads);
-        let ahead_from = self.kept.end(start);
+        let ahead_from = self.committing.kept.end(start);
         std::thread::scope(|s| {
             let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<Item>>>(1);
             let (sweep_id, label) = (self.sweep_id, self.sweep.label.clone());
@@ -133,7 +133,7 @@ impl Writer<'_> {
                 }
                 batches += 1;
                 let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-                let mut batch = self.kept.take(from, BATCH_NEW_DOCS);
+                let mut batch = self.committing.kept.take(from, BATCH_NEW_DOCS);
                 if batch.is_empty() {
                     batch = rx.recv().map_err(|_| {
                         IndexError::Invalid("the reader of the waiting docs stopped".into())
@@ -152,7 +152,7 @@ impl Writer<'_> {
                 progress(from - start, end - start);
             }
             self.flush()?;
-            match &self.posting_adds {
+            match &self.lookups.posting_adds {
                 Some(thread) => thread.end(end),
                 None => Ok(()),
             }
