@@ -163,6 +163,23 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic".into())
 }
 
+/// Whether `TIDEMARK_TEST_PANIC_IN` names `stage` ([`test_panic`]).
+pub(crate) fn test_panics_in(stage: &str) -> bool {
+    static HOOK: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let hook = HOOK.get_or_init(|| std::env::var("TIDEMARK_TEST_PANIC_IN").ok());
+    hook.as_deref() == Some(stage)
+}
+
+/// Panics in the ingest stage named by `TIDEMARK_TEST_PANIC_IN` (`commit`,
+/// `batch-writing`, `anchor-bag`, `reader`), for the tests of what a failing
+/// thread does; `after` calls of the stage pass first (unset in normal use).
+pub(crate) fn test_panic(stage: &str, after: u64) {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    if test_panics_in(stage) && CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= after {
+        panic!("test hook: panicking in the {stage} thread");
+    }
+}
+
 const BATCH_RECORDS: usize = 64;
 const BATCH_BYTES: usize = 4 << 20;
 
@@ -261,9 +278,34 @@ fn read_files(
         let mut bytes = 0u64;
         let mut error = None;
         let mut start = true;
-        for r in reader {
+        let mut reader = reader;
+        let mut at = 0u64;
+        loop {
+            // A panic while framing or inflating (a bug) ends the scan with an error
+            // naming the file and where its last record ended, as a worker's does.
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                test_panic("reader", 150);
+                reader.next()
+            }));
+            let r = match next {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(p) => {
+                    let b = Batch {
+                        seq,
+                        file: fi,
+                        items,
+                        end: None,
+                        start,
+                        failed: Some((Some(at), format!("reading: {}", panic_message(p.as_ref())))),
+                    };
+                    send(b);
+                    return;
+                }
+            };
             match r {
                 Ok(rec) => {
+                    at = rec.offset + rec.length;
                     count += 1;
                     if count <= skip.get(fi).copied().unwrap_or(0) {
                         continue;
@@ -373,6 +415,8 @@ pub fn ordered_holding<I: Send + Located, T: Send, S: Default>(
                             }
                         }
                     }
+                    // Or the reader failed after the batch's items.
+                    let failed = failed.or(b.failed);
                     let stop = failed.is_some();
                     let done = Batch {
                         seq: b.seq,

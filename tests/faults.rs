@@ -174,6 +174,99 @@ fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes()
     }
 }
 
+/// A thread of the ingest that panics (a bug, made here by a test hook that panics in
+/// the named stage of a second sweep's ingest: the commit of its first batch, the
+/// writes after their first, the reading of its files) ends the ingest with an error
+/// that names the stage, instead of taking the process down or leaving the other
+/// threads waiting for it (the pair step waits for the docs of the batch whose commit
+/// failed); the same command without the fault then completes to the index a clean run
+/// makes. The anchor bags' gathering gives up instead, and the bags are built from the
+/// stored links: the ingest succeeds.
+#[test]
+fn a_failing_thread_ends_the_ingest_with_an_error_and_the_next_run_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), 300, 2, 78);
+    let clean = dir.path().join("clean");
+    for n in [1, 2] {
+        let out = ingest(
+            &clean,
+            &format!("s{n}"),
+            &dir.path().join(format!("sweep-{n:02}")),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let reference = export(&clean);
+    let report = |db: &Path| {
+        tidemark_ok(&["--db", db.to_str().unwrap(), "report", "--format", "json"]).stdout
+    };
+    let reference_report = report(&clean);
+    let db = dir.path().join("db");
+    for (stage, fails_with) in [
+        ("commit", Some("a commit thread failed (test hook")),
+        (
+            "batch-writing",
+            Some("a batch-writing thread failed (test hook"),
+        ),
+        ("reader", Some("failed on this record (reading: test hook")),
+        ("anchor-bag", None),
+    ] {
+        let _ = std::fs::remove_dir_all(&db);
+        assert!(ingest(&db, "s1", &dir.path().join("sweep-01"))
+            .status
+            .success());
+        let sweep2 = dir.path().join("sweep-02");
+        let args = [
+            "--db",
+            db.to_str().unwrap(),
+            "ingest",
+            "--sweep",
+            "s2",
+            sweep2.to_str().unwrap(),
+        ];
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+            .args(args)
+            .env("TIDEMARK_TEST_PANIC_IN", stage)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(120) {
+                child.kill().unwrap();
+                panic!("{stage}: the ingest hung after the thread failed");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("panicking in the {stage} thread")),
+            "{stage}: the hook did not run: {err}"
+        );
+        match fails_with {
+            Some(m) => {
+                assert_eq!(out.status.code(), Some(1), "{stage}: {err}");
+                assert!(err.contains(m), "{stage}: {err}");
+                tidemark_ok(&args);
+            }
+            None => assert!(out.status.success(), "{stage}: {err}"),
+        }
+        assert!(
+            export(&db) == reference,
+            "{stage}: the resumed index differs"
+        );
+        assert!(
+            report(&db) == reference_report,
+            "{stage}: the report differs"
+        );
+    }
+}
+
 /// `recluster` killed between clearing the union-find and writing the new one: a reader
 /// is refused with a clear error (not served half the clusters), and the next command
 /// that writes the index finishes the rebuild; the index then equals one reclustered

@@ -446,12 +446,15 @@ impl Gathering {
                 let Some(g) = &mut gather else { continue };
                 // Bytes this run wrote to `links` (a worker's, or a shard's): a failure to
                 // read them gives up the gather (the bags are then built from `links`,
-                // which reports it).
-                if crate::index::columns::links::with_page_links(&bytes, |page| {
-                    g.add(&source, page)
-                })
-                .is_err()
-                {
+                // which reports it). So does a panic: the scan then builds them, on a
+                // thread whose panic is the ingest's error.
+                let added = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::scan::test_panic("anchor-bag", 100);
+                    crate::index::columns::links::with_page_links(&bytes, |page| {
+                        g.add(&source, page)
+                    })
+                }));
+                if !matches!(added, Ok(Ok(()))) {
                     gather = None;
                 }
                 if gather.as_ref().is_some_and(|g| g.bytes() > GATHER_BUDGET) {

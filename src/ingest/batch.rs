@@ -525,9 +525,15 @@ impl Writer<'_> {
     /// and the sketch cache waits for [`Writer::settle`]: a pair step may read them.
     pub(super) fn commit(&mut self, f: Flight) -> Result<()> {
         let cpu = thread_cpu();
-        let r = self.commit_records(f);
+        let r = super::or_failed("commit", || {
+            crate::scan::test_panic("commit", 0);
+            self.commit_records(f)
+        });
         if r.is_err() {
             self.drop_pending();
+            // A pair step beside it may wait for this batch's docs to be written: they
+            // will not be.
+            self.writing.writes.written.abandon_docs();
         }
         self.serial_cpu += thread_cpu() - cpu;
         r

@@ -195,6 +195,23 @@ enum Stage {
     Pairing,
 }
 
+/// The error a panic of one of the ingest's threads becomes: it names the stage and
+/// what the panic said, and the ingest stops with it (a run started again resumes
+/// from the last batch written) rather than taking the process down, or leaving the
+/// other threads waiting for it.
+pub(crate) fn thread_failed(stage: &str, panic: &(dyn std::any::Any + Send)) -> IndexError {
+    IndexError::Failed(format!(
+        "a {stage} thread failed ({}); please report this",
+        crate::scan::panic_message(panic)
+    ))
+}
+
+/// `f`, with a panic of it as [`thread_failed`]'s error.
+pub(crate) fn or_failed<R>(stage: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(thread_failed(stage, p.as_ref())))
+}
+
 /// CPU seconds this thread has used: the serial steps' cost without the time the
 /// thread waited for a core (on busy cores its wall time includes that).
 fn thread_cpu() -> f64 {
@@ -216,6 +233,11 @@ fn lap(t: &mut std::time::Instant, slot: &mut f64) {
     *t = now;
 }
 
+/// The committing thread's state: what the run is (its index, sweep, files, counts
+/// and clocks) and, stage by stage, what each keeps from one batch to the next, in the
+/// stage's own file ([`sequence::Sequencing`], [`batch::PairStep`], [`batch::Lookups`],
+/// [`commit::Committing`], [`commit::Writing`]). Methods that join several stages (a
+/// record's commit reads the pair step's plan, the lookups and the writes) stay here.
 struct Writer<'a> {
     index: &'a Index,
     sweep_id: u32,
@@ -229,7 +251,7 @@ struct Writer<'a> {
     over_cap: &'a OverCap,
     /// When the current stage of the current record began (see [`WriterTimes`]).
     clock: std::time::Instant,
-    /// Threads and key ranges of the pair step.
+    /// Threads of the pair step and the postings buffer's adds.
     threads: usize,
     /// Where new docs get their pairs: with their records, or (edges on content) after
     /// the whole sweep is committed and its templates learned.

@@ -1169,14 +1169,7 @@ pub fn parallel<T: Sync, R: Send>(
     items: &[T],
     f: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    let f = |item: &T| -> Result<R> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(item))).unwrap_or_else(|p| {
-            Err(IndexError::Invalid(format!(
-                "a pair-step thread failed ({}); please report this",
-                crate::scan::panic_message(p.as_ref())
-            )))
-        })
-    };
+    let f = |item: &T| -> Result<R> { super::or_failed("pair-step", || f(item)) };
     let threads = threads.max(1).min(items.len());
     if threads <= 1 {
         return items.iter().map(&f).collect();
@@ -1396,7 +1389,7 @@ mod tests {
                 Ok(*x)
             });
             match r {
-                Err(IndexError::Invalid(m)) => assert!(m.contains("item 321 broke"), "{m}"),
+                Err(IndexError::Failed(m)) => assert!(m.contains("item 321 broke"), "{m}"),
                 other => panic!("{t} threads: {:?}", other.map(|v| v.len())),
             }
         }

@@ -63,7 +63,7 @@ impl PostingAdds {
                 written.wait_docs(mark)?;
                 fresh.spill(index, mark, threads)
             };
-            let mut run = || -> Result<()> {
+            let run = || -> Result<()> {
                 for msg in &from {
                     match msg {
                         Msg::Batch(adds) => {
@@ -82,7 +82,7 @@ impl PostingAdds {
                 }
                 Ok(())
             };
-            let r = run();
+            let r = super::or_failed("postings", run);
             let _ = send_done.send(r.map(|()| Done {
                 fresh: fresh.into_fresh(),
                 cpu_s: thread_cpu() - cpu,

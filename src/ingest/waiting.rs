@@ -115,7 +115,9 @@ impl Writer<'_> {
             s.spawn(move || {
                 let mut at = ahead_from;
                 while at < end {
-                    let read = waiting_items(index, at, end, threads, (sweep_id, &label));
+                    let read = super::or_failed("waiting-docs reader", || {
+                        waiting_items(index, at, end, threads, (sweep_id, &label))
+                    });
                     let failed = read.is_err();
                     at += read.as_ref().map_or(0, |v| v.len() as u64);
                     if tx.send(read).is_err() || failed {

@@ -31,6 +31,9 @@ struct State {
     writes: u64,
     /// Docs under this id are in the index.
     docs: u64,
+    /// The committing thread dropped a batch it had not handed over (its commit
+    /// failed): docs not in the index by now will not be.
+    abandoned: bool,
     /// The first write that failed, and why: no write is done after it.
     error: Option<IndexError>,
     /// Seconds the writing thread spent writing, wall and CPU.
@@ -59,9 +62,25 @@ impl Written {
         self.until(|st| st.writes >= n)
     }
 
-    /// Waits until every doc under `docs` is in the index.
+    /// Waits until every doc under `docs` is in the index; an error once the committing
+    /// thread has dropped a batch of those docs ([`Written::abandon_docs`]).
     pub fn wait_docs(&self, docs: u64) -> Result<()> {
-        self.until(|st| st.docs >= docs)
+        self.until(|st| st.docs >= docs || st.abandoned)?;
+        match self.state.lock() {
+            Ok(st) if st.docs >= docs => Ok(()),
+            _ => Err(IndexError::Invalid(format!(
+                "docs under {docs} were not written: their commit failed"
+            ))),
+        }
+    }
+
+    /// The committing thread failed on a batch and dropped it: a pair step waiting for
+    /// its docs stops waiting (with an error) instead of waiting for ever.
+    pub fn abandon_docs(&self) {
+        if let Ok(mut st) = self.state.lock() {
+            st.abandoned = true;
+        }
+        self.changed.notify_all();
     }
 
     /// Seconds the writing thread spent writing: wall time and CPU.
@@ -95,15 +114,11 @@ impl Written {
     }
 }
 
-/// Marks the writes failed if the thread holding it panics: the committing thread must
-/// not wait for them.
-struct Guard<'a>(&'a Written);
-
-impl Drop for Guard<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.fail(poisoned());
-        }
+/// Runs the loop of a writing thread; a panic of it marks the writes failed, with the
+/// panic's message, so that the committing thread does not wait for them and hears why.
+fn guarded(shared: &Written, run: impl FnOnce()) {
+    if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        shared.fail(super::thread_failed("batch-writing", p.as_ref()));
     }
 }
 
@@ -134,23 +149,24 @@ impl Writes {
         let (to_apply, encoded) = bounded::<(Result<Encoded>, u64)>(1);
         let shared = Arc::clone(&written);
         scope.spawn(move || {
-            let _guard = Guard(&shared);
-            for (batch, docs) in batches {
-                // After a failure nothing more is written (the index keeps a prefix);
-                // the batches are taken still, so the committing thread hears why
-                // from `Written`, not that the writer stopped.
-                if shared.failed() {
-                    continue;
+            guarded(&shared, || {
+                for (batch, docs) in batches {
+                    // After a failure nothing more is written (the index keeps a prefix);
+                    // the batches are taken still, so the committing thread hears why
+                    // from `Written`, not that the writer stopped.
+                    if shared.failed() {
+                        continue;
+                    }
+                    let cpu = thread_cpu();
+                    let r = index.encode(batch);
+                    if let Ok(mut st) = shared.state.lock() {
+                        st.encode_cpu_s += thread_cpu() - cpu;
+                    }
+                    if to_apply.send((r, docs)).is_err() {
+                        break;
+                    }
                 }
-                let cpu = thread_cpu();
-                let r = index.encode(batch);
-                if let Ok(mut st) = shared.state.lock() {
-                    st.encode_cpu_s += thread_cpu() - cpu;
-                }
-                if to_apply.send((r, docs)).is_err() {
-                    break;
-                }
-            }
+            })
         });
         let shared = Arc::clone(&written);
         // A pause before each write, for the tests that check that readers wait for
@@ -160,33 +176,35 @@ impl Writes {
             .and_then(|v| v.parse().ok())
             .map(std::time::Duration::from_millis);
         scope.spawn(move || {
-            let _guard = Guard(&shared);
-            for (encoded, docs) in encoded {
-                if shared.failed() {
-                    continue;
-                }
-                if let Some(d) = delay {
-                    std::thread::sleep(d);
-                }
-                let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
-                let r = encoded.and_then(|e| index.apply(e));
-                let Ok(mut st) = shared.state.lock() else {
-                    return;
-                };
-                st.busy_s += clock.elapsed().as_secs_f64();
-                st.cpu_s += thread_cpu() - cpu;
-                match r {
-                    Ok(()) => {
-                        st.writes += 1;
-                        st.docs = docs;
+            guarded(&shared, || {
+                for (encoded, docs) in encoded {
+                    if shared.failed() {
+                        continue;
                     }
-                    Err(e) => {
-                        st.error.get_or_insert(e);
+                    crate::scan::test_panic("batch-writing", 1);
+                    if let Some(d) = delay {
+                        std::thread::sleep(d);
                     }
+                    let (clock, cpu) = (std::time::Instant::now(), thread_cpu());
+                    let r = encoded.and_then(|e| index.apply(e));
+                    let Ok(mut st) = shared.state.lock() else {
+                        return;
+                    };
+                    st.busy_s += clock.elapsed().as_secs_f64();
+                    st.cpu_s += thread_cpu() - cpu;
+                    match r {
+                        Ok(()) => {
+                            st.writes += 1;
+                            st.docs = docs;
+                        }
+                        Err(e) => {
+                            st.error.get_or_insert(e);
+                        }
+                    }
+                    drop(st);
+                    shared.changed.notify_all();
                 }
-                drop(st);
-                shared.changed.notify_all();
-            }
+            })
         });
         Writes { to_write, written }
     }
