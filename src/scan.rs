@@ -170,9 +170,10 @@ pub(crate) fn test_panics_in(stage: &str) -> bool {
     hook.as_deref() == Some(stage)
 }
 
-/// Panics in the ingest stage named by `TIDEMARK_TEST_PANIC_IN` (`commit`,
-/// `batch-writing`, `anchor-bag`, `reader`), for the tests of what a failing
-/// thread does; `after` calls of the stage pass first (unset in normal use).
+/// Panics in the stage named by `TIDEMARK_TEST_PANIC_IN` (the ingest's `commit`,
+/// `batch-writing`, `anchor-bag`, `reader`; a follower's `follower` poll), for the
+/// tests of what a failing thread does; `after` calls of the stage pass first (unset in
+/// normal use).
 pub(crate) fn test_panic(stage: &str, after: u64) {
     static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     if test_panics_in(stage) && CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= after {

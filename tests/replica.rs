@@ -474,4 +474,37 @@ fn a_follower_refuses_what_a_hostile_primary_sends() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!(errors >= 1.0, "{metrics}");
+    drop(f);
+    // A poll that panics (a bug, made by a test hook): said, counted and tried again,
+    // not a follower thread gone quiet while the server goes on.
+    let fdb = dir.path().join("f4");
+    let f = Server::start_with_env(
+        &fdb,
+        &["--config", cfg],
+        &["--follow", &base],
+        &[("TIDEMARK_TEST_PANIC_IN", "follower")],
+    );
+    until(
+        &f,
+        "a panicking poll",
+        "the follower thread failed (test hook",
+    );
+    let start = Instant::now();
+    loop {
+        let metrics = f.text("/metrics");
+        let errors: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("tidemark_follower_errors_total "))
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        if errors >= 2.0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the follower stopped polling after a panic: {metrics}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(f.get("/readyz").0, 503);
 }

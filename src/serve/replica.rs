@@ -162,7 +162,20 @@ pub fn follow(f: Follower, every: Duration) {
     let mut memory = Memory::default();
     let mut failures = 0u32;
     loop {
-        match copy_newest(&agent, &f, &mut memory) {
+        // A panic of a poll (a bug) is that poll's error, counted and tried again: the
+        // thread ended by it would leave the follower serving its last copy for good,
+        // with nothing said.
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            copy_newest(&agent, &f, &mut memory)
+        }))
+        .unwrap_or_else(|p| {
+            memory = Memory::default();
+            Err(format!(
+                "the follower thread failed ({}); please report this",
+                crate::scan::panic_message(p.as_ref())
+            ))
+        });
+        match polled {
             Ok(Some(n)) => {
                 last_error.clear();
                 failures = 0;
@@ -249,6 +262,7 @@ fn copy_newest(
     f: &Follower,
     memory: &mut Memory,
 ) -> Result<Option<u64>, String> {
+    crate::scan::test_panic("follower", 0);
     let (db, primary, token, status) = (&f.db, f.primary.as_str(), f.token.as_str(), &f.status);
     let at = format!("{primary}/replication/snapshot");
     let reader = fetch(agent, &at, token, Duration::from_secs(60))?.into_reader();
