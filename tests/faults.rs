@@ -23,6 +23,31 @@ fn ingest(db: &Path, label: &str, dir: &Path) -> std::process::Output {
     ])
 }
 
+/// Runs tidemark with `args` and the test hook `env` set; fails the test with `hung`
+/// when it has not ended after two minutes.
+fn run_or_hang(
+    args: &[impl AsRef<std::ffi::OsStr>],
+    env: (&str, &str),
+    hung: &str,
+) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
+        .args(args)
+        .env(env.0, env.1)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("{hung}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn export(db: &Path) -> Vec<u8> {
     let out = tidemark(&["--db", db.to_str().unwrap(), "export", "--format", "jsonl"]);
     assert!(
@@ -141,22 +166,11 @@ fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes()
         args.push(threads.into());
         args.extend(["ingest".into(), "--sweep".into(), "s1".into()]);
         args.extend(files.iter().map(|f| f.display().to_string()));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(&args)
-            .env("TIDEMARK_TEST_FAIL_ON_URL", &victim)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > std::time::Duration::from_secs(120) {
-                child.kill().unwrap();
-                panic!("--threads {threads}: the ingest hung after its worker failed");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = run_or_hang(
+            &args,
+            ("TIDEMARK_TEST_FAIL_ON_URL", &victim),
+            &format!("--threads {threads}: the ingest hung after its worker failed"),
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "--threads {threads}: {err}");
         let named = files
@@ -227,22 +241,11 @@ fn a_failing_thread_ends_the_ingest_with_an_error_and_the_next_run_resumes() {
             "s2",
             sweep2.to_str().unwrap(),
         ];
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tidemark"))
-            .args(args)
-            .env("TIDEMARK_TEST_PANIC_IN", stage)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > std::time::Duration::from_secs(120) {
-                child.kill().unwrap();
-                panic!("{stage}: the ingest hung after the thread failed");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = run_or_hang(
+            &args,
+            ("TIDEMARK_TEST_PANIC_IN", stage),
+            &format!("{stage}: the ingest hung after the thread failed"),
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains(&format!("panicking in the {stage} thread")),

@@ -467,12 +467,7 @@ fn a_follower_refuses_what_a_hostile_primary_sends() {
     until(&f, "no index", "does not open here");
     assert_eq!(f.get("/readyz").0, 503);
     assert!(!fdb.join("snapshots/0000000001").exists());
-    let metrics = f.text("/metrics");
-    let errors: f64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("tidemark_follower_errors_total "))
-        .and_then(|v| v.parse().ok())
-        .unwrap();
+    let (errors, metrics) = follower_errors(&f);
     assert!(errors >= 1.0, "{metrics}");
     drop(f);
     // A poll that panics (a bug, made by a test hook): said, counted and tried again,
@@ -491,12 +486,7 @@ fn a_follower_refuses_what_a_hostile_primary_sends() {
     );
     let start = Instant::now();
     loop {
-        let metrics = f.text("/metrics");
-        let errors: f64 = metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("tidemark_follower_errors_total "))
-            .and_then(|v| v.parse().ok())
-            .unwrap();
+        let (errors, metrics) = follower_errors(&f);
         if errors >= 2.0 {
             break;
         }
@@ -507,4 +497,15 @@ fn a_follower_refuses_what_a_hostile_primary_sends() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(f.get("/readyz").0, 503);
+}
+
+/// A follower's `tidemark_follower_errors_total`, and the metrics it was read from.
+fn follower_errors(f: &Server) -> (f64, String) {
+    let metrics = f.text("/metrics");
+    let errors = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("tidemark_follower_errors_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    (errors, metrics)
 }
