@@ -530,10 +530,10 @@ impl Writer<'_> {
             self.commit_records(f)
         });
         if r.is_err() {
-            self.drop_pending();
             // A pair step beside it may wait for this batch's docs to be written: they
             // will not be.
             self.writing.writes.written.abandon_docs();
+            self.drop_pending();
         }
         self.serial_cpu += thread_cpu() - cpu;
         r
@@ -547,6 +547,7 @@ impl Writer<'_> {
         for (item, content) in f.items.into_iter().zip(f.contents) {
             match item {
                 Item::Record(file, sc) => {
+                    crate::scan::test_panic("commit-record", 150);
                     self.record(file, &sc.record, &sc.capture, sc.prepared, content)?
                 }
                 Item::End(file, bytes, damage) => {

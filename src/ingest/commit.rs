@@ -273,10 +273,28 @@ impl Writer<'_> {
         let counters = self.index.counters();
         let mut next = Pending::new(counters.next_doc);
         next.batch = Batch::sized_like(&self.writing.pending.batch);
-        let mut p = std::mem::replace(&mut self.writing.pending, next);
+        let p = std::mem::replace(&mut self.writing.pending, next);
         if p.batch.is_empty() && p.files.is_empty() {
             return Ok(());
         }
+        // Not handed over: the docs it numbered are not written, and the pending batch
+        // that took its place starts at them again (the counter goes back there).
+        let first = p.holds.first_doc;
+        if let Err(e) = self.hand_over(p, &counters) {
+            self.writing.pending = Pending::new(first);
+            return Err(e);
+        }
+        if self.committing.forest.full() {
+            // Its lists are read from the index once it forgets them: all written.
+            self.wait_written()?;
+            self.committing.forest.trim();
+        }
+        Ok(())
+    }
+
+    /// Hands the batch `p` over with the resume points of its files, the sweep's counts
+    /// and the `counters`, once the write before it is done.
+    fn hand_over(&mut self, mut p: Pending, counters: &crate::index::Counters) -> Result<()> {
         self.wait_written()?;
         for &f in &p.files {
             let (_, id, st) = &self.files[f];
@@ -286,17 +304,11 @@ impl Writer<'_> {
         p.batch
             .put::<Sweeps>(self.index, &self.sweep_id, &self.sweep);
         if counters.next_doc != p.holds.first_doc {
-            self.index.meta().put_counters(&mut p.batch, &counters);
+            self.index.meta().put_counters(&mut p.batch, counters);
         }
         // Docs under `next_pair` are whole once it is written (with edges on content the
         // newer ones wait for their pairs).
-        self.writing.send(p.batch, p.holds, self.next_pair)?;
-        if self.committing.forest.full() {
-            // Its lists are read from the index once it forgets them: all written.
-            self.wait_written()?;
-            self.committing.forest.trim();
-        }
-        Ok(())
+        self.writing.send(p.batch, p.holds, self.next_pair)
     }
 
     /// Waits until every batch handed over is written; their overlays then go.

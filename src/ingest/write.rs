@@ -44,14 +44,15 @@ struct State {
 }
 
 impl Written {
-    fn until(&self, done: impl Fn(&State) -> bool) -> Result<()> {
+    /// Waits until `done` says how the wait ends (`Some`), or a write fails.
+    fn until(&self, done: impl Fn(&State) -> Option<Result<()>>) -> Result<()> {
         let mut st = self.state.lock().map_err(|_| poisoned())?;
         loop {
             if let Some(e) = &st.error {
                 return Err(e.clone());
             }
-            if done(&st) {
-                return Ok(());
+            if let Some(r) = done(&st) {
+                return r;
             }
             st = self.changed.wait(st).map_err(|_| poisoned())?;
         }
@@ -59,19 +60,19 @@ impl Written {
 
     /// Waits until write `n` (and so every write before it) is in the index.
     pub fn wait(&self, n: u64) -> Result<()> {
-        self.until(|st| st.writes >= n)
+        self.until(|st| (st.writes >= n).then_some(Ok(())))
     }
 
     /// Waits until every doc under `docs` is in the index; an error once the committing
     /// thread has dropped a batch of those docs ([`Written::abandon_docs`]).
     pub fn wait_docs(&self, docs: u64) -> Result<()> {
-        self.until(|st| st.docs >= docs || st.abandoned)?;
-        match self.state.lock() {
-            Ok(st) if st.docs >= docs => Ok(()),
-            _ => Err(IndexError::Invalid(format!(
+        self.until(|st| match (st.docs >= docs, st.abandoned) {
+            (true, _) => Some(Ok(())),
+            (false, true) => Some(Err(IndexError::Invalid(format!(
                 "docs under {docs} were not written: their commit failed"
-            ))),
-        }
+            )))),
+            (false, false) => None,
+        })
     }
 
     /// The committing thread failed on a batch and dropped it: a pair step waiting for
