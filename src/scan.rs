@@ -171,8 +171,9 @@ pub(crate) fn test_panics_in(stage: &str) -> bool {
 }
 
 /// Panics in the stage named by `TIDEMARK_TEST_PANIC_IN` (the ingest's `commit`, at a
-/// batch's start, and `commit-record`, among its records; `batch-writing`,
-/// `anchor-bag`, `reader`; a follower's `follower` poll), for the
+/// batch's start, and `commit-record`, among its records; `sequence`, on the
+/// committing thread outside a commit; `batch-writing`, `anchor-bag`, `reader`; a
+/// follower's `follower` poll), for the
 /// tests of what a failing thread does; `after` calls of the stage pass first (unset in
 /// normal use).
 pub(crate) fn test_panic(stage: &str, after: u64) {

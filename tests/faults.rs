@@ -190,7 +190,8 @@ fn a_failing_worker_ends_the_ingest_naming_the_record_and_the_next_run_resumes()
 
 /// A thread of the ingest that panics (a bug, made here by a test hook that panics in
 /// the named stage of a second sweep's ingest: the commit of its first batch, the
-/// commit of a later batch half-way through its records, the writes after their first,
+/// commit of a later batch half-way through its records, the sequencing of a later
+/// batch (on the committing thread, outside a commit), the writes after their first,
 /// the reading of its files) ends the ingest with an error
 /// that names the stage, instead of taking the process down or leaving the other
 /// threads waiting for it (the pair step waits for the docs of the batch whose commit
@@ -223,6 +224,7 @@ fn a_failing_thread_ends_the_ingest_with_an_error_and_the_next_run_resumes() {
     for (stage, fails_with) in [
         ("commit", Some("a commit thread failed (test hook")),
         ("commit-record", Some("a commit thread failed (test hook")),
+        ("sequence", Some("a committing thread failed (test hook")),
         (
             "batch-writing",
             Some("a batch-writing thread failed (test hook"),

@@ -214,6 +214,7 @@ impl Writer<'_> {
 
     /// (a) Each record's content; new docs numbered after those of the batch before.
     fn sequence_batch(&mut self, items: Vec<Item>) -> Sequenced {
+        crate::scan::test_panic("sequence", 1);
         self.clock = std::time::Instant::now();
         let cpu = thread_cpu();
         self.summary.writer.batches += 1;

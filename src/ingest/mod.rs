@@ -454,25 +454,26 @@ pub fn run(
         }
         index.write(batch)?;
     }
-    std::thread::scope(|scope| {
-        ingest_files(
-            index,
-            source,
-            opts,
-            progress,
-            scope,
-            Plan {
-                sweep_id,
-                sweep,
-                summary,
-                todo,
-                skips,
-                states,
-                input_total,
-                sizes,
-                pairs_plan,
-            },
-        )
+    let plan = Plan {
+        sweep_id,
+        sweep,
+        summary,
+        todo,
+        skips,
+        states,
+        input_total,
+        sizes,
+        pairs_plan,
+    };
+    // A panic on the committing thread (its commits' own are errors already): the
+    // scope has joined the other threads, so every write handed over is done, and the
+    // doc counter goes back to what the index holds, as when it is opened.
+    let ingested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        std::thread::scope(|scope| ingest_files(index, source, opts, progress, scope, plan))
+    }));
+    ingested.unwrap_or_else(|p| {
+        index.set_counters(index.meta().counters()?.unwrap_or_default());
+        Err(thread_failed("committing", p.as_ref()))
     })
 }
 
