@@ -534,7 +534,36 @@ impl<'a, C: Column> Col<'a, C> {
         end: Option<&[u8]>,
         reverse: bool,
     ) -> impl Iterator<Item = Result<RawEntry>> + '_ {
+        self.iter_raw_with(rocksdb::ReadOptions::default(), start, end, reverse)
+    }
+
+    /// [`scan_raw`](Self::scan_raw) forward over a range read once (a whole sweep): its
+    /// blocks are not kept in the block cache, where they would push out what point
+    /// lookups need.
+    pub(crate) fn scan_raw_once(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        mut each: impl FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
         let mut ro = rocksdb::ReadOptions::default();
+        ro.fill_cache(false);
+        for item in self.iter_raw_with(ro, start, Some(end), false) {
+            let (k, v) = item?;
+            if !each(&k, &v)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn iter_raw_with(
+        &self,
+        mut ro: rocksdb::ReadOptions,
+        start: &[u8],
+        end: Option<&[u8]>,
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<RawEntry>> + '_ {
         let dir = if reverse {
             if let Some(e) = end {
                 ro.set_iterate_lower_bound(e.to_vec());
