@@ -6,6 +6,8 @@
 //! Read on every core beside the canonical text (the tokens are the page's canonical
 //! tokens), kept per sweep in the `links` column family (`schema/README.md`).
 
+pub mod inbound;
+
 use serde::{Deserialize, Serialize};
 
 use crate::canon::Canon;

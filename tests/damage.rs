@@ -498,7 +498,7 @@ fn an_index_of_an_older_schema_is_refused_by_name() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
         assert!(
-            err.contains("has schema version 15; this tidemark reads version 17")
+            err.contains("has schema version 15; this tidemark reads version 18")
                 && err.contains("before release 0.2.0")
                 && err.contains("into a new --db"),
             "{cmd:?}: {err}"

@@ -142,7 +142,7 @@ fn an_upgrade_killed_anywhere_finishes_when_run_again() {
             &tidemark_ok(&["--db", db.to_str().unwrap(), "upgrade", "--json"]).stdout,
         )
         .unwrap();
-        assert_eq!(again["to"], 17, "{again}");
+        assert_eq!(again["to"], tidemark::index::SCHEMA_VERSION, "{again}");
         same_reading(&db, &clean, &format!("killed at {i}/10 of the upgrade"));
     }
     eprintln!("{killed} of 10 upgrades killed before they ended ({took:?} each)");
@@ -181,4 +181,101 @@ fn an_upgrade_killed_anywhere_finishes_when_run_again() {
         [3],
         "{by_sweep:?}"
     );
+    // And by the page linked.
+    assert!(index.inbound().of_sweep_built(3).unwrap());
+    assert!(!index.inbound().of_sweep_built(2).unwrap());
+}
+
+/// An index of schema 17 (each sweep's links kept, not yet by the page linked) is brought
+/// to 18 by `upgrade`: each sweep's `inbound` and `anchor_targets` built from its links.
+/// Before, it is refused with the advice to upgrade; after, what the pages of each sweep
+/// say about a URL (`inlinks`, `related`, `whereis`) reads as in the index ingested by
+/// this build.
+#[test]
+fn a_schema_17_index_gets_each_sweeps_links_by_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let gen = common::tidemark_gen(&[
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--pages",
+        "300",
+        "--hosts",
+        "2",
+        "--sweeps",
+        "3",
+        "--topics",
+        "6",
+        "--seed",
+        "9",
+        "--json",
+    ]);
+    assert!(gen.status.success());
+    let db = dir.path().join("db");
+    common::ingest_generated(dir.path(), &db, 3, &[]);
+    let d = db.to_str().unwrap();
+    let export = tidemark_ok(&["--db", d, "export", "--format", "jsonl"]).stdout;
+    let mut urls: Vec<String> = String::from_utf8_lossy(&export)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["url"].to_string())
+        .map(|u| u.trim_matches('"').to_string())
+        .collect();
+    urls.sort();
+    urls.dedup();
+    let sample: Vec<&String> = urls.iter().step_by(urls.len() / 25 + 1).collect();
+    let answers = || {
+        let mut all = Vec::new();
+        for u in &sample {
+            for sweep in ["sweep-1", "sweep-2", "sweep-3"] {
+                for cmd in [&["inlinks", "--json"][..], &["related", "--json"]] {
+                    let mut args = vec!["--db", d];
+                    args.extend_from_slice(cmd);
+                    args.extend(["--sweep", sweep, u.as_str()]);
+                    let out = tidemark(&args);
+                    all.push((out.status.code(), out.stdout));
+                }
+            }
+            all.push((
+                Some(0),
+                tidemark_ok(&["--db", d, "whereis", "--json", u]).stdout,
+            ));
+        }
+        all
+    };
+    let before = answers();
+    assert!(before.iter().filter(|a| a.0 == Some(0)).count() > 60);
+    {
+        use rocksdb::{Options, DB};
+        let cfs = DB::list_cf(&Options::default(), &db).unwrap();
+        let mut rdb = DB::open_cf(&Options::default(), &db, &cfs).unwrap();
+        rdb.drop_cf("inbound").unwrap();
+        rdb.drop_cf("anchor_targets").unwrap();
+        let meta = rdb.cf_handle("meta").unwrap();
+        rdb.put_cf(meta, b"schema_version", 17u32.to_be_bytes())
+            .unwrap();
+    }
+    let refused = tidemark(&["--db", d, "inlinks", &sample[0]]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("schema version 17") && err.contains("upgrade"),
+        "{err}"
+    );
+    let u: serde_json::Value =
+        serde_json::from_slice(&tidemark_ok(&["--db", d, "upgrade", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (u["from"].as_u64(), u["to"].as_u64()),
+        (Some(17), Some(18)),
+        "{u}"
+    );
+    assert!(u["steps"][0].as_str().unwrap().contains("inbound"), "{u}");
+    let index =
+        tidemark::index::Index::open_read_only(&db, &tidemark::config::Config::default()).unwrap();
+    for sweep in 1..=3 {
+        assert!(
+            index.inbound().of_sweep_built(sweep).unwrap(),
+            "sweep {sweep}"
+        );
+    }
+    drop(index);
+    assert!(answers() == before, "answers differ after the upgrade");
 }

@@ -32,11 +32,46 @@ struct Migration {
 }
 
 /// The migrations, by version.
-const MIGRATIONS: &[Migration] = &[Migration {
-    from: 16,
-    what: "links: each page's outgoing links with their anchor windows are kept from the next sweep ingested on (the sweeps before keep none: their WARC files are not read again)",
-    run: links_kept_from_the_next_sweep,
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        from: 16,
+        what: "links: each page's outgoing links with their anchor windows are kept from the next sweep ingested on (the sweeps before keep none: their WARC files are not read again)",
+        run: links_kept_from_the_next_sweep,
+    },
+    Migration {
+        from: 17,
+        what: "inbound, anchor_targets: each sweep's links by the page linked and its anchor texts naming several pages, built from its links (inlinks, related and whereis then read the linking pages instead of every link of the sweep)",
+        run: links_by_target,
+    },
+];
+
+/// 17 → 18: each sweep's `inbound` and `anchor_targets` entries from its `links` (one
+/// scan and one batch a sweep, its old entries replaced), then the version.
+fn links_by_target(index: &Index, _config: &Config) -> Result<()> {
+    let mut ids = Vec::new();
+    index.sweeps().for_each(|id, _| {
+        ids.push(id);
+        Ok(true)
+    })?;
+    for sweep in ids {
+        if !index.links().any_in(&sweep.to_be_bytes())? {
+            continue;
+        }
+        let mut linked = crate::links::inbound::LinkedBy::default();
+        index.links().each_link(sweep, |source, page| {
+            linked.add(source, page, &crate::links::Tokens::of(page.words));
+            Ok(true)
+        })?;
+        super::columns::inbound::replace_sweep(index, sweep, &linked)?;
+    }
+    let mut b = super::Batch::default();
+    b.put::<super::columns::meta::Meta>(
+        index,
+        &super::columns::meta::MetaKey::SchemaVersion,
+        &18u32.to_be_bytes().to_vec(),
+    );
+    index.write(b)
+}
 
 /// 16 → 17: the `links` family (created, empty, when the index was opened for the
 /// upgrade) and how links are kept, with the version, in one batch.

@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::FastMap;
 use crate::index::columns::anchor_bags::AnchorBag;
 use crate::index::{Index, Result};
+use crate::links::inbound::LinkedBy;
 use crate::links::{bag_sample, BagParams, PageLinksRef, Tokens};
 use crate::url::host_of_surt;
 
@@ -93,7 +94,8 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
     let mut pairs: Vec<u64> = Vec::new();
     let mut fits = true;
     counts.passes = 1;
-    scan(index, sweep, &p, |target, words| {
+    let mut linked = LinkedBy::default();
+    scan(index, sweep, &p, Some(&mut linked), |target, words| {
         let id = targets.id(target);
         let t = &mut targets.list[id as usize];
         t.1 += 1;
@@ -129,7 +131,7 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
         for s in 0..=share {
             counts.passes += 1;
             let mut pairs: Vec<u64> = Vec::new();
-            scan(index, sweep, &p, |target, words| {
+            scan(index, sweep, &p, None, |target, words| {
                 let id = targets.ids.get(target).copied().unwrap_or(u32::MAX);
                 if share_of.get(id as usize) == Some(&s) {
                     pairs.extend(words.iter().map(|h| ((id as u64) << 32) | *h as u64));
@@ -141,22 +143,28 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
     bags.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     counts.targets = bags.len() as u64;
     counts.words = bags.iter().map(|(_, b)| b.elements as u64).sum();
-    index.anchor_bags().replace_sweep(sweep, &bags)?;
+    index.anchor_bags().replace_sweep(sweep, &bags, &linked)?;
     counts.seconds = t0.elapsed().as_secs_f64();
     Ok(counts)
 }
 
 /// Calls `each` with every link of the sweep that counts (from the target's own host
-/// or not, as the index says): its target and the hashes of its windows' words.
+/// or not, as the index says): its target and the hashes of its windows' words; and
+/// adds every link to `linked`.
 fn scan(
     index: &Index,
     sweep: u32,
     p: &BagParams,
+    mut linked: Option<&mut LinkedBy>,
     mut each: impl FnMut(&str, &[u32]),
 ) -> Result<()> {
     let mut scratch = (Vec::new(), Vec::new());
     index.links().each_link(sweep, |source, page| {
-        page_words(source, page, p, &mut scratch, &mut each);
+        let tokens = Tokens::of(page.words);
+        if let Some(l) = linked.as_deref_mut() {
+            l.add(source, page, &tokens);
+        }
+        page_words(source, page, &tokens, p, &mut scratch, &mut each);
         Ok(true)
     })
 }
@@ -166,13 +174,14 @@ fn scan(
 fn page_words(
     source: &str,
     page: &PageLinksRef<'_>,
+    tokens: &Tokens<'_>,
     p: &BagParams,
     (hashes, words): &mut (Vec<u32>, Vec<u32>),
     mut each: impl FnMut(&str, &[u32]),
 ) {
     let host = host_of_surt(source);
     hashes.clear();
-    hashes.extend(Tokens::of(page.words).word_hashes(p.seed));
+    hashes.extend(tokens.word_hashes(p.seed));
     for l in &page.links {
         if !p.own_host && host_of_surt(l.target) == host {
             continue;
@@ -257,11 +266,7 @@ pub const GATHER_BUDGET: usize = 768 << 20;
 /// what its earlier links gave. Gives the bags [`build`] would.
 pub struct Gather {
     p: BagParams,
-    /// By the 128-bit hash of the SURT (a collision: ~n²/2¹²⁹).
-    target_ids: FastMap<u128, u32>,
-    /// Each target's SURT, in one string: target `i` is `surts[surt_at[i]..surt_at[i + 1]]`.
-    surts: String,
-    surt_at: Vec<usize>,
+    /// Pages linking each target (by [`LinkedBy`]'s target ids) with a link that counts.
     linkers: Vec<u32>,
     /// Each page's word hashes (its windows' words once), in chunks that are never moved
     /// (a growing vector's copies and fresh pages were half the gather's time); a run of
@@ -273,6 +278,8 @@ pub struct Gather {
     uses: Vec<(u32, u32)>,
     /// Each source page's uses, by the 128-bit hash of its SURT.
     sources: FastMap<u128, (usize, usize)>,
+    /// Every link, by target and by anchor text (`inbound`, `anchor_targets`).
+    linked: LinkedBy,
     /// CPU seconds of the thread that gathered.
     cpu_s: f64,
 }
@@ -290,27 +297,24 @@ impl Gather {
     pub fn new(p: BagParams) -> Gather {
         Gather {
             p,
-            target_ids: FastMap::default(),
-            surts: String::new(),
-            surt_at: vec![0],
             linkers: Vec::new(),
             words: Vec::new(),
             word_at: Vec::new(),
             uses: Vec::new(),
             sources: FastMap::default(),
+            linked: LinkedBy::default(),
             cpu_s: 0.0,
         }
     }
 
     /// Bytes held (about).
     pub fn bytes(&self) -> usize {
-        self.surts.len()
-            + 8 * self.surt_at.len()
-            + 4 * self.linkers.len()
-            + 32 * (self.target_ids.len() + self.sources.len())
+        4 * self.linkers.len()
+            + 32 * self.sources.len()
             + 4 * WORD_CHUNK * self.words.len()
             + 12 * self.word_at.len()
             + 8 * self.uses.len()
+            + self.linked.bytes()
     }
 
     /// The links of the page `source` as written to `links` (its earlier ones in the
@@ -329,6 +333,13 @@ impl Gather {
         }
         let from = self.uses.len();
         let host = host_of_surt(source);
+        let tokens = Tokens::of(page.words);
+        // Every link by target (the bags' target ids are its own).
+        self.linked.add(source, page, &tokens);
+        if self.linkers.len() < self.linked.targets() {
+            self.linkers.resize(self.linked.targets(), 0);
+        }
+        let ids = self.linked.last_targets();
         // The page's words hashed once, into the chunk its windows' runs point to
         // (windows are not shared between pages: on a generated sweep 2.4 million of
         // 2.6 million were distinct, and looking each up cost more than it saved).
@@ -337,7 +348,6 @@ impl Gather {
             self.sources.insert(sh, (from, from));
             return;
         }
-        let tokens = Tokens::of(page.words);
         let n = tokens.len();
         if self.words.last().is_none_or(|c| c.len() + n > c.capacity()) {
             self.words.push(Vec::with_capacity(WORD_CHUNK.max(n)));
@@ -345,22 +355,11 @@ impl Gather {
         let chunk = self.words.len() - 1;
         let base = self.words[chunk].len();
         self.words[chunk].extend(tokens.word_hashes(self.p.seed));
-        for l in &page.links {
+        for (l, t) in page.links.iter().zip(ids) {
             if !counts(l.target) {
                 continue;
             }
-            let th = xxhash_rust::xxh3::xxh3_128(l.target.as_bytes());
-            let t = match self.target_ids.get(&th) {
-                Some(t) => *t,
-                None => {
-                    let t = self.linkers.len() as u32;
-                    self.target_ids.insert(th, t);
-                    self.surts.push_str(l.target);
-                    self.surt_at.push(self.surts.len());
-                    self.linkers.push(0);
-                    t
-                }
-            };
+            let t = *t;
             self.linkers[t as usize] += 1;
             let mut first = FIRST;
             for w in &l.windows {
@@ -396,8 +395,8 @@ impl Gather {
     }
 
     /// The bags of the targets linked by at least [`MIN_LINKING_PAGES`] pages, by
-    /// target SURT.
-    pub fn bags(self) -> Vec<(String, AnchorBag)> {
+    /// target SURT, and every link by target and anchor text.
+    pub fn bags(self) -> (Vec<(String, AnchorBag)>, LinkedBy) {
         let mut uses: Vec<u64> = (self.uses.iter())
             .filter(|u| u.0 != u32::MAX && u.1 & !FIRST != NO_WINDOW)
             .filter(|u| self.linkers[u.0 as usize] >= MIN_LINKING_PAGES)
@@ -416,14 +415,14 @@ impl Gather {
             if mine.is_empty() {
                 continue;
             }
-            let surt = &self.surts[self.surt_at[t]..self.surt_at[t + 1]];
+            let surt = self.linked.target(t as u32);
             out.push((
                 surt.to_string(),
                 bag_of(&mut mine, self.linkers[t], &self.p, &mut counted),
             ));
         }
         out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        out
+        (out, self.linked)
     }
 }
 
@@ -486,8 +485,8 @@ impl Gathering {
 pub fn write_gathered(index: &Index, sweep: u32, gather: Gather) -> Result<BagCounts> {
     let t0 = std::time::Instant::now();
     let gather_cpu_s = gather.cpu_s;
-    let bags = gather.bags();
-    index.anchor_bags().replace_sweep(sweep, &bags)?;
+    let (bags, linked) = gather.bags();
+    index.anchor_bags().replace_sweep(sweep, &bags, &linked)?;
     Ok(BagCounts {
         targets: bags.len() as u64,
         words: bags.iter().map(|(_, b)| b.elements as u64).sum(),
@@ -560,9 +559,12 @@ mod tests {
             let mut targets = Targets::default();
             let mut pairs: Vec<u64> = Vec::new();
             let mut scratch = (Vec::new(), Vec::new());
+            let mut linked = LinkedBy::default();
             for (source, bytes) in &last {
                 crate::index::columns::links::with_page_links(bytes, |page| {
-                    page_words(source, page, &p, &mut scratch, |target, words| {
+                    let tokens = Tokens::of(page.words);
+                    linked.add(source, page, &tokens);
+                    page_words(source, page, &tokens, &p, &mut scratch, |target, words| {
                         let id = targets.id(target);
                         targets.list[id as usize].1 += 1;
                         pairs.extend(words.iter().map(|h| ((id as u64) << 32) | *h as u64));
@@ -573,7 +575,34 @@ mod tests {
             let mut scanned = Vec::new();
             bags_of(&pairs, &targets.list, |_| true, &p, &mut scanned);
             scanned.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            let gathered = gather.bags();
+            let (gathered, gathered_links) = gather.bags();
+            // Every link by target and by anchor text alike, whatever the order the pages
+            // came in and however often.
+            let tables = |l: &LinkedBy| {
+                let mut targets: Vec<(String, Vec<String>)> = Vec::new();
+                l.each_target(|t, s| {
+                    targets.push((t.into(), s.iter().map(|s| s.to_string()).collect()))
+                });
+                let mut anchors: Vec<(String, u8)> = Vec::new();
+                l.each_anchor(|a, n| anchors.push((a.into(), n)));
+                (targets, anchors)
+            };
+            let (targets_g, anchors_g) = tables(&gathered_links);
+            assert_eq!(
+                (&targets_g, &anchors_g),
+                (&tables(&linked).0, &tables(&linked).1)
+            );
+            let most = targets_g.iter().map(|t| t.1.len()).max();
+            assert!(
+                targets_g.len() > 5 && most > Some(3),
+                "{} {most:?}",
+                targets_g.len()
+            );
+            assert!(targets_g.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(targets_g
+                .iter()
+                .all(|t| t.1.windows(2).all(|w| w[0] < w[1])));
+            assert!(!anchors_g.is_empty(), "{anchors_g:?}");
             assert!(
                 scanned.len() > 5,
                 "{} of {:?}",
@@ -641,7 +670,12 @@ mod tests {
         }
         eprintln!("gather: {:?}, {} MB", t.elapsed(), g.bytes() >> 20);
         let t = std::time::Instant::now();
-        let b = g.bags();
+        let (b, linked) = g.bags();
         eprintln!("bags {}: {:?}", b.len(), t.elapsed());
+        let t = std::time::Instant::now();
+        let (mut n, mut a) = (0usize, 0usize);
+        linked.each_target(|_, s| n += s.len());
+        linked.each_anchor(|_, _| a += 1);
+        eprintln!("{n} links by target, {a} anchors: {:?}", t.elapsed());
     }
 }

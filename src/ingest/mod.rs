@@ -811,7 +811,8 @@ fn ingest_files<'scope>(
     // `--pairs-later`, or killed).
     let build_bags = !todo.is_empty()
         || (index.links().any_in(&sweep_id.to_be_bytes())?
-            && !index.anchor_bags().any_in(&sweep_id.to_be_bytes())?);
+            && !(index.anchor_bags().any_in(&sweep_id.to_be_bytes())?
+                && index.inbound().of_sweep_built(sweep_id)?));
     let gathered = w
         .committing
         .bag_gather

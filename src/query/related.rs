@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{resemblances, round3, Searcher};
 use crate::compact::CompactSketch;
 use crate::index::{IndexError, Result};
-use crate::links::{bag_resemblance, Tokens};
+use crate::links::{bag_resemblance, OutLink};
 use crate::url::surt;
 
 /// Options of [`related`].
@@ -214,28 +214,24 @@ pub fn url_of_surt(key: &str) -> String {
     format!("http://{}{port}{}", parts.join("."), rest)
 }
 
-/// Fills each page's shared anchor words: one scan of the sweep's links, the anchor
-/// texts of links to the asked URL and to each listed page, from pages the reader may
-/// see. Returns, for the asked URL then each page, whether a page the reader may not
-/// see links it.
+/// Fills each page's shared anchor words: the anchor texts of links to the asked URL
+/// and to each listed page, from pages the reader may see ([`inbound_many`]). Returns,
+/// for the asked URL then each page, whether a page the reader may not see links it.
+///
+/// [`inbound_many`]: crate::index::columns::Col::inbound_many
 fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> Result<Vec<bool>> {
     if pages.is_empty() && !s.reader().filtered() {
         return Ok(vec![false]);
     }
-    let wanted: HashMap<&str, usize> = std::iter::once(key)
+    let wanted: Vec<&str> = std::iter::once(key)
         .chain(pages.iter().map(|p| p.surt.as_str()))
-        .enumerate()
-        .map(|(i, k)| (k, i))
         .collect();
+    let inbound = s.index.links().inbound_many(id, &wanted)?;
     let mut words: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); wanted.len()];
     let mut hidden = vec![false; wanted.len()];
     let mut visible: HashMap<String, bool> = HashMap::new();
-    s.index.links().each_link(id, |source, page| {
-        let mut tokens: Option<Tokens<'_>> = None;
-        for l in &page.links {
-            let Some(i) = wanted.get(l.target) else {
-                continue;
-            };
+    for (i, sources) in inbound.iter().enumerate() {
+        for (source, windows) in sources {
             let seen = match visible.get(source) {
                 Some(v) => *v,
                 None => {
@@ -245,19 +241,17 @@ fn shared_words(s: &Searcher, id: u32, key: &str, pages: &mut [RelatedPage]) -> 
                 }
             };
             if !seen {
-                hidden[*i] = true;
+                hidden[i] = true;
                 continue;
             }
-            let tokens = tokens.get_or_insert_with(|| Tokens::of(page.words));
-            for w in &l.windows {
-                let anchor = tokens.span(w.ranges()[1].clone());
+            for w in windows {
+                let anchor = OutLink::parts(w).1;
                 for word in anchor.split(' ').filter(|w| !w.is_empty()) {
-                    *words[*i].entry(word.to_string()).or_default() += 1;
+                    *words[i].entry(word.to_string()).or_default() += 1;
                 }
             }
         }
-        Ok(true)
-    })?;
+    }
     for (n, p) in pages.iter_mut().enumerate() {
         let (a, b) = (&words[0], &words[n + 1]);
         let mut shared: Vec<(u32, &String)> = a

@@ -317,7 +317,7 @@ pub(crate) fn links_successor(
         crate::index::budget::spend()?;
         // Only the links whose anchor text names this page: not "next" or "previous".
         let windows: Vec<&String> = (windows.iter())
-            .filter(|w| spread.targets(OutLink::parts(w).1) <= NAMING_ANCHOR)
+            .filter(|w| spread.names_its_target(OutLink::parts(w).1))
             .collect();
         if windows.is_empty() {
             continue;
@@ -359,10 +359,6 @@ pub(crate) fn links_successor(
         .max_by(|a, b| a.1.len().cmp(&b.1.len()).then(b.0.cmp(&a.0)));
     Ok(best.filter(|(_, pages)| 2 * pages.len() > still))
 }
-
-/// Targets an anchor text may name in a sweep and still name the page it links (a
-/// page's title may be the anchor of a few pages' links: versions, translations).
-const NAMING_ANCHOR: usize = 2;
 
 /// Whether two anchor windows are one link: the same anchor text (windows of a list
 /// or a table share most of their words with their neighbours' links).

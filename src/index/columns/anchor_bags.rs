@@ -112,8 +112,15 @@ impl Col<'_, AnchorBags> {
     }
 
     /// Replaces the bags of sweep `sweep` by `bags` (sorted by target or not) in one
-    /// atomic write: a build killed half-way leaves the sweep's bags as they were.
-    pub fn replace_sweep(&self, sweep: u32, bags: &[(String, AnchorBag)]) -> Result<()> {
+    /// atomic write, then its `inbound` and `anchor_targets` entries by `linked`'s. A
+    /// build killed half-way leaves the sweep's bags as they were or its `inbound` empty:
+    /// the next ingest builds them again (and readers scan `links` meanwhile).
+    pub fn replace_sweep(
+        &self,
+        sweep: u32,
+        bags: &[(String, AnchorBag)],
+        linked: &crate::links::inbound::LinkedBy,
+    ) -> Result<()> {
         let mut b = rocksdb::WriteBatch::default();
         // No SURT holds byte 0xff (UTF-8 never does): the end of the sweep's keys.
         let mut end = sweep.to_be_bytes().to_vec();
@@ -127,6 +134,6 @@ impl Col<'_, AnchorBags> {
             );
         }
         self.index.db().write(b)?;
-        Ok(())
+        super::inbound::replace_sweep(self.index, sweep, linked)
     }
 }

@@ -25,6 +25,7 @@ use super::{Col, Column};
 use crate::index::Result;
 use serde::Deserialize;
 
+use crate::links::inbound::{MAX_TARGETS, MIN_TARGETS};
 use crate::links::{
     OutLink, PageLink, PageLinks, PageLinksRef, Tokens, MAX_ANCHOR_TOKENS, MAX_WINDOW,
     MAX_WINDOWS_PER_TARGET,
@@ -408,14 +409,48 @@ impl Col<'_, Links> {
         Ok(())
     }
 
-    /// [`Self::inbound`] of each of `targets`, in their order, in one scan of the sweep.
+    /// [`Self::inbound`] of each of `targets`, in their order: from the pages `inbound`
+    /// names, or in one scan of the sweep when its entries are not built (or for more
+    /// targets than [`INBOUND_LOOKUPS`]: one scan reads each page once).
     pub fn inbound_many(&self, sweep: u32, targets: &[&str]) -> Result<Vec<Inbound>> {
-        let at: std::collections::HashMap<&str, usize> =
-            targets.iter().enumerate().map(|(i, t)| (*t, i)).collect();
         let mut out = vec![Inbound::new(); targets.len()];
         if targets.is_empty() {
             return Ok(out);
         }
+        let by_target = self.index.inbound();
+        // Targets `inbound` does not know, for one scan.
+        let mut unknown: Vec<usize> = Vec::new();
+        if targets.len() <= INBOUND_LOOKUPS && by_target.of_sweep_built(sweep)? {
+            for (i, target) in targets.iter().enumerate() {
+                let Some(sources) = by_target.of(sweep, target)? else {
+                    unknown.push(i);
+                    continue;
+                };
+                for source in sources {
+                    let k = key_of(sweep, &source);
+                    let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
+                        continue;
+                    };
+                    let v = self.resolved(&k, &source, &v)?;
+                    let windows = with_page_links(&v, |page| {
+                        let tokens = Tokens::of(page.words);
+                        (page.links.iter())
+                            .filter(|l| l.target == *target)
+                            .flat_map(|l| l.windows.iter().map(|w| w.text(&tokens)))
+                            .collect::<Vec<String>>()
+                    })
+                    .map_err(|e| super::corrupt::<Links>(&k, e))?;
+                    out[i].push((source, windows));
+                }
+            }
+            if unknown.is_empty() {
+                return Ok(out);
+            }
+        } else {
+            unknown = (0..targets.len()).collect();
+        }
+        let at: std::collections::HashMap<&str, usize> =
+            unknown.iter().map(|i| (targets[*i], *i)).collect();
         self.each_link(sweep, |source, page| {
             let mut tokens: Option<Tokens<'_>> = None;
             for l in &page.links {
@@ -430,8 +465,9 @@ impl Col<'_, Links> {
         Ok(out)
     }
 
-    /// How many targets each of the anchor texts `anchors` names in sweep `sweep` (one
-    /// scan; only those anchors are counted).
+    /// How many targets each of the anchor texts `anchors` names in sweep `sweep`: from
+    /// `anchor_targets` when the sweep's entries are built, else in one scan (only those
+    /// anchors are counted).
     pub fn anchor_spread(
         &self,
         sweep: u32,
@@ -441,48 +477,56 @@ impl Col<'_, Links> {
         if anchors.is_empty() {
             return Ok(spread);
         }
+        if self.index.inbound().of_sweep_built(sweep)? {
+            for a in anchors {
+                if let Some(n) = self.index.anchor_targets().of(sweep, a)? {
+                    spread.0.insert(a.clone(), n as usize);
+                }
+            }
+            return Ok(spread);
+        }
+        let mut named: std::collections::HashMap<&str, Vec<String>> = Default::default();
         self.each_link(sweep, |_, page| {
             let tokens = Tokens::of(page.words);
             for l in &page.links {
                 for w in &l.windows {
                     let anchor = tokens.span(w.ranges()[1].clone());
-                    if anchors.contains(anchor) {
-                        spread.note(anchor, l.target);
+                    let Some(a) = anchors.get(anchor) else {
+                        continue;
+                    };
+                    let t = named.entry(a.as_str()).or_default();
+                    if t.len() < MAX_TARGETS && !t.iter().any(|x| x == l.target) {
+                        t.push(l.target.to_string());
                     }
                 }
             }
             Ok(true)
         })?;
+        for (a, t) in named {
+            if t.len() >= MIN_TARGETS {
+                spread.0.insert(a.to_string(), t.len());
+            }
+        }
         Ok(spread)
     }
 }
 
-/// How many targets each anchor text of a sweep names, up to [`AnchorSpread::MAX`]: an
-/// anchor text that names many ("next", "previous", "index", "here") places a link in a
+/// Targets [`Col::inbound_many`] reads through `inbound` at most; more are read by a
+/// scan of the sweep's links.
+pub const INBOUND_LOOKUPS: usize = 256;
+
+/// The anchor texts of a sweep that name at least [`MIN_TARGETS`] URLs, with how many
+/// (at most [`MAX_TARGETS`]): "next", "previous", "index", "here" place a link in a
 /// sequence or a site's navigation; one that names one or two names its target.
-#[derive(Debug, Default)]
-pub struct AnchorSpread(std::collections::HashMap<String, Vec<String>>);
+#[derive(Debug, Default, PartialEq)]
+pub struct AnchorSpread(std::collections::HashMap<String, usize>);
 
 impl AnchorSpread {
-    /// Targets counted per anchor text at most.
-    pub const MAX: usize = 4;
-
-    fn note(&mut self, anchor: &str, target: &str) {
-        if anchor.is_empty() {
-            return;
-        }
-        let t = match self.0.get_mut(anchor) {
-            Some(t) => t,
-            None => self.0.entry(anchor.to_string()).or_default(),
-        };
-        if t.len() < Self::MAX && !t.iter().any(|x| x == target) {
-            t.push(target.to_string());
-        }
-    }
-
-    /// The targets the anchor text names (at most [`Self::MAX`]).
-    pub fn targets(&self, anchor: &str) -> usize {
-        self.0.get(anchor).map_or(0, |t| t.len())
+    /// Whether the anchor text names the page it links: it names fewer than
+    /// [`MIN_TARGETS`] URLs in the sweep (a page's title may be the anchor of a few
+    /// pages' links: versions, translations).
+    pub fn names_its_target(&self, anchor: &str) -> bool {
+        !self.0.contains_key(anchor)
     }
 }
 
@@ -555,5 +599,73 @@ mod tests {
         assert!(with_page_links(&same_as(1, 11), |_| ()).is_err());
         assert_eq!(origin_of(&same_as(1, 11)), Some(11));
         assert_eq!(origin_of(&encode_page_links(&page("t"), 7)), Some(7));
+    }
+
+    /// What the pages of a sweep say about a URL reads the same through `inbound` and
+    /// `anchor_targets` as by a scan of the sweep's links: the linking pages and their
+    /// windows for every target (references resolved), and which anchors name several
+    /// URLs; a URL no page links has none either way.
+    #[test]
+    fn inbound_entries_answer_as_the_scan_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(dir.path(), &crate::config::Config::default(), true).unwrap();
+        let mut batch = Batch::default();
+        let mut targets = std::collections::BTreeSet::new();
+        for case in 0..240u64 {
+            let (html, window) = crate::links::random_page(case);
+            let mut c = crate::canon::Canon::default();
+            crate::canon::canonicalize(
+                html.as_bytes(),
+                crate::canon::MediaKind::Html,
+                None,
+                &mut c,
+            );
+            let host = ["example.org", "other.net", "third.com"][(case % 3) as usize];
+            let url = format!("http://{host}/d/page{}.html", case % 97);
+            let source = crate::url::surt(&url);
+            let links = crate::links::out_links(&c, &url, window);
+            targets.extend(links.links.iter().map(|l| l.target.clone()));
+            batch.put_raw::<Links>(
+                &index,
+                &key_of(1, &source),
+                &encode_page_links(&links, case),
+            );
+            // Sweep 2 keeps every other page's links by a reference to sweep 1's.
+            if case % 2 == 0 {
+                batch.put_raw::<Links>(&index, &key_of(2, &source), &same_as(1, case));
+            }
+        }
+        index.write(batch).unwrap();
+        targets.insert("org,example)/linked-by-no-page".into());
+        let targets: Vec<&str> = targets
+            .iter()
+            .map(|t| t.as_str())
+            .take(INBOUND_LOOKUPS)
+            .collect();
+        let answers = |sweep: u32| {
+            let inbound = index.links().inbound_many(sweep, &targets).unwrap();
+            let anchors = crate::query::whereis::anchors_of(&inbound.iter().collect::<Vec<_>>());
+            let spread = index.links().anchor_spread(sweep, &anchors).unwrap();
+            (inbound, spread)
+        };
+        for sweep in [1, 2] {
+            assert!(!index.inbound().of_sweep_built(sweep).unwrap());
+            let scanned = answers(sweep);
+            let mut linked = crate::links::inbound::LinkedBy::default();
+            index
+                .links()
+                .each_link(sweep, |source, page| {
+                    linked.add(source, page, &Tokens::of(page.words));
+                    Ok(true)
+                })
+                .unwrap();
+            super::super::inbound::replace_sweep(&index, sweep, &linked).unwrap();
+            assert!(index.inbound().of_sweep_built(sweep).unwrap());
+            let read = answers(sweep);
+            assert_eq!(read, scanned, "sweep {sweep}");
+            assert!(scanned.0.iter().filter(|i| i.len() > 2).count() > 5);
+            assert!(scanned.0.last().unwrap().is_empty());
+            assert_ne!(scanned.1, AnchorSpread::default());
+        }
     }
 }

@@ -11,6 +11,7 @@
 //! [`IndexError::Corruption`] naming the column family and the key.
 
 pub mod anchor_bags;
+pub mod anchor_targets;
 pub mod captures;
 pub mod doc_captures;
 pub mod docs;
@@ -18,6 +19,7 @@ pub mod edges;
 pub mod files;
 pub mod fingerprints;
 pub mod host_sweeps;
+pub mod inbound;
 pub mod links;
 pub mod members;
 pub mod meta;
@@ -88,7 +90,9 @@ macro_rules! with_columns {
             texts::Texts,
             unpaired::Unpaired,
             links::Links,
-            anchor_bags::AnchorBags
+            anchor_bags::AnchorBags,
+            inbound::InboundLinks,
+            anchor_targets::AnchorTargets
         )
     };
 }
