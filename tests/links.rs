@@ -454,4 +454,27 @@ fn bags_count_a_page_by_its_last_capture_and_a_sweep_added_to_whole() {
         sources,
         [(surt(&u("t1.html")), 2), (surt(&u("t2.html")), 2)]
     );
+    // The pages linking each, as the sweep holds them now (by the page linked, built
+    // again for the sweep added to).
+    let linking = |target: &str| {
+        let out = tidemark_ok(&[
+            "--db",
+            db.to_str().unwrap(),
+            "inlinks",
+            "--json",
+            &u(target),
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["sources"].as_array().unwrap().iter())
+            .map(|s| s["source"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(linking("t1.html"), [surt(&p2), surt(&p4)]);
+    assert_eq!(linking("t2.html"), [surt(&p1), surt(&p3)]);
+    let index = Index::open_read_only(&db, &Config::default()).unwrap();
+    assert!(index.inbound().of_sweep_built(1).unwrap());
+    assert_eq!(
+        index.inbound().of(1, &surt(&u("t1.html"))).unwrap(),
+        Some(vec![surt(&p2), surt(&p4)])
+    );
 }

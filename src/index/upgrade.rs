@@ -57,12 +57,22 @@ fn links_by_target(index: &Index, _config: &Config) -> Result<()> {
         if !index.links().any_in(&sweep.to_be_bytes())? {
             continue;
         }
-        let mut linked = crate::links::inbound::LinkedBy::default();
+        let mut linked = Some(crate::links::inbound::LinkedBy::default());
         index.links().each_link(sweep, |source, page| {
-            linked.add(source, page, &crate::links::Tokens::of(page.words));
+            let Some(l) = &mut linked else {
+                return Ok(false);
+            };
+            l.add(source, page, &crate::links::Tokens::of(page.words));
+            if l.bytes() > crate::links::inbound::BUDGET {
+                // Too many to hold: this sweep's are read by scans.
+                linked = None;
+            }
             Ok(true)
         })?;
-        super::columns::inbound::replace_sweep(index, sweep, &linked)?;
+        super::columns::inbound::clear_sweep(index, sweep)?;
+        if let Some(linked) = &linked {
+            super::columns::inbound::write_sweep(index, sweep, linked)?;
+        }
     }
     let mut b = super::Batch::default();
     b.put::<super::columns::meta::Meta>(

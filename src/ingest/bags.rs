@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::FastMap;
 use crate::index::columns::anchor_bags::AnchorBag;
 use crate::index::{Index, Result};
-use crate::links::inbound::LinkedBy;
+use crate::links::inbound::{self, LinkedBy};
 use crate::links::{bag_sample, BagParams, PageLinksRef, Tokens};
 use crate::url::host_of_surt;
 
@@ -94,8 +94,8 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
     let mut pairs: Vec<u64> = Vec::new();
     let mut fits = true;
     counts.passes = 1;
-    let mut linked = LinkedBy::default();
-    scan(index, sweep, &p, Some(&mut linked), |target, words| {
+    let mut linked = Some(LinkedBy::default());
+    scan(index, sweep, &p, &mut linked, |target, words| {
         let id = targets.id(target);
         let t = &mut targets.list[id as usize];
         t.1 += 1;
@@ -131,7 +131,7 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
         for s in 0..=share {
             counts.passes += 1;
             let mut pairs: Vec<u64> = Vec::new();
-            scan(index, sweep, &p, None, |target, words| {
+            scan(index, sweep, &p, &mut None, |target, words| {
                 let id = targets.ids.get(target).copied().unwrap_or(u32::MAX);
                 if share_of.get(id as usize) == Some(&s) {
                     pairs.extend(words.iter().map(|h| ((id as u64) << 32) | *h as u64));
@@ -143,26 +143,32 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
     bags.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     counts.targets = bags.len() as u64;
     counts.words = bags.iter().map(|(_, b)| b.elements as u64).sum();
-    index.anchor_bags().replace_sweep(sweep, &bags, &linked)?;
+    index
+        .anchor_bags()
+        .replace_sweep(sweep, &bags, linked.as_ref())?;
     counts.seconds = t0.elapsed().as_secs_f64();
     Ok(counts)
 }
 
 /// Calls `each` with every link of the sweep that counts (from the target's own host
 /// or not, as the index says): its target and the hashes of its windows' words; and
-/// adds every link to `linked`.
+/// adds every link to `linked`, which it empties past [`inbound::BUDGET`] (the sweep
+/// then keeps no links by target: they are read by scans).
 fn scan(
     index: &Index,
     sweep: u32,
     p: &BagParams,
-    mut linked: Option<&mut LinkedBy>,
+    linked: &mut Option<LinkedBy>,
     mut each: impl FnMut(&str, &[u32]),
 ) -> Result<()> {
     let mut scratch = (Vec::new(), Vec::new());
     index.links().each_link(sweep, |source, page| {
         let tokens = Tokens::of(page.words);
-        if let Some(l) = linked.as_deref_mut() {
+        if let Some(l) = linked {
             l.add(source, page, &tokens);
+            if l.bytes() > inbound::BUDGET {
+                *linked = None;
+            }
         }
         page_words(source, page, &tokens, p, &mut scratch, &mut each);
         Ok(true)
@@ -255,7 +261,7 @@ fn bag_of(
 }
 
 /// Bytes a [`Gather`] may hold: past them it gives up and the sweep's bags are built by
-/// scans of `links`, whose memory is bounded ([`MAX_PAIRS`]).
+/// scans of `links`, whose memory is bounded ([`MAX_PAIRS`], [`inbound::BUDGET`]).
 pub const GATHER_BUDGET: usize = 768 << 20;
 
 /// A sweep's links gathered by target as the commit writes them, for its bags without a
@@ -486,7 +492,9 @@ pub fn write_gathered(index: &Index, sweep: u32, gather: Gather) -> Result<BagCo
     let t0 = std::time::Instant::now();
     let gather_cpu_s = gather.cpu_s;
     let (bags, linked) = gather.bags();
-    index.anchor_bags().replace_sweep(sweep, &bags, &linked)?;
+    index
+        .anchor_bags()
+        .replace_sweep(sweep, &bags, Some(&linked))?;
     Ok(BagCounts {
         targets: bags.len() as u64,
         words: bags.iter().map(|(_, b)| b.elements as u64).sum(),

@@ -534,6 +534,12 @@ fn ingest_files<'scope>(
         crate::config::Resemblance::Full => None,
     };
     let writes = write::Writes::start(scope, index, next_pair);
+    // Links by the page linked describe the sweep's pages as they were: a run that adds
+    // to them drops them first (readers scan meanwhile), and builds them again at its end
+    // or the next run does.
+    if !todo.is_empty() {
+        crate::index::columns::inbound::clear_sweep(index, sweep_id)?;
+    }
     let bag_gather = match index.links().any_in(&sweep_id.to_be_bytes())? {
         false => Some(bags::Gathering::start(scope, bags::params_of(index)?)),
         true => None,

@@ -17,6 +17,10 @@ pub const MIN_TARGETS: usize = 3;
 /// Targets counted per anchor text at most.
 pub const MAX_TARGETS: usize = 4;
 
+/// Bytes a [`LinkedBy`] filled by a scan of a sweep's links may hold (about 100 bytes a
+/// link): past them the sweep keeps no links by target, and they are read by scans.
+pub const BUDGET: usize = 512 << 20;
+
 /// Strings by id, in one buffer: string `i` is `text[at[i]..at[i + 1]]`, found by the
 /// 128-bit hash of its bytes (a collision: ~n²/2¹²⁹).
 #[derive(Default)]

@@ -112,15 +112,16 @@ impl Col<'_, AnchorBags> {
     }
 
     /// Replaces the bags of sweep `sweep` by `bags` (sorted by target or not) in one
-    /// atomic write, then its `inbound` and `anchor_targets` entries by `linked`'s. A
-    /// build killed half-way leaves the sweep's bags as they were or its `inbound` empty:
-    /// the next ingest builds them again (and readers scan `links` meanwhile).
+    /// atomic write, and its `inbound` and `anchor_targets` entries by `linked`'s
+    /// (cleared first, written last: a build killed half-way leaves the sweep without
+    /// `inbound` entries, which the next ingest builds; readers scan meanwhile).
     pub fn replace_sweep(
         &self,
         sweep: u32,
         bags: &[(String, AnchorBag)],
-        linked: &crate::links::inbound::LinkedBy,
+        linked: Option<&crate::links::inbound::LinkedBy>,
     ) -> Result<()> {
+        super::inbound::clear_sweep(self.index, sweep)?;
         let mut b = rocksdb::WriteBatch::default();
         // No SURT holds byte 0xff (UTF-8 never does): the end of the sweep's keys.
         let mut end = sweep.to_be_bytes().to_vec();
@@ -134,6 +135,9 @@ impl Col<'_, AnchorBags> {
             );
         }
         self.index.db().write(b)?;
-        super::inbound::replace_sweep(self.index, sweep, linked)
+        match linked {
+            Some(linked) => super::inbound::write_sweep(self.index, sweep, linked),
+            None => Ok(()),
+        }
     }
 }

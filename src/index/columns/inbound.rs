@@ -31,6 +31,12 @@ pub struct InboundKey {
 
 const FORMAT: u8 = 1;
 
+/// Longest linking page's SURT a value may hold (bytes).
+pub const MAX_SURT: usize = 64 << 10;
+/// Decoded bytes a value's byte may stand for at most, beyond a first MiB (the pages
+/// linking a menu target share their site's prefix: ten to twenty bytes each).
+const MAX_DECODED_PER_BYTE: usize = 64;
+
 /// The value of pages `sources` (SURTs ascending, distinct).
 pub fn encode(sources: &[&str]) -> Vec<u8> {
     let mut out = vec![FORMAT];
@@ -64,11 +70,22 @@ pub fn decode(b: &[u8]) -> std::result::Result<Vec<String>, String> {
     }
     let mut out: Vec<String> = Vec::with_capacity(n as usize);
     let mut prev: Vec<u8> = Vec::new();
+    // Front coding lets a few bytes stand for a long SURT: a damaged or crafted value's
+    // pages sharing ever longer prefixes would decode to gigabytes without these caps.
+    let mut decoded = 0usize;
+    let most = MAX_DECODED_PER_BYTE * b.len() + (1 << 20);
     for _ in 0..n {
         let shared = read_leb128(&mut rest)? as usize;
         let len = read_leb128(&mut rest)? as usize;
         if shared > prev.len() || len > rest.len() {
             return Err("a linking page past the value's end".into());
+        }
+        decoded += shared + len;
+        if shared + len > MAX_SURT || decoded > most {
+            return Err(format!(
+                "linking pages longer than {} bytes of value may hold",
+                b.len()
+            ));
         }
         let mut s = prev[..shared].to_vec();
         s.extend_from_slice(&rest[..len]);
@@ -131,23 +148,29 @@ impl Col<'_, InboundLinks> {
     ///
     /// [`LinkedBy::keeps`]: crate::links::inbound::LinkedBy::keeps
     pub fn of(&self, sweep: u32, target: &str) -> Result<Option<Vec<String>>> {
+        if !self.of_sweep_built(sweep)? {
+            return Ok(None);
+        }
+        self.of_built(sweep, target)
+    }
+
+    /// [`Self::of`] in a sweep whose entries are built.
+    pub fn of_built(&self, sweep: u32, target: &str) -> Result<Option<Vec<String>>> {
         if let Some(v) = self.get(&InboundKey {
             sweep,
             target: target.to_string(),
         })? {
             return Ok(Some(v));
         }
-        let is_page = || -> Result<bool> {
-            Ok(self
-                .index
-                .db()
-                .get_pinned_cf(
-                    self.index.links().handle(),
-                    super::links::key_of(sweep, target),
-                )?
-                .is_some())
-        };
-        Ok((self.of_sweep_built(sweep)? && is_page()?).then(Vec::new))
+        let is_page = self
+            .index
+            .db()
+            .get_pinned_cf(
+                self.index.links().handle(),
+                super::links::key_of(sweep, target),
+            )?
+            .is_some();
+        Ok(is_page.then(Vec::new))
     }
 
     /// Whether sweep `sweep`'s entries are written (it has one at least).
@@ -156,26 +179,29 @@ impl Col<'_, InboundLinks> {
     }
 }
 
-/// Replaces sweep `sweep`'s entries of `inbound` and `anchor_targets` by `linked`'s, each
-/// family's as one sorted file ([`crate::index::Index::replace_sorted`]).
-pub(crate) fn replace_sweep(
+/// Removes sweep `sweep`'s entries of `inbound` (first: they mark the sweep built) and
+/// of `anchor_targets`.
+pub(crate) fn clear_sweep(index: &crate::index::Index, sweep: u32) -> Result<()> {
+    let (from, to) = sweep_range(sweep);
+    index.replace_sorted(InboundLinks::NAME, (&from, &to), |_| Ok(()))?;
+    index.replace_sorted(
+        super::anchor_targets::AnchorTargets::NAME,
+        (&from, &to),
+        |_| Ok(()),
+    )
+}
+
+/// Writes sweep `sweep`'s entries of `anchor_targets`, then of `inbound` (last: they mark
+/// the sweep built), from `linked`, each family's as one sorted file
+/// ([`crate::index::Index::replace_sorted`]). Called with the sweep's entries cleared
+/// ([`clear_sweep`]): a write killed half-way leaves the sweep without `inbound` entries,
+/// read by scans until an ingest builds them.
+pub(crate) fn write_sweep(
     index: &crate::index::Index,
     sweep: u32,
     linked: &crate::links::inbound::LinkedBy,
 ) -> Result<()> {
-    // No SURT or anchor text holds byte 0xff (UTF-8 never does): the end of the sweep's keys.
-    let from = sweep.to_be_bytes();
-    let mut to = from.to_vec();
-    to.push(0xff);
-    index.replace_sorted(InboundLinks::NAME, (&from, &to), |put| {
-        let mut failed = Ok(());
-        linked.each_target(|target, sources| {
-            if failed.is_ok() {
-                failed = put(&super::sweep_surt_key(sweep, target), &encode(sources));
-            }
-        });
-        failed
-    })?;
+    let (from, to) = sweep_range(sweep);
     index.replace_sorted(
         super::anchor_targets::AnchorTargets::NAME,
         (&from, &to),
@@ -188,5 +214,66 @@ pub(crate) fn replace_sweep(
             });
             failed
         },
-    )
+    )?;
+    index.replace_sorted(InboundLinks::NAME, (&from, &to), |put| {
+        let mut failed = Ok(());
+        linked.each_target(|target, sources| {
+            if failed.is_ok() {
+                failed = put(&super::sweep_surt_key(sweep, target), &encode(sources));
+            }
+        });
+        failed
+    })
+}
+
+/// The keys of sweep `sweep`: from its id, up to its id and byte 0xff (no SURT or
+/// anchor text holds it: UTF-8 never does).
+fn sweep_range(sweep: u32) -> ([u8; 4], Vec<u8>) {
+    let from = sweep.to_be_bytes();
+    let mut to = from.to_vec();
+    to.push(0xff);
+    (from, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value reads as the pages it was made of; a damaged or crafted one is an error
+    /// (never a panic, nor gigabytes of SURTs from a few bytes).
+    #[test]
+    fn a_value_reads_back_and_a_damaged_one_is_refused() {
+        let pages = [
+            "com,example)/",
+            "com,example)/a",
+            "com,example)/a/b",
+            "org,other)/x",
+        ];
+        let v = encode(&pages);
+        assert_eq!(decode(&v).unwrap(), pages);
+        assert_eq!(decode(&encode(&[])).unwrap(), Vec::<String>::new());
+        for cut in 0..v.len() {
+            assert!(decode(&v[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = v.clone();
+        extra.push(0);
+        assert!(decode(&extra).is_err());
+        // Not ascending: the same page twice.
+        assert!(decode(&encode(&["com,a)/", "com,a)/"])).is_err());
+        // A shared prefix longer than the page before.
+        assert!(decode(&[FORMAT, 2, 0, 1, b'a', 5, 1, b'b']).is_err());
+        // Each page one byte longer than the one before, sharing all of it: a million
+        // bytes would decode to half a terabyte.
+        let mut crafted = vec![FORMAT];
+        leb128(&mut crafted, 300_000);
+        let mut prev = 0u64;
+        for _ in 0..300_000u64 {
+            leb128(&mut crafted, prev);
+            leb128(&mut crafted, 1);
+            crafted.push(b'a');
+            prev += 1;
+        }
+        let e = decode(&crafted).unwrap_err();
+        assert!(e.contains("longer than"), "{e}");
+    }
 }

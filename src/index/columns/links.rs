@@ -419,42 +419,56 @@ impl Col<'_, Links> {
         }
         let by_target = self.index.inbound();
         // Targets `inbound` does not know, for one scan.
-        let mut unknown: Vec<usize> = Vec::new();
+        let mut unknown: Vec<usize> = (0..targets.len()).collect();
         if targets.len() <= INBOUND_LOOKUPS && by_target.of_sweep_built(sweep)? {
+            unknown.clear();
+            // Each linking page read once, in SURT order (each target's list is then in
+            // the scan's order), with the targets it links.
+            let mut pages: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
             for (i, target) in targets.iter().enumerate() {
-                let Some(sources) = by_target.of(sweep, target)? else {
-                    unknown.push(i);
+                match by_target.of_built(sweep, target)? {
+                    Some(sources) => {
+                        for s in sources {
+                            pages.entry(s).or_default().push(i);
+                        }
+                    }
+                    None => unknown.push(i),
+                }
+            }
+            // More pages than a scan would cost: the scan reads each once.
+            if pages.len() > INBOUND_PAGE_READS {
+                unknown = (0..targets.len()).collect();
+                pages.clear();
+            }
+            for (source, wanted) in pages {
+                let k = key_of(sweep, &source);
+                let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
                     continue;
                 };
-                for source in sources {
-                    let k = key_of(sweep, &source);
-                    let Some(v) = self.index.db().get_pinned_cf(self.handle(), &k)? else {
-                        continue;
-                    };
-                    let v = self.resolved(&k, &source, &v)?;
-                    let windows = with_page_links(&v, |page| {
-                        let tokens = Tokens::of(page.words);
-                        (page.links.iter())
-                            .filter(|l| l.target == *target)
-                            .flat_map(|l| l.windows.iter().map(|w| w.text(&tokens)))
-                            .collect::<Vec<String>>()
-                    })
-                    .map_err(|e| super::corrupt::<Links>(&k, e))?;
-                    out[i].push((source, windows));
-                }
+                let v = self.resolved(&k, &source, &v)?;
+                with_page_links(&v, |page| {
+                    let tokens = Tokens::of(page.words);
+                    for l in &page.links {
+                        for i in wanted.iter().filter(|i| targets[**i] == l.target) {
+                            let windows = l.windows.iter().map(|w| w.text(&tokens)).collect();
+                            out[*i].push((source.clone(), windows));
+                        }
+                    }
+                })
+                .map_err(|e| super::corrupt::<Links>(&k, e))?;
             }
             if unknown.is_empty() {
                 return Ok(out);
             }
-        } else {
-            unknown = (0..targets.len()).collect();
         }
-        let at: std::collections::HashMap<&str, usize> =
-            unknown.iter().map(|i| (targets[*i], *i)).collect();
+        let mut at: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+        for i in unknown {
+            at.entry(targets[i]).or_default().push(i);
+        }
         self.each_link(sweep, |source, page| {
             let mut tokens: Option<Tokens<'_>> = None;
             for l in &page.links {
-                if let Some(i) = at.get(l.target) {
+                for i in at.get(l.target).into_iter().flatten() {
                     let tokens = tokens.get_or_insert_with(|| Tokens::of(page.words));
                     let windows = l.windows.iter().map(|w| w.text(tokens)).collect();
                     out[*i].push((source.to_string(), windows));
@@ -514,6 +528,10 @@ impl Col<'_, Links> {
 /// Targets [`Col::inbound_many`] reads through `inbound` at most; more are read by a
 /// scan of the sweep's links.
 pub const INBOUND_LOOKUPS: usize = 256;
+
+/// Linking pages [`Col::inbound_many`] reads one by one at most (each a lookup and a
+/// decode of the page's links); more are read by a scan, which reads each page once.
+pub const INBOUND_PAGE_READS: usize = 4096;
 
 /// The anchor texts of a sweep that name at least [`MIN_TARGETS`] URLs, with how many
 /// (at most [`MAX_TARGETS`]): "next", "previous", "index", "here" place a link in a
@@ -659,7 +677,7 @@ mod tests {
                     Ok(true)
                 })
                 .unwrap();
-            super::super::inbound::replace_sweep(&index, sweep, &linked).unwrap();
+            super::super::inbound::write_sweep(&index, sweep, &linked).unwrap();
             assert!(index.inbound().of_sweep_built(sweep).unwrap());
             let read = answers(sweep);
             assert_eq!(read, scanned, "sweep {sweep}");
