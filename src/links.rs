@@ -540,6 +540,16 @@ pub fn bag_resemblance(a: (u8, &[u32]), b: (u8, &[u32])) -> crate::sketch::Estim
 
 /// A page of random words and links (`p0.html` … `p11.html`): anchors unclosed,
 /// empty and longer than kept, neighbours close; and a window width from 0 to 10.
+/// The links of [`random_page`]`(case)` read at `url` (for tests of what is built from
+/// a sweep's links).
+#[cfg(test)]
+pub(crate) fn random_page_links(case: u64, url: &str) -> PageLinks {
+    let (html, window) = random_page(case);
+    let mut c = crate::canon::Canon::default();
+    crate::canon::canonicalize(html.as_bytes(), crate::canon::MediaKind::Html, None, &mut c);
+    out_links(&c, url, window)
+}
+
 #[cfg(test)]
 pub(crate) fn random_page(case: u64) -> (String, usize) {
     let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ case.wrapping_mul(0x2545_f491_4f6c_dd1d);

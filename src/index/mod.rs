@@ -684,11 +684,7 @@ impl Index {
         o: &Options,
         puts: &[(&[u8], &[u8])],
     ) -> Result<PathBuf> {
-        let dir = self.path.join(NEW_KEY_DIR);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| IndexError::Invalid(format!("{}: {e}", dir.display())))?;
-        let n = (self.new_key_files).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = dir.join(format!("{family}-{n}.sst"));
+        let file = self.new_file_path(family)?;
         let mut w = rocksdb::SstFileWriter::create(o);
         let written = (|| {
             w.open(&file)?;
@@ -702,6 +698,16 @@ impl Index {
             return Err(e.into());
         }
         Ok(file)
+    }
+
+    /// A path for a new sorted file of `family`, unique in this process, in the index's
+    /// folder (removed at the next open if RocksDB has not taken it).
+    fn new_file_path(&self, family: &str) -> Result<PathBuf> {
+        let dir = self.path.join(NEW_KEY_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| IndexError::Invalid(format!("{}: {e}", dir.display())))?;
+        let n = (self.new_key_files).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(dir.join(format!("{family}-{n}.sst")))
     }
 
     /// Replaces the keys of `family` from `from` (up to `to`) by the puts `fill` makes, in
@@ -721,11 +727,7 @@ impl Index {
             )));
         };
         self.db.delete_range_cf(self.cf(family), from, to)?;
-        let dir = self.path.join(NEW_KEY_DIR);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| IndexError::Invalid(format!("{}: {e}", dir.display())))?;
-        let n = (self.new_key_files).fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = dir.join(format!("{family}-{n}.sst"));
+        let file = self.new_file_path(family)?;
         let mut w = rocksdb::SstFileWriter::create(o);
         let mut puts = 0u64;
         let written = (|| {

@@ -630,18 +630,10 @@ mod tests {
         let mut batch = Batch::default();
         let mut targets = std::collections::BTreeSet::new();
         for case in 0..240u64 {
-            let (html, window) = crate::links::random_page(case);
-            let mut c = crate::canon::Canon::default();
-            crate::canon::canonicalize(
-                html.as_bytes(),
-                crate::canon::MediaKind::Html,
-                None,
-                &mut c,
-            );
             let host = ["example.org", "other.net", "third.com"][(case % 3) as usize];
             let url = format!("http://{host}/d/page{}.html", case % 97);
             let source = crate::url::surt(&url);
-            let links = crate::links::out_links(&c, &url, window);
+            let links = crate::links::random_page_links(case, &url);
             targets.extend(links.links.iter().map(|l| l.target.clone()));
             batch.put_raw::<Links>(
                 &index,
