@@ -9,7 +9,8 @@
 //! One entry a page: the commit adds one put per HTML capture, whatever its number of
 //! links (keyed by target, a page's hundred links were a hundred puts on the committing
 //! thread: 70% more ingest time on a generated sweep of 100,000 pages). What the pages of
-//! a sweep say about one URL is read by a scan of the sweep's pages. Written by ingest
+//! a sweep say about one URL is read from the pages `inbound` names (the links turned
+//! around once the sweep is in), or by a scan of the sweep's pages. Written by ingest
 //! with each 2xx capture of an HTML page (a page captured twice in a sweep: its last
 //! capture's links); read by `inlinks`.
 //!
