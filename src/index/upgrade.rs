@@ -59,15 +59,10 @@ fn links_by_target(index: &Index, _config: &Config) -> Result<()> {
         }
         let mut linked = Some(crate::links::inbound::LinkedBy::default());
         index.links().each_link(sweep, |source, page| {
-            let Some(l) = &mut linked else {
-                return Ok(false);
-            };
-            l.add(source, page, &crate::links::Tokens::of(page.words));
-            if l.bytes() > crate::links::inbound::BUDGET {
-                // Too many to hold: this sweep's are read by scans.
-                linked = None;
-            }
-            Ok(true)
+            let tokens = crate::links::Tokens::of(page.words);
+            crate::links::inbound::LinkedBy::add_within_budget(&mut linked, source, page, &tokens);
+            // Too many to hold: this sweep's are read by scans.
+            Ok(linked.is_some())
         })?;
         super::columns::inbound::clear_sweep(index, sweep)?;
         if let Some(linked) = &linked {

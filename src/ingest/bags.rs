@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::FastMap;
 use crate::index::columns::anchor_bags::AnchorBag;
 use crate::index::{Index, Result};
-use crate::links::inbound::{self, LinkedBy};
+use crate::links::inbound::LinkedBy;
 use crate::links::{bag_sample, BagParams, PageLinksRef, Tokens};
 use crate::url::host_of_surt;
 
@@ -152,8 +152,8 @@ pub fn build_with_cap(index: &Index, sweep: u32, cap: usize) -> Result<BagCounts
 
 /// Calls `each` with every link of the sweep that counts (from the target's own host
 /// or not, as the index says): its target and the hashes of its windows' words; and
-/// adds every link to `linked`, which it empties past [`inbound::BUDGET`] (the sweep
-/// then keeps no links by target: they are read by scans).
+/// adds every link to `linked` ([`LinkedBy::add_within_budget`]: past its budget the
+/// sweep keeps no links by target, read by scans).
 fn scan(
     index: &Index,
     sweep: u32,
@@ -164,12 +164,7 @@ fn scan(
     let mut scratch = (Vec::new(), Vec::new());
     index.links().each_link(sweep, |source, page| {
         let tokens = Tokens::of(page.words);
-        if let Some(l) = linked {
-            l.add(source, page, &tokens);
-            if l.bytes() > inbound::BUDGET {
-                *linked = None;
-            }
-        }
+        LinkedBy::add_within_budget(linked, source, page, &tokens);
         page_words(source, page, &tokens, p, &mut scratch, &mut each);
         Ok(true)
     })
@@ -261,7 +256,8 @@ fn bag_of(
 }
 
 /// Bytes a [`Gather`] may hold: past them it gives up and the sweep's bags are built by
-/// scans of `links`, whose memory is bounded ([`MAX_PAIRS`], [`inbound::BUDGET`]).
+/// scans of `links`, whose memory is bounded ([`MAX_PAIRS`],
+/// [`crate::links::inbound::BUDGET`]).
 pub const GATHER_BUDGET: usize = 768 << 20;
 
 /// A sweep's links gathered by target as the commit writes them, for its bags without a

@@ -90,15 +90,12 @@ pub struct LinkedBy {
 impl LinkedBy {
     /// Adds the links of page `source` (`tokens` are its words'), replacing any it had.
     pub fn add(&mut self, source: &str, page: &PageLinksRef<'_>, tokens: &Tokens<'_>) {
-        let before = self.sources.len();
-        let s = self.sources.id(source);
-        if (s as usize) < before {
-            // Seen before: its earlier links are dropped, these take a fresh id.
-            self.live[s as usize] = false;
-            let h = xxhash_rust::xxh3::xxh3_128(source.as_bytes());
-            self.sources.ids.remove(&h);
-            return self.add(source, page, tokens);
+        // Seen before: its earlier links are dropped, these take a fresh id.
+        let h = xxhash_rust::xxh3::xxh3_128(source.as_bytes());
+        if let Some(old) = self.sources.ids.remove(&h) {
+            self.live[old as usize] = false;
         }
+        let s = self.sources.id(source);
         self.live.push(true);
         self.last.clear();
         for l in &page.links {
@@ -111,6 +108,22 @@ impl LinkedBy {
                     let a = self.anchors.id(anchor);
                     self.named.push((a, t, s));
                 }
+            }
+        }
+    }
+
+    /// [`Self::add`] to `linked` while it holds at most [`BUDGET`] bytes; past them it is
+    /// emptied (the sweep's links by target are then read by scans).
+    pub fn add_within_budget(
+        linked: &mut Option<LinkedBy>,
+        source: &str,
+        page: &PageLinksRef<'_>,
+        tokens: &Tokens<'_>,
+    ) {
+        if let Some(l) = linked {
+            l.add(source, page, tokens);
+            if l.bytes() > BUDGET {
+                *linked = None;
             }
         }
     }
